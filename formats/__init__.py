@@ -1,0 +1,87 @@
+"""File formats: the FileFormat / FileSource / FileOpener layer and a registry by name.
+
+>>> import formats
+>>> formats.get("parquet")              # a built-in, by name
+>>> formats.register("tsv", TsvFormat)  # a user's own format, usable as format="tsv"
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+from formats.base import (
+    CorruptFileError,
+    FileFormat,
+    FileOpener,
+    FileSource,
+    MissingFileError,
+)
+from listing.errors import OptionError
+
+__all__ = [
+    "CorruptFileError", "FileFormat", "FileOpener", "FileSource", "MissingFileError",
+    "for_path", "get", "names", "register",
+]
+
+_BUILTIN = {
+    "parquet": "formats.parquet:ParquetFormat",
+    "csv": "formats.csv:CsvFormat",
+    "json": "formats.json:JsonFormat",
+    "ndjson": "formats.json:JsonFormat",
+    "arrow": "formats.arrow:ArrowFormat",
+    "ipc": "formats.arrow:ArrowFormat",
+}
+_REGISTRY: dict[str, Callable[..., FileFormat]] = {}
+
+
+def register(name: str, factory: Callable[..., FileFormat]) -> None:
+    """Make ``format=name`` (Python API and the Spark option) build ``factory(**options)``."""
+    _REGISTRY[name.lower()] = factory
+
+
+def _factory(name: str) -> Callable[..., FileFormat]:
+    key = name.lower()
+    if key in _REGISTRY:
+        return _REGISTRY[key]
+    if key in _BUILTIN:
+        module, _, attr = _BUILTIN[key].partition(":")
+        return getattr(importlib.import_module(module), attr)
+    if ":" in name or "." in name:  # "package.module:Class" or "package.module.Class"
+        module, _, attr = name.replace(":", ".").rpartition(".")
+        try:
+            return getattr(importlib.import_module(module), attr)
+        except (ImportError, AttributeError) as err:
+            raise OptionError(f"format {name!r} cannot be imported: {err}") from None
+    raise OptionError(f"unknown format {name!r}; known: {', '.join(names())} "
+                      "(or register one with formats.register, or give 'module:Class')")
+
+
+def get(fmt: str | FileFormat, **options: Any) -> FileFormat:
+    """A FileFormat instance from a name, a 'module:Class' path, or an instance."""
+    if isinstance(fmt, FileFormat):
+        if options:
+            return type(fmt)(**{**fmt.options, **options})
+        return fmt
+    if isinstance(fmt, type) and issubclass(fmt, FileFormat):
+        return fmt(**options)
+    if not isinstance(fmt, str):
+        raise OptionError(f"format must be a name or a FileFormat, got {fmt!r}")
+    return _factory(fmt)(**options)
+
+
+def names() -> list[str]:
+    return sorted(set(_BUILTIN) | set(_REGISTRY))
+
+
+def for_path(path: str) -> FileFormat | None:
+    """The built-in or registered format whose extensions match ``path``."""
+    for name in names():
+        try:
+            fmt = get(name)
+        except (OptionError, ImportError):
+            continue
+        if fmt.extensions and fmt.matches(path):
+            return fmt
+    return None

@@ -1,0 +1,215 @@
+"""FileFormat, FileSource and FileOpener: how a format plans and reads its files.
+
+- :class:`FileFormat` runs at planning time: which files are its own, their schema and
+  statistics, which filters it can use, and how to split a file across tasks.
+- :class:`FileSource` is what travels to executors: plain metadata (schema, projection,
+  predicate, batch size, options, storage spec), picklable, no open handles.
+- :class:`FileOpener` runs inside a Spark task: opens one file through the storage factory
+  only when iterated, and streams record batches.
+
+Subclass all three for a custom format; ``formats.register`` makes it available by name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from typing import Any, ClassVar
+
+import pyarrow as pa
+
+from formats.conform import conform_batch
+from listing.errors import FileReadError, OptionError
+from listing.expr import Expr
+from listing.files import PartitionedFile
+from listing.pushdown import Pushdown
+from listing.stats import Statistics
+from listing.storage import StorageSpec
+
+DEFAULT_BATCH_SIZE = 65_536
+
+
+class MissingFileError(FileReadError):
+    """A listed file is gone when a task opens it."""
+
+
+class CorruptFileError(FileReadError):
+    """A file cannot be decoded by its format."""
+
+COMPRESSIONS = {".gz": "gzip", ".bz2": "bz2", ".zst": "zstd", ".zstd": "zstd", ".xz": "xz"}
+
+
+def open_input(fs: Any, file: PartitionedFile, cache_type: str = "none") -> Any:
+    """Open ``file`` for reading without a HEAD request.
+
+    The listing already gave size and ETag; handing them to the file object spares the
+    metadata request s3fs would otherwise send, and the ETag makes each ranged GET
+    conditional (``If-Match``), so a file rewritten after listing fails loudly instead of
+    mixing two versions.
+    """
+    try:
+        handle = fs.open(file.fs_path, "rb", size=file.size, cache_type=cache_type)
+    except TypeError:  # filesystems whose open() takes no size/cache_type
+        handle = fs.open(file.fs_path, "rb")
+    except FileNotFoundError as err:
+        raise MissingFileError(f"{file.path}: file vanished after listing ({err})") from None
+    if hasattr(handle, "_details") and getattr(handle, "_details", None) is None:
+        details: dict[str, Any] = {"name": file.fs_path, "size": file.size, "type": "file"}
+        if file.etag:
+            details["ETag"] = f'"{file.etag}"'
+        handle.details = details
+    return handle
+
+
+class FileFormat:
+    """Planning-time description of a file format. Options are given at construction."""
+
+    name: ClassVar[str] = ""
+    extensions: ClassVar[tuple[str, ...]] = ()
+    #: compression suffixes accepted after an extension (``.csv.gz``)
+    compressions: ClassVar[tuple[str, ...]] = ()
+    #: option names this format accepts, with their defaults
+    option_defaults: ClassVar[dict[str, Any]] = {}
+
+    def __init__(self, **options: Any) -> None:
+        unknown = set(options) - set(self.option_defaults)
+        if unknown:
+            raise OptionError(f"unknown option(s) {', '.join(sorted(unknown))} for format "
+                              f"{self.name!r}; known: {', '.join(sorted(self.option_defaults))}")
+        self.options = {**self.option_defaults, **options}
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.options!r})"
+
+    # --- files -------------------------------------------------------------------------
+    def matches(self, path: str) -> bool:
+        """True when ``path`` is one of this format's files (by extension)."""
+        if not self.extensions:
+            return True
+        name = path.rsplit("/", 1)[-1].lower()
+        for ext in self.extensions:
+            if name.endswith(ext) or any(name.endswith(ext + c) for c in self.compressions):
+                return True
+        return False
+
+    def is_splittable(self, file: PartitionedFile) -> bool:
+        """Whether one file may be read by several tasks as byte ranges."""
+        return False
+
+    def split(self, file: PartitionedFile, target_bytes: int) -> list[PartitionedFile]:
+        """Byte ranges of about ``target_bytes``; readers align them to records."""
+        if not self.is_splittable(file) or file.size <= target_bytes:
+            return [file]
+        return [file.with_range(start, min(start + target_bytes, file.size))
+                for start in range(0, file.size, target_bytes)]
+
+    # --- metadata ----------------------------------------------------------------------
+    def infer_schema(self, files: list[PartitionedFile], storage: StorageSpec) -> pa.Schema:
+        """Schema of the data columns, from the given files (usually one)."""
+        raise NotImplementedError
+
+    def infer_stats(self, file: PartitionedFile, storage: StorageSpec) -> Statistics:
+        return Statistics.unknown()
+
+    def supports_filter(self, expr: Expr) -> Pushdown:
+        """INEXACT when the format can skip data with ``expr``, else UNSUPPORTED."""
+        return Pushdown.UNSUPPORTED
+
+    # --- reading -----------------------------------------------------------------------
+    source_class: ClassVar[type[FileSource]]
+
+    def file_source(self, schema: pa.Schema, projection: list[str] | None = None,
+                    predicate: Expr | None = None, options: dict[str, Any] | None = None,
+                    storage: StorageSpec | None = None,
+                    batch_size: int = DEFAULT_BATCH_SIZE) -> FileSource:
+        """What executors need to read this format's files of ``schema``."""
+        return self.source_class(format=self, file_schema=schema, projection=projection,
+                                 predicate=predicate, options={**self.options, **(options or {})},
+                                 storage=storage or StorageSpec("file"), batch_size=batch_size)
+
+
+@dataclass(frozen=True)
+class FileSource:
+    """Executor-side read configuration: plain metadata only, so it pickles small."""
+
+    format: FileFormat
+    file_schema: pa.Schema
+    projection: list[str] | None = None
+    predicate: Expr | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+    storage: StorageSpec = field(default_factory=lambda: StorageSpec("file"))
+    batch_size: int = DEFAULT_BATCH_SIZE
+
+    opener_class: ClassVar[type[FileOpener]]
+
+    @property
+    def output_schema(self) -> pa.Schema:
+        """Data columns each batch carries, in projection order."""
+        if self.projection is None:
+            return self.file_schema
+        return pa.schema([self.file_schema.field(n) for n in self.projection])
+
+    @property
+    def read_schema(self) -> pa.Schema:
+        """Projected columns plus those the predicate needs."""
+        names = list(self.output_schema.names)
+        if self.predicate is not None:
+            names += [n for n in self.file_schema.names
+                      if n in self.predicate.columns() and n not in names]
+        return pa.schema([self.file_schema.field(n) for n in names])
+
+    def with_projection(self, projection: list[str] | None) -> FileSource:
+        return replace(self, projection=projection)
+
+    def create_opener(self) -> FileOpener:
+        return self.opener_class(self)
+
+
+class FileOpener:
+    """Streams one file's batches, lazily. Subclasses implement :meth:`read_batches`."""
+
+    def __init__(self, source: FileSource) -> None:
+        self.source = source
+        self._fs: Any = None
+        self.metrics: dict[str, int] = {}
+
+    @property
+    def fs(self) -> Any:
+        if self._fs is None:
+            self._fs = self.source.storage.filesystem()
+        return self._fs
+
+    def open(self, file: PartitionedFile) -> Iterator[pa.RecordBatch]:
+        """Batches of ``source.output_schema`` with the predicate applied to rows."""
+        return self._stream(file)
+
+    def read_batches(self, file: PartitionedFile) -> Iterator[pa.RecordBatch]:
+        """Raw batches holding (at least) the ``read_schema`` columns present in the file."""
+        raise NotImplementedError
+
+    def count(self, name: str, n: int = 1) -> None:
+        self.metrics[name] = self.metrics.get(name, 0) + n
+
+    def _stream(self, file: PartitionedFile) -> Iterator[pa.RecordBatch]:
+        src = self.source
+        read_schema, out_names = src.read_schema, src.output_schema.names
+        arrow_filter = src.predicate.to_arrow() if src.predicate is not None else None
+        batches = self.read_batches(file)
+        while True:
+            try:
+                batch = next(batches)
+            except StopIteration:
+                return
+            except FileReadError:
+                raise
+            except FileNotFoundError as err:
+                raise MissingFileError(f"{file.path}: file vanished after listing "
+                                       f"({err})") from None
+            except (OSError, pa.ArrowException, ValueError, EOFError) as err:
+                raise CorruptFileError(f"{file.path}: cannot read as {src.format.name}: "
+                                       f"{err}") from None
+            batch = conform_batch(batch, read_schema, file.path)
+            if arrow_filter is not None:
+                batch = batch.filter(arrow_filter)
+            if batch.num_rows:
+                yield batch.select(out_names) if batch.schema.names != out_names else batch

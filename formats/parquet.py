@@ -1,0 +1,160 @@
+"""Parquet: projected columns, row groups pruned by min/max statistics, exact row counts."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from formats.base import (
+    CorruptFileError,
+    FileFormat,
+    FileOpener,
+    FileSource,
+    MissingFileError,
+    open_input,
+)
+from formats.conform import unify_schemas
+from listing.expr import UNKNOWN, Bounds, Domain, Expr, Known, may_be_true
+from listing.files import PartitionedFile
+from listing.pushdown import Pushdown
+from listing.stats import ColumnStatistics, Stat, Statistics
+from listing.storage import StorageSpec
+
+
+def open_parquet(fs: Any, file: PartitionedFile) -> pq.ParquetFile:
+    """ParquetFile over an fsspec file, opened without a metadata request."""
+    handle = open_input(fs, file)
+    try:
+        return pq.ParquetFile(handle, pre_buffer=True)
+    except FileNotFoundError as err:
+        raise MissingFileError(f"{file.path}: file vanished after listing ({err})") from None
+    except (pa.ArrowException, OSError, ValueError) as err:
+        raise CorruptFileError(f"{file.path}: not a readable Parquet file: {err}") from None
+
+
+class ParquetFormat(FileFormat):
+    name = "parquet"
+    extensions = (".parquet", ".parq")
+    option_defaults = {"merge_schema": False}
+
+    def is_splittable(self, file: PartitionedFile) -> bool:
+        return True
+
+    def infer_schema(self, files: list[PartitionedFile], storage: StorageSpec) -> pa.Schema:
+        fs = storage.filesystem()
+
+        def footer(f: PartitionedFile) -> tuple[str, pa.Schema]:
+            return f.path, open_parquet(fs, f).schema_arrow.remove_metadata()
+
+        if not _flag(self.options.get("merge_schema")) or len(files) == 1:
+            return footer(files[0])[1]
+        with ThreadPoolExecutor(max_workers=16) as pool:
+            return unify_schemas(list(pool.map(footer, files)))
+
+    def infer_stats(self, file: PartitionedFile, storage: StorageSpec) -> Statistics:
+        md = open_parquet(storage.filesystem(), file).metadata
+        columns: dict[str, ColumnStatistics] = {}
+        for j in range(md.num_columns):
+            name = md.schema.column(j).path
+            mins, maxs, nulls = [], [], 0
+            for rg in range(md.num_row_groups):
+                st = md.row_group(rg).column(j).statistics
+                if st is None or not st.has_min_max:
+                    mins = maxs = None  # type: ignore[assignment]
+                    break
+                mins.append(st.min)
+                maxs.append(st.max)
+                nulls += st.null_count or 0
+            if mins:
+                columns[name] = ColumnStatistics(Stat.exact(min(mins)), Stat.exact(max(maxs)),
+                                                 Stat.exact(nulls))
+        size = sum(md.row_group(i).total_byte_size for i in range(md.num_row_groups))
+        return Statistics(Stat.exact(md.num_rows), Stat.exact(size), columns)
+
+    def supports_filter(self, expr: Expr) -> Pushdown:
+        return Pushdown.INEXACT
+
+
+class ParquetOpener(FileOpener):
+    def read_batches(self, file: PartitionedFile) -> Iterator[pa.RecordBatch]:
+        src = self.source
+        pf = open_parquet(self.fs, file)
+        md = pf.metadata
+        present = set(pf.schema_arrow.names)
+        columns = [n for n in src.read_schema.names if n in present]
+        groups = self._row_groups(md, file, present)
+        self.count("row_groups_total", md.num_row_groups)
+        self.count("row_groups_read", len(groups))
+        if not groups:
+            return
+        if not columns:  # only missing or partition columns wanted: rows still count
+            for rg in groups:
+                yield _empty_rows(md.row_group(rg).num_rows)
+            return
+        yield from pf.iter_batches(batch_size=src.batch_size, row_groups=groups, columns=columns,
+                                   use_threads=False)
+
+    def _row_groups(self, md: pq.FileMetaData, file: PartitionedFile,
+                    present: set[str]) -> list[int]:
+        index = {md.schema.column(j).path: j for j in range(md.num_columns)}
+        pred = self.source.predicate
+        keep = []
+        for rg in range(md.num_row_groups):
+            meta = md.row_group(rg)
+            if file.byte_range is not None and not _midpoint_in(meta, file.byte_range):
+                continue
+            if pred is not None and not may_be_true(pred, self._domains(meta, pred, index,
+                                                                         present)):
+                continue
+            keep.append(rg)
+        return keep
+
+    @staticmethod
+    def _domains(meta: pq.RowGroupMetaData, pred: Expr, index: dict[str, int],
+                 present: set[str]) -> dict[str, Domain]:
+        domains: dict[str, Domain] = {}
+        for name in pred.columns():
+            if name not in present:
+                domains[name] = Known(None)
+                continue
+            j = index.get(name)
+            st = meta.column(j).statistics if j is not None else None
+            if st is None:
+                domains[name] = UNKNOWN
+                continue
+            nulls = st.null_count if st.has_null_count else None
+            all_null = nulls is not None and nulls == meta.num_rows
+            if not st.has_min_max:
+                domains[name] = Bounds(all_null=all_null)
+                continue
+            domains[name] = Bounds(st.min, st.max, may_be_null=nulls != 0, all_null=all_null)
+        return domains
+
+
+def _empty_rows(n: int) -> pa.RecordBatch:
+    return pa.RecordBatch.from_pydict({"__rows": pa.nulls(n)}).select([])
+
+
+def _midpoint_in(meta: pq.RowGroupMetaData, byte_range: tuple[int, int]) -> bool:
+    """Spark's rule: a row group belongs to the split holding its midpoint."""
+    first = meta.column(0)
+    start = first.dictionary_page_offset or first.data_page_offset
+    if first.dictionary_page_offset is not None:
+        start = min(first.dictionary_page_offset, first.data_page_offset)
+    mid = start + meta.total_compressed_size // 2
+    return byte_range[0] <= mid < byte_range[1]
+
+
+def _flag(value: Any) -> bool:
+    return value is True or str(value).lower() in ("true", "1", "yes")
+
+
+class ParquetSource(FileSource):
+    opener_class = ParquetOpener
+
+
+ParquetFormat.source_class = ParquetSource

@@ -1,0 +1,42 @@
+"""A DataFusion-style ListingTable for Spark: listing-pruned scans of Hive-partitioned files.
+
+>>> from listing import ListingTable, col
+>>> table = ListingTable.open("s3://lake/events/", format="parquet")
+>>> plan = table.scan(where="date = '2026-03-01' AND region = 'us'")
+>>> print(plan.explain())
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from listing.errors import (
+    FileReadError,
+    FilterError,
+    ListingError,
+    OptionError,
+    PartitionLayoutError,
+    PartitionValueError,
+    StorageError,
+    TableNotFoundError,
+)
+from listing.expr import Expr, col
+from listing.files import FileGroup, PartitionedFile
+from listing.plan import ScanPlan
+from listing.pushdown import Pushdown
+from listing.table import ListingTable
+
+__all__ = [
+    "Expr", "FileGroup", "FileReadError", "FilterError", "ListingError", "ListingTable",
+    "OptionError", "PartitionLayoutError", "PartitionValueError", "PartitionedFile",
+    "Pushdown", "ScanPlan", "StorageError", "TableNotFoundError", "col", "register", "session",
+]
+
+
+def __getattr__(name: str) -> Any:
+    # Spark is imported only when asked for, so planning-only users never start a JVM.
+    if name in ("session", "register"):
+        from listing.spark import session as spark_session
+
+        return getattr(spark_session, name)
+    raise AttributeError(name)

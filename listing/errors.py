@@ -1,0 +1,35 @@
+"""Errors users see. Each names the URL, path, column, option or value at fault."""
+
+from __future__ import annotations
+
+
+class ListingError(Exception):
+    """Base class for every error this toolkit raises on bad input or a failing store."""
+
+
+class TableNotFoundError(ListingError):
+    """The bucket or prefix does not exist, or holds no files and no schema was given."""
+
+
+class PartitionLayoutError(ListingError):
+    """Directory levels disagree: mixed ``k=v`` and plain names, or different column names."""
+
+
+class PartitionValueError(ListingError, ValueError):
+    """A partition value does not parse as its declared or inferred type."""
+
+
+class FilterError(ListingError, ValueError):
+    """A ``where`` predicate is malformed, names an unknown column, or has a bad literal."""
+
+
+class StorageError(ListingError):
+    """The object store failed (throttled, unreachable, denied) while listing or reading."""
+
+
+class FileReadError(ListingError):
+    """A data file is missing, truncated or corrupt; names the file (and offset if known)."""
+
+
+class OptionError(ListingError, ValueError):
+    """An option has an unknown name or a value that does not parse."""

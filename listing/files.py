@@ -1,0 +1,52 @@
+"""PartitionedFile and FileGroup: the unit of work a scan plan hands to Spark tasks."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class PartitionedFile:
+    """One file (or byte range of one) with the partition values its path encodes.
+
+    ``path`` is the full URL (``s3://bucket/key``); ``byte_range`` is ``(start, end)``
+    with ``end`` exclusive when a splittable file is read by several tasks.
+    """
+
+    path: str
+    size: int
+    partition_values: Mapping[str, Any] = field(default_factory=dict)
+    byte_range: tuple[int, int] | None = None
+    last_modified: dt.datetime | None = None
+    etag: str | None = None
+
+    @property
+    def fs_path(self) -> str:
+        """Path as fsspec wants it (no protocol)."""
+        return self.path.split("://", 1)[1] if "://" in self.path else self.path
+
+    @property
+    def length(self) -> int:
+        """Bytes this piece covers."""
+        if self.byte_range is None:
+            return self.size
+        return self.byte_range[1] - self.byte_range[0]
+
+    def with_range(self, start: int, end: int) -> PartitionedFile:
+        return PartitionedFile(self.path, self.size, self.partition_values, (start, end),
+                               self.last_modified, self.etag)
+
+
+@dataclass(frozen=True)
+class FileGroup:
+    """Files read one after another by one Spark task."""
+
+    index: int
+    files: tuple[PartitionedFile, ...]
+
+    @property
+    def bytes(self) -> int:
+        return sum(f.length for f in self.files)

@@ -1,0 +1,230 @@
+"""Hive partition paths: escaping, parsing and type inference as Spark does them.
+
+A partitioned key looks like ``date=2026-03-01/region=us/part-0.parquet``. Values are
+percent-escaped by Spark's ``ExternalCatalogUtils.escapePathName`` and null is spelled
+``__HIVE_DEFAULT_PARTITION__``. Types are inferred per value (int, long, decimal, double,
+timestamp, date, string) and widened across values the way Spark widens them, so a
+table reads with the same schema here as through ``spark.read.parquet``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+import pyarrow as pa
+
+from listing.errors import PartitionValueError
+
+DEFAULT_PARTITION_NAME = "__HIVE_DEFAULT_PARTITION__"
+
+_ESCAPED = set('"#%\'*/:=?\\\x7f{[]^') | {chr(c) for c in range(0x01, 0x20)}
+_SAFE = re.compile(r"[A-Za-z0-9_.\-]*")
+_INT = re.compile(r"[+-]?\d+")
+_FLOAT = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?[dDfF]?")
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(\.\d{1,9})?")
+_INT32 = (-(2**31), 2**31 - 1)
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+def escape_path_name(value: str) -> str:
+    """Spell a partition value the way Spark writes it into a path."""
+    return "".join(f"%{ord(c):02X}" if c in _ESCAPED else c for c in value)
+
+
+def unescape_path_name(value: str) -> str:
+    """Undo :func:`escape_path_name`; a ``%`` not followed by two hex digits stays as is."""
+    if "%" not in value:
+        return value
+    out, i = [], 0
+    while i < len(value):
+        c = value[i]
+        if c == "%" and _is_hex(value[i + 1 : i + 3]):
+            out.append(chr(int(value[i + 1 : i + 3], 16)))
+            i += 3
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def _is_hex(s: str) -> bool:
+    return len(s) == 2 and all(c in "0123456789abcdefABCDEF" for c in s)
+
+
+def is_safe_spelling(value: str) -> bool:
+    """True when every writer spells ``value`` the same way on disk (no escaping at all)."""
+    return bool(_SAFE.fullmatch(value))
+
+
+def is_hidden(segment: str) -> bool:
+    """Spark and Hive skip ``_``/``.``-prefixed names (``_SUCCESS``, ``_temporary``, ``.crc``)."""
+    return segment.startswith(("_", "."))
+
+
+def parse_segment(segment: str) -> tuple[str, str] | None:
+    """Split ``name=raw`` (raw still escaped); None for a plain directory name."""
+    name, sep, raw = segment.partition("=")
+    if not sep or not name:
+        return None
+    return unescape_path_name(name), raw
+
+
+# --- type inference --------------------------------------------------------------------
+
+def infer_type(raw: str) -> pa.DataType | None:
+    """Type Spark infers for one escaped raw value; None for the null spelling."""
+    if raw == DEFAULT_PARTITION_NAME:
+        return None
+    value = unescape_path_name(raw)
+    if _INT.fullmatch(value):
+        n = int(value)
+        if _INT32[0] <= n <= _INT32[1]:
+            return pa.int32()
+        if _INT64[0] <= n <= _INT64[1]:
+            return pa.int64()
+        digits = len(value.lstrip("+-"))
+        if digits <= 38:
+            return pa.decimal128(max(digits, 1), 0)
+    if _FLOAT.fullmatch(value):
+        return pa.float64()
+    if _TIMESTAMP.fullmatch(value) and _try(lambda: _parse_timestamp(value)):
+        return pa.timestamp("us", tz="UTC")
+    if _DATE.fullmatch(value) and _try(lambda: dt.date.fromisoformat(value)):
+        return pa.date32()
+    return pa.string()
+
+
+def _try(fn: Any) -> bool:
+    try:
+        fn()
+        return True
+    except ValueError:
+        return False
+
+
+_NUMERIC_ORDER = [pa.int32(), pa.int64(), pa.float64()]
+
+
+def widen(a: pa.DataType | None, b: pa.DataType | None) -> pa.DataType | None:
+    """Spark's ``findWiderTypeForPartitionColumn``: numeric widening, date→timestamp,
+    anything else (and double with long/decimal) falls back to string."""
+    if a is None or a == b:
+        return b
+    if b is None:
+        return a
+    if pa.types.is_decimal(a) or pa.types.is_decimal(b):
+        if pa.types.is_decimal(a) and pa.types.is_decimal(b):
+            return pa.decimal128(max(a.precision, b.precision), 0)
+        other = b if pa.types.is_decimal(a) else a
+        dec = a if pa.types.is_decimal(a) else b
+        if pa.types.is_integer(other):
+            return pa.decimal128(max(dec.precision, 10 if other == pa.int32() else 20), 0)
+        return pa.string()
+    if {a, b} == {pa.int64(), pa.float64()}:
+        return pa.string()
+    if a in _NUMERIC_ORDER and b in _NUMERIC_ORDER:
+        return max(a, b, key=_NUMERIC_ORDER.index)
+    temporal = {pa.date32(), pa.timestamp("us", tz="UTC")}
+    if a in temporal and b in temporal:
+        return pa.timestamp("us", tz="UTC")
+    return pa.string()
+
+
+def infer_column_type(raws: list[str]) -> pa.DataType:
+    """Widened type over every raw value seen for one column; all-null columns are strings."""
+    result: pa.DataType | None = None
+    for raw in raws:
+        result = widen(result, infer_type(raw))
+    return result if result is not None else pa.string()
+
+
+# --- typed values ----------------------------------------------------------------------
+
+def _parse_timestamp(value: str) -> dt.datetime:
+    parsed = dt.datetime.fromisoformat(value.replace(" ", "T"))
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.UTC)
+
+
+def parse_value(raw: str, type_: pa.DataType, *, column: str, path: str) -> Any:
+    """Typed Python value of an escaped raw value; errors name the column, value and path."""
+    if raw == DEFAULT_PARTITION_NAME:
+        return None
+    value = unescape_path_name(raw)
+    try:
+        return _convert(value, type_)
+    except (ValueError, InvalidOperation, OverflowError):
+        raise PartitionValueError(
+            f"partition value {value!r} of column {column!r} does not parse as {type_} "
+            f"(in {path})"
+        ) from None
+
+
+def _convert(value: str, type_: pa.DataType) -> Any:
+    if pa.types.is_string(type_) or pa.types.is_large_string(type_):
+        return value
+    if pa.types.is_integer(type_):
+        if not _INT.fullmatch(value):
+            raise ValueError(value)
+        n = int(value)
+        info = _int_bounds(type_)
+        if not info[0] <= n <= info[1]:
+            raise OverflowError(value)
+        return n
+    if pa.types.is_floating(type_):
+        if not _FLOAT.fullmatch(value):
+            raise ValueError(value)
+        return float(value.rstrip("dDfF"))
+    if pa.types.is_decimal(type_):
+        return Decimal(value)
+    if pa.types.is_date(type_):
+        if not _DATE.fullmatch(value):
+            raise ValueError(value)
+        return dt.date.fromisoformat(value)
+    if pa.types.is_timestamp(type_):
+        if not (_TIMESTAMP.fullmatch(value) or _DATE.fullmatch(value)):
+            raise ValueError(value)
+        return _parse_timestamp(value)
+    if pa.types.is_boolean(type_):
+        lowered = value.lower()
+        if lowered not in ("true", "false"):
+            raise ValueError(value)
+        return lowered == "true"
+    raise ValueError(f"unsupported partition type {type_}")
+
+
+def _int_bounds(type_: pa.DataType) -> tuple[int, int]:
+    bits = type_.bit_width
+    if pa.types.is_unsigned_integer(type_):
+        return 0, 2**bits - 1
+    return -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+
+
+def spell_value(value: Any, type_: pa.DataType) -> str | None:
+    """The one on-disk spelling of ``value`` when it is unambiguous, else None.
+
+    Strings made of safe characters and ISO dates have a single spelling; integers do
+    not (``hour=07`` and ``hour=7`` both parse as 7), nor do timestamps or escaped text,
+    so the planner lists those levels instead of guessing a prefix.
+    """
+    if value is None:
+        return DEFAULT_PARTITION_NAME
+    if pa.types.is_string(type_) and isinstance(value, str):
+        return value if value and is_safe_spelling(value) else None
+    if pa.types.is_date(type_) and isinstance(value, dt.date):
+        return value.isoformat()
+    return None
+
+
+def render_value(value: Any) -> str:
+    """Human-readable partition value for messages and explain()."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, dt.datetime):
+        return value.isoformat(sep=" ")
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    return str(value)

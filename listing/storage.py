@@ -1,0 +1,170 @@
+"""Storage factory and the counting lister.
+
+Filesystems are rebuilt from ``(protocol, options)`` wherever they are needed, driver
+or executor, and never pickled live (DataFusion's object-store registry). Listing is
+done page by page by us rather than by fsspec's helpers, because the planner needs
+requests that fsspec does not expose (a partial-key prefix, ``StartAfter``, an early
+stop) and because every page sent must be counted.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import fsspec
+
+from listing.errors import StorageError, TableNotFoundError
+
+_SECRET = re.compile(r"secret|token|password|passwd|credential|session|(^|_)key$|signature",
+                     re.IGNORECASE)
+PAGE_SIZE = 1000
+
+
+def redact(options: Any) -> Any:
+    """Options with every secret-looking value replaced, for repr, explain and errors."""
+    if isinstance(options, dict):
+        return {k: ("***" if _SECRET.search(str(k)) and v is not None else redact(v))
+                for k, v in options.items()}
+    return options
+
+
+@dataclass(frozen=True)
+class StorageSpec:
+    """How to build a filesystem: plain picklable metadata, secrets hidden from repr."""
+
+    protocol: str
+    options: dict = field(default_factory=dict, hash=False, compare=False)
+
+    def filesystem(self) -> fsspec.AbstractFileSystem:
+        return fsspec.filesystem(self.protocol, **self.options)
+
+    def __repr__(self) -> str:
+        return f"StorageSpec(protocol={self.protocol!r}, options={redact(self.options)!r})"
+
+    @property
+    def is_s3(self) -> bool:
+        return self.protocol in ("s3", "s3a")
+
+
+@dataclass(frozen=True)
+class ObjectMeta:
+    """One listed object: fsspec path (no protocol), size, and what identifies its version."""
+
+    path: str
+    size: int
+    last_modified: dt.datetime | None = None
+    etag: str | None = None
+
+
+@dataclass
+class Page:
+    files: list[ObjectMeta]
+    dirs: list[str]  # common prefixes, with trailing slash
+    truncated: bool = False  # more pages follow
+
+
+@dataclass
+class RequestCounter:
+    """Requests this process sent for one operation (a scan, an open)."""
+
+    list: int = 0
+    get: int = 0
+    head: int = 0
+
+
+class Lister:
+    """Lists keys under a (possibly partial) key prefix, one counted request per page."""
+
+    def __init__(self, spec: StorageSpec, counter: RequestCounter | None = None) -> None:
+        self.spec = spec
+        self.fs = spec.filesystem()
+        self.counter = counter or RequestCounter()
+
+    def pages(self, prefix: str, *, delimiter: bool, start_after: str | None = None,
+              stop_after: str | None = None) -> Iterator[Page]:
+        """Pages of objects whose path starts with ``prefix``.
+
+        ``start_after``/``stop_after`` bound the key range (exclusive/inclusive); stores
+        that list in key order use them to skip pages, others filter.
+        """
+        if self.spec.is_s3:
+            yield from self._s3_pages(prefix, delimiter, start_after, stop_after)
+        else:
+            yield from self._fs_pages(prefix, delimiter, start_after, stop_after)
+
+    def _s3_pages(self, prefix: str, delimiter: bool, start_after: str | None,
+                  stop_after: str | None) -> Iterator[Page]:
+        bucket, _, key_prefix = prefix.partition("/")
+        kwargs: dict[str, Any] = {"Bucket": bucket, "Prefix": key_prefix, "MaxKeys": PAGE_SIZE}
+        if delimiter:
+            kwargs["Delimiter"] = "/"
+        if start_after and start_after.startswith(bucket + "/"):
+            kwargs["StartAfter"] = start_after[len(bucket) + 1:]
+        while True:
+            self.counter.list += 1
+            try:
+                resp = self.fs.call_s3("list_objects_v2", **kwargs)
+            except FileNotFoundError as err:
+                raise TableNotFoundError(f"bucket {bucket!r} does not exist "
+                                         f"(listing s3://{prefix}): {err}") from None
+            except (OSError, ValueError) as err:
+                raise StorageError(f"listing s3://{prefix} failed: {err}") from None
+            files = [ObjectMeta(f"{bucket}/{o['Key']}", int(o["Size"]), o.get("LastModified"),
+                                o.get("ETag", "").strip('"') or None)
+                     for o in resp.get("Contents", [])]
+            dirs = [f"{bucket}/{p['Prefix']}" for p in resp.get("CommonPrefixes", [])]
+            last = max([f.path for f in files] + dirs, default=None)
+            done = stop_after is not None and last is not None and last > stop_after
+            if stop_after is not None:
+                files = [f for f in files if f.path <= stop_after]
+                dirs = [d for d in dirs if d <= stop_after]
+            more = bool(resp.get("IsTruncated")) and not done
+            yield Page(files, dirs, more)
+            if not more:
+                return
+            kwargs["ContinuationToken"] = resp["NextContinuationToken"]
+            kwargs.pop("StartAfter", None)
+
+    def _fs_pages(self, prefix: str, delimiter: bool, start_after: str | None,
+                  stop_after: str | None) -> Iterator[Page]:
+        parent, _, name_prefix = prefix.rpartition("/")
+        parent = parent or "/"
+        self.counter.list += 1
+        try:
+            if delimiter:
+                entries = self.fs.ls(parent, detail=True)
+            else:
+                found = self.fs.find(parent, detail=True, withdirs=False)
+                entries = list(found.values())
+        except FileNotFoundError:
+            return
+        except OSError as err:
+            raise StorageError(f"listing {self.spec.protocol}://{prefix} failed: {err}") from None
+        files, dirs = [], []
+        for e in entries:
+            path = self.fs._strip_protocol(e["name"])
+            if not path.startswith(prefix) and not (path + "/").startswith(prefix):
+                continue
+            if start_after is not None and path <= start_after:
+                continue
+            if stop_after is not None and path > stop_after:
+                continue
+            if e.get("type") == "directory":
+                dirs.append(path.rstrip("/") + "/")
+            else:
+                files.append(ObjectMeta(path, int(e.get("size") or 0), _mtime(e),
+                                        e.get("ETag") or e.get("etag")))
+        files.sort(key=lambda f: f.path)
+        dirs.sort()
+        yield Page(files, dirs)
+
+
+def _mtime(entry: dict) -> dt.datetime | None:
+    value = entry.get("LastModified") or entry.get("mtime") or entry.get("created")
+    if isinstance(value, int | float):
+        return dt.datetime.fromtimestamp(value, tz=dt.UTC)
+    return value if isinstance(value, dt.datetime) else None
