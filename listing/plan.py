@@ -122,7 +122,7 @@ class ScanPlan:
             f"{m.get('bytes', 0):,} bytes",
         ]
         for g in self.file_groups[:8]:
-            names = ", ".join(f.path.rsplit("/", 2)[-2] + "/" + f.path.rsplit("/", 1)[-1]
+            names = ", ".join(f.path.removeprefix(self.url)
                               + (f"[{f.byte_range[0]}:{f.byte_range[1]}]" if f.byte_range
                                  else "") for f in g.files[:3])
             more = f", … {len(g.files) - 3} more" if len(g.files) > 3 else ""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -79,10 +79,13 @@ class RequestCounter:
 class Lister:
     """Lists keys under a (possibly partial) key prefix, one counted request per page."""
 
-    def __init__(self, spec: StorageSpec, counter: RequestCounter | None = None) -> None:
+    def __init__(self, spec: StorageSpec, counter: RequestCounter | None = None,
+                 progress: Callable[[int, int], None] | None = None) -> None:
         self.spec = spec
         self.fs = spec.filesystem()
         self.counter = counter or RequestCounter()
+        self.progress = progress  # called with (requests, keys) after every page
+        self.keys = 0
 
     def pages(self, prefix: str, *, delimiter: bool, start_after: str | None = None,
               stop_after: str | None = None) -> Iterator[Page]:
@@ -91,10 +94,13 @@ class Lister:
         ``start_after``/``stop_after`` bound the key range (exclusive/inclusive); stores
         that list in key order use them to skip pages, others filter.
         """
-        if self.spec.is_s3:
-            yield from self._s3_pages(prefix, delimiter, start_after, stop_after)
-        else:
-            yield from self._fs_pages(prefix, delimiter, start_after, stop_after)
+        pages = (self._s3_pages if self.spec.is_s3 else self._fs_pages)(
+            prefix, delimiter, start_after, stop_after)
+        for page in pages:
+            self.keys += len(page.files) + len(page.dirs)
+            if self.progress is not None:
+                self.progress(self.counter.list, self.keys)
+            yield page
 
     def _s3_pages(self, prefix: str, delimiter: bool, start_after: str | None,
                   stop_after: str | None) -> Iterator[Page]:

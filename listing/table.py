@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import fnmatch
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -123,7 +123,8 @@ class ListingTable:
 
     # --- scanning -------------------------------------------------------------------------
     def scan(self, columns: Sequence[str] | None = None, where: Where = None,
-             limit: int | None = None, *, min_partitions: int | None = None) -> ScanPlan:
+             limit: int | None = None, *, min_partitions: int | None = None,
+             progress: Callable[[int, int], None] | None = None) -> ScanPlan:
         """Plan a read: list matching files, pack them into groups. Opens no data file."""
         if limit is not None and (not isinstance(limit, int) or limit < 0):
             raise OptionError(f"limit must be a non-negative int, got {limit!r}")
@@ -132,7 +133,7 @@ class ListingTable:
         partition_filter, rest = split_by_columns(conjunction(filters), self.partition_names)
         data_filter, mixed = split_by_columns(rest, self.file_schema.names)
         counter = RequestCounter()
-        planner = ListingPlanner(Lister(self.storage, counter), self.url.prefix,
+        planner = ListingPlanner(Lister(self.storage, counter, progress), self.url.prefix,
                                  self.partition_cols, self.profile, partition_filter,
                                  self._accept)
         node = planner.choose()
@@ -199,6 +200,27 @@ class ListingTable:
         return True
 
     # --- conveniences ---------------------------------------------------------------------
+    def to_spark(self, spark: Any, columns: Sequence[str] | None = None, where: Where = None,
+                 limit: int | None = None) -> Any:
+        """A DataFrame reading only ``columns`` of the files matching ``where``.
+
+        Python sources get no column pruning from Spark, so this is the projection path;
+        the filter and limit travel with the relation (not through pushdown), so they prune
+        with or without the stale-pushdown guard. A limit also stops each task early.
+        """
+        from listing.spark.source import register_table_source, spark_struct, table_options
+
+        if limit is not None and (not isinstance(limit, int) or limit < 0):
+            raise OptionError(f"limit must be a non-negative int, got {limit!r}")
+        projection = self._projection(columns)
+        filters = self.parse_filters(where)  # errors surface here, in the driver
+        register_table_source(spark)
+        reader = spark.read.format("listing_table").options(
+            **table_options(self, filters, limit))
+        df = reader.schema(spark_struct(pa.schema([self.schema.field(n) for n in projection])))
+        df = df.load()
+        return df.limit(limit) if limit is not None else df
+
     def to_arrow(self, columns: Sequence[str] | None = None, where: Where = None,
                  limit: int | None = None) -> pa.Table:
         return self.scan(columns, where, limit).to_arrow()

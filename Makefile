@@ -1,0 +1,41 @@
+# Two commands on a fresh machine: `make demo` and `make test`. Both create .venv when
+# it is missing and install the project from its own pyproject.toml.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint bench bench-quick clean check-java
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python >= 3.11 needed"' \
+	  || (echo "error: $(PYTHON) is older than 3.11; run: make PYTHON=python3.11 ..." && exit 1)
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e ".[test]"
+	@touch $(STAMP)
+
+check-java:
+	@command -v java >/dev/null 2>&1 || { echo "error: 'java' not found. Spark needs Java 17: apt-get install -y openjdk-17-jdk-headless"; exit 1; }
+	@command -v javac >/dev/null 2>&1 || { echo "error: 'javac' not found. The stale-pushdown guard is compiled at first use: apt-get install -y openjdk-17-jdk-headless"; exit 1; }
+
+demo: $(STAMP) check-java
+	$(PY) -m listing.cli demo
+
+test: $(STAMP) check-java
+	$(PY) -m ruff check listing formats fixtures tests examples bench
+	$(PY) -m pytest
+
+lint: $(STAMP)
+	$(PY) -m ruff check listing formats fixtures tests examples bench
+
+bench: $(STAMP) check-java
+	$(PY) -m pip install -q -e ".[test,bench]"
+	$(PY) -m bench
+
+bench-quick: $(STAMP) check-java
+	$(PY) -m pip install -q -e ".[test,bench]"
+	$(PY) -m bench --quick
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis build *.egg-info

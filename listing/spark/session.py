@@ -1,0 +1,121 @@
+"""Spark session helpers: ``listing.session()`` and ``listing.register(spark)``.
+
+The ``listing`` source prunes files with Spark's pushed filters only when the
+stale-pushdown guard (a small optimizer rule, see :mod:`listing.spark.guard`) is in the
+session: without it Spark 4.1–4.3 can replay a pruned read for a later unfiltered query.
+``session()`` builds a session with everything in place; ``register()`` adapts to a
+session built elsewhere and says what it could not configure.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import warnings
+import weakref
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+import formats
+from listing.spark.guard import build_guard_jar, guard_conf, is_guard_active
+from listing.spark.source import ListingDataSource, UnguardedListingDataSource
+
+log = logging.getLogger("listing.spark")
+PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
+
+
+@dataclass
+class Registration:
+    """What ``register`` set up, and what it could not."""
+
+    guarded: bool
+    pushdown: bool
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def prunes_with_spark_filters(self) -> bool:
+        return self.guarded and self.pushdown
+
+
+def session(app_name: str = "listing", master: str | None = None,
+            conf: dict[str, str] | None = None, guard: bool = True) -> SparkSession:
+    """A SparkSession ready for the toolkit: Python workers run this interpreter, filter
+    pushdown is on, the guard is installed (built on first use with the local JDK), and the
+    ``listing`` source is registered."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    builder = SparkSession.builder.appName(app_name)
+    if master or not os.environ.get("MASTER"):
+        builder = builder.master(master or "local[2]")
+    settings = {
+        "spark.pyspark.python": os.environ["PYSPARK_PYTHON"],
+        PUSHDOWN_CONF: "true",
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        # secrets given as storage.* options must not show in plans or the UI
+        "spark.redaction.regex": r"(?i)secret|password|token|access[.]?key|storage\.key",
+    }
+    if guard:
+        settings.update(guard_conf(build_guard_jar()))
+    settings.update(conf or {})
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    register(spark)
+    return spark
+
+
+_warned = False
+
+
+def register(spark: SparkSession) -> Registration:
+    """Register the ``listing`` source on ``spark``.
+
+    With the guard and pushdown on, the source prunes with Spark's filters. Otherwise it is
+    registered without ``pushFilters`` (correct, never stale, but it lists the whole table
+    unless the filter is given as the ``where`` option or through ``to_spark``), and a
+    one-time warning says how to enable pruning.
+    """
+    global _warned
+    result = Registration(guarded=is_guard_active(spark),
+                          pushdown=spark.conf.get(PUSHDOWN_CONF, "false").lower() == "true")
+    if not result.guarded:
+        result.problems.append(
+            "the stale-pushdown guard is not installed (spark.sql.extensions is a static "
+            "conf: build the session with listing.session(), or add "
+            "listing.spark.guard.guard_conf(build_guard_jar()) to its builder)")
+    if not result.pushdown:
+        result.problems.append(f"{PUSHDOWN_CONF} is false; set it to true")
+    _register_source(spark, result.prunes_with_spark_filters)
+    session_ref = weakref.ref(spark)
+
+    def refresh() -> None:
+        live = session_ref()
+        if live is not None:
+            _register_source(live, result.prunes_with_spark_filters)
+
+    formats.on_register(refresh)
+    if result.problems and not _warned:
+        _warned = True
+        warnings.warn("listing source registered without pruning by Spark filters: "
+                      + "; ".join(result.problems), stacklevel=2)
+    return result
+
+
+def _register_source(spark: SparkSession, pruning: bool) -> None:
+    base: type[Any] = ListingDataSource if pruning else UnguardedListingDataSource
+    try:
+        parallelism = spark.sparkContext.defaultParallelism
+    except Exception:  # noqa: BLE001 - Spark Connect has no SparkContext
+        parallelism = None
+    # a subclass pickled by value carries the driver's format registry to the workers
+    source = type(base.__name__, (base,), {
+        "user_formats": formats.registered(),
+        "default_parallelism": parallelism,
+        "__module__": base.__module__,
+        "__qualname__": base.__qualname__ + "_registered",
+    })
+    spark.dataSource.register(source)

@@ -1,0 +1,327 @@
+"""The ``listing`` Spark data source (PySpark's Python Data Source API).
+
+``spark.read.format("listing").option("format", "parquet").load("s3://lake/events/")``
+
+Planning runs in a Python worker: ``schema()`` opens the table (one sampled listing page,
+one footer unless a schema is given), ``pushFilters`` keeps partition filters for exact
+pruning and data filters for row-group pruning, ``partitions()`` plans the scan. Each
+``InputPartition`` carries a file group *and* the plan's read settings, because Spark
+pickles the reader before ``partitions()`` runs. ``read()`` then streams Arrow batches
+shaped exactly as Spark's Arrow reader wants them.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import json
+import logging
+import pickle
+from collections.abc import Iterator
+from typing import Any, ClassVar
+
+import pyarrow as pa
+from pyspark import cloudpickle
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+from pyspark.sql.types import StructType
+
+import formats
+from formats.conform import conform_batch, spark_schema
+from listing.errors import FilterError, ListingError, OptionError
+from listing.expr import Expr, bind
+from listing.files import FileGroup
+from listing.options import ListingOptions
+from listing.plan import ScanPlan
+from listing.pushdown import Pushdown
+from listing.spark.filters import from_spark
+from listing.storage import redact
+from listing.table import ListingTable
+
+log = logging.getLogger("listing.spark")
+
+#: Spark's camel-case option names, as they arrive (lower-cased), mapped to ours.
+SPARK_NAMES = {
+    "pathglobfilter": "path_glob_filter", "modifiedbefore": "modified_before",
+    "modifiedafter": "modified_after", "ignoremissingfiles": "ignore_missing_files",
+    "ignorecorruptfiles": "ignore_corrupt_files", "maxpartitionbytes": "max_partition_bytes",
+    "opencostinbytes": "open_cost_in_bytes", "minpartitions": "min_partitions",
+}
+SOURCE_OPTIONS = {"path", "paths", "format", "partition_cols", "storage_options", "where",
+                  "limit", "table_object"}
+
+
+@dataclasses.dataclass
+class SourceConfig:
+    """Validated options of one ``spark.read.format("listing")`` call."""
+
+    url: str
+    format: Any  # a name, or a FileFormat instance (from to_spark)
+    storage_options: dict[str, Any]
+    partition_cols: list[tuple[str, str | None]] | None
+    listing_options: dict[str, Any]
+    format_options: dict[str, Any]
+    where: list[Any] | None = None
+    limit: int | None = None
+    table_schema: pa.Schema | None = None
+
+    @classmethod
+    def parse(cls, options: dict[str, str]) -> SourceConfig:
+        opts = {k.lower(): v for k, v in options.items()}
+        url = opts.get("path")
+        if not url:
+            raise OptionError("the listing source needs a path: .load('s3://bucket/prefix/') or "
+                              ".option('path', …)")
+        storage: dict[str, Any] = {}
+        if "storage_options" in opts:
+            storage.update(_json_option("storage_options", opts["storage_options"]))
+        listing: dict[str, Any] = {}
+        fmt_opts: dict[str, Any] = {}
+        for key, value in opts.items():
+            if key.startswith("storage."):
+                storage[key[len("storage."):]] = _storage_value(value)
+            elif key in SOURCE_OPTIONS:
+                continue
+            elif SPARK_NAMES.get(key, key) in ListingOptions.names():
+                listing[SPARK_NAMES.get(key, key)] = value
+            else:
+                fmt_opts[key] = value
+        fmt: Any = opts.get("format", "parquet")
+        cols: list[Any] | None = _partition_cols(opts.get("partition_cols"))
+        where: list[Any] = [opts["where"]] if opts.get("where") else []
+        schema = None
+        if "table_object" in opts:  # written by ListingTable.to_spark
+            table = _unpickle(opts["table_object"])
+            fmt, cols, schema = table["format"], table["partition_cols"], table["schema"]
+            where += table["where"]
+        limit = None
+        if opts.get("limit"):
+            try:
+                limit = int(opts["limit"])
+            except ValueError:
+                raise OptionError(f"option limit={opts['limit']!r} is not an integer") from None
+        return cls(url, fmt, storage, cols, listing, fmt_opts, where or None, limit, schema)
+
+    def open(self, data_schema: pa.Schema | None = None) -> ListingTable:
+        return ListingTable.open(self.url, format=self.format,
+                                 storage_options=self.storage_options,
+                                 partition_cols=self.partition_cols,
+                                 schema=data_schema if data_schema is not None
+                                 else self.table_schema,
+                                 **self.listing_options, **self.format_options)
+
+
+def _json_option(name: str, value: str) -> dict[str, Any]:
+    try:
+        parsed = json.loads(value)
+    except json.JSONDecodeError as err:
+        raise OptionError(f"option {name} must be a JSON object: {err}") from None
+    if not isinstance(parsed, dict):
+        raise OptionError(f"option {name} must be a JSON object")
+    return parsed
+
+
+def _storage_value(value: str) -> Any:
+    """Storage options arrive as strings; JSON objects, booleans and numbers are decoded."""
+    text = value.strip()
+    if text[:1] in "{[" or text in ("true", "false", "null"):
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError:
+            return value
+    return value
+
+
+def _partition_cols(value: str | None) -> list[tuple[str, str | None]] | None:
+    """``"date:date, region:string"`` or ``"date,region"`` (types inferred)."""
+    if not value:
+        return None
+    out: list[tuple[str, str | None]] = []
+    for item in value.split(","):
+        name, _, type_ = item.strip().partition(":")
+        if not name:
+            raise OptionError(f"option partition_cols={value!r}: empty column name")
+        out.append((name.strip(), type_.strip() or None))
+    return out
+
+
+def _unpickle(text: str) -> Any:
+    try:
+        return pickle.loads(base64.b64decode(text))
+    except Exception as err:  # noqa: BLE001 - any failure means the option is unusable
+        raise OptionError(f"option table_object cannot be decoded: {err}") from None
+
+
+def table_options(table: ListingTable, where: list[Expr], limit: int | None) -> dict[str, str]:
+    """Options that make the source rebuild ``table`` in a worker without re-inferring
+    anything: format object, partition columns and schema travel pickled (by value where
+    needed, so a format class defined in ``__main__`` works too)."""
+    payload = {"format": table.format, "partition_cols": table.partition_cols,
+               "schema": table.file_schema, "where": where}
+    opts = {"path": str(table.url) if table.url.protocol != "file" else table.url.root,
+            "table_object": base64.b64encode(cloudpickle.dumps(payload)).decode(),
+            "storage_options": json.dumps(table.storage.options)}
+    if limit is not None:
+        opts["limit"] = str(limit)
+    for f in dataclasses.fields(ListingOptions):
+        value = getattr(table.options, f.name)
+        if value != f.default and value is not None:
+            opts[f.name] = value.isoformat() if hasattr(value, "isoformat") else str(value)
+    return opts
+
+
+# --- the data source ----------------------------------------------------------------------
+
+class ListingDataSource(DataSource):
+    """Reads a ListingTable; prunes with pushed filters (needs the stale-pushdown guard)."""
+
+    #: users' formats registered in the driver, shipped to workers with the class
+    user_formats: ClassVar[dict[str, Any]] = {}
+    #: Spark's default parallelism, the minimum number of file groups (set by register)
+    default_parallelism: ClassVar[int | None] = None
+
+    @classmethod
+    def name(cls) -> str:
+        return "listing"
+
+    def __init__(self, options: dict[str, str]) -> None:
+        super().__init__(options)
+        for fmt_name, factory in self.user_formats.items():
+            formats.register(fmt_name, factory)
+        self.config = SourceConfig.parse(dict(options))
+        self._table: ListingTable | None = None
+
+    def __repr__(self) -> str:
+        storage = redact(self.config.storage_options)
+        return f"ListingDataSource({self.config.url}, storage={storage})"
+
+    def table(self, data_schema: pa.Schema | None = None) -> ListingTable:
+        if self._table is None:
+            self._table = self.config.open(data_schema)
+        return self._table
+
+    def schema(self) -> StructType:
+        return spark_struct(self.table().schema)
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return ListingReader(self._table_for(schema), schema, self.config,
+                             self.default_parallelism)
+
+    def _table_for(self, schema: StructType) -> ListingTable:
+        """With a user schema, open the table with it: no data file is read to plan."""
+        if self._table is not None:
+            return self._table
+        requested = to_arrow_schema(schema, timezone="UTC")
+        parts = {n.lower() for n, _ in (self.config.partition_cols or [])}
+        data = pa.schema([f for f in requested if f.name.lower() not in parts])
+        table = self.config.open(self.config.table_schema or data)
+        missing = [n for n in schema.fieldNames() if n not in table.schema.names]
+        if missing:
+            raise OptionError(f"schema columns {missing} are neither data nor partition columns "
+                              f"of {self.config.url} (partition columns: "
+                              f"{', '.join(table.partition_names) or 'none'})")
+        self._table = table
+        return table
+
+
+class UnguardedListingDataSource(ListingDataSource):
+    """Registered when the stale-pushdown guard is not installed: no ``pushFilters``, so
+    Spark can never replay a pruned plan for an unfiltered query. Filters given through
+    ``where``/``to_spark`` still prune (they are part of the relation, not pushed)."""
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return PlainListingReader(self._table_for(schema), schema, self.config,
+                                  self.default_parallelism)
+
+
+class TableSource(UnguardedListingDataSource):
+    """The source behind ``ListingTable.to_spark``: everything it prunes with arrives as
+    options, so it needs no pushdown and no guard, and never clashes with ``listing``."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "listing_table"
+
+
+def register_table_source(spark: Any) -> None:
+    spark.dataSource.register(TableSource)
+
+
+def spark_struct(schema: pa.Schema) -> StructType:
+    """The Spark schema for an Arrow schema, after Spark's type spelling."""
+    return from_arrow_schema(spark_schema(schema))
+
+
+@dataclasses.dataclass
+class GroupPartition(InputPartition):
+    """One Spark task: its file group and the plan's read settings (files excluded)."""
+
+    plan: ScanPlan
+    group: FileGroup
+
+    def __init__(self, plan: ScanPlan, group: FileGroup) -> None:
+        super().__init__(group.index)
+        self.plan = plan
+        self.group = group
+
+
+class PlainListingReader(DataSourceReader):
+    """Plans from the relation's own options only (path, where, limit, schema)."""
+
+    def __init__(self, table: ListingTable, schema: StructType, config: SourceConfig,
+                 min_partitions: int | None = None) -> None:
+        self.table = table
+        self.config = config
+        self.columns = [_resolve(table, n) for n in schema.fieldNames()]
+        self.target = to_arrow_schema(schema, timezone="UTC")
+        self.pushed: list[Expr] = []
+        self.min_partitions = min_partitions
+
+    def plan(self) -> ScanPlan:
+        where: list[Any] = list(self.pushed) + list(self.config.where or [])
+        return self.table.scan(columns=self.columns, where=where or None,
+                               limit=self.config.limit, min_partitions=self.min_partitions)
+
+    def partitions(self) -> list[InputPartition]:
+        plan = self.plan()
+        log.info("%s", plan.explain())
+        slim = dataclasses.replace(plan, files=[], file_groups=[])
+        return [GroupPartition(slim, group) for group in plan.file_groups]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        if not isinstance(partition, GroupPartition):  # no files matched: Spark's empty task
+            return
+        for batch in partition.plan.read_group(partition.group):
+            yield conform_batch(batch.rename_columns(self.target.names), self.target,
+                                partition.group.files[0].path)
+
+
+class ListingReader(PlainListingReader):
+    """Adds ``pushFilters``: partition filters prune exactly; data filters prune row groups
+    and go back to Spark to be re-checked; the rest go back untouched."""
+
+    def pushFilters(self, filters: list[Any]) -> Iterator[Any]:  # noqa: N802 - Spark's name
+        for f in filters:
+            expr = from_spark(f)
+            if expr is None:
+                yield f
+                continue
+            try:
+                bound = bind(expr, self.table.schema)
+            except (FilterError, ListingError):
+                yield f
+                continue
+            kind = self.table.classify([bound])[0]
+            if kind is Pushdown.UNSUPPORTED:
+                yield f
+                continue
+            self.pushed.append(bound)
+            if kind is Pushdown.INEXACT:
+                yield f
+
+
+def _resolve(table: ListingTable, name: str) -> str:
+    for n in table.schema.names:
+        if n.lower() == name.lower():
+            return n
+    raise OptionError(f"column {name!r} is not in table {table.url}")

@@ -1,0 +1,94 @@
+"""Hive path encoding and Spark's partition type inference (pure functions)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+
+import pyarrow as pa
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from listing.errors import PartitionValueError
+from listing.hive import (
+    DEFAULT_PARTITION_NAME,
+    escape_path_name,
+    infer_column_type,
+    infer_type,
+    parse_value,
+    spell_value,
+    unescape_path_name,
+    widen,
+)
+
+
+@given(st.text())
+def test_escape_round_trips(value: str) -> None:
+    assert unescape_path_name(escape_path_name(value)) == value
+
+
+@pytest.mark.parametrize(("value", "spelled"), [
+    ("a/b", "a%2Fb"), ("x:y", "x%3Ay"), ("k=v", "k%3Dv"), ("100%", "100%25"),
+    ("New York", "New York"), ("plain", "plain"), ("tab\there", "tab%09here"),
+])
+def test_escape_matches_spark(value: str, spelled: str) -> None:
+    assert escape_path_name(value) == spelled
+
+
+def test_unescape_leaves_malformed_percent_alone() -> None:
+    assert unescape_path_name("50%zz%4") == "50%zz%4"
+
+
+@pytest.mark.parametrize(("raw", "expected"), [
+    ("7", pa.int32()), ("07", pa.int32()), ("-3", pa.int32()), ("3000000000", pa.int64()),
+    ("123456789012345678901234", pa.decimal128(24, 0)), ("1.5", pa.float64()),
+    ("1e3", pa.float64()), ("2026-03-01", pa.date32()),
+    ("2026-03-01 10%3A00%3A00", pa.timestamp("us", tz="UTC")), ("us", pa.string()),
+    ("2026-13-01", pa.string()), (DEFAULT_PARTITION_NAME, None),
+])
+def test_infer_type_follows_spark(raw: str, expected: pa.DataType | None) -> None:
+    assert infer_type(raw) == expected
+
+
+@pytest.mark.parametrize(("a", "b", "wider"), [
+    (pa.int32(), pa.int64(), pa.int64()),
+    (pa.int32(), pa.float64(), pa.float64()),
+    (pa.int64(), pa.float64(), pa.string()),  # Spark refuses long+double: string
+    (pa.date32(), pa.timestamp("us", tz="UTC"), pa.timestamp("us", tz="UTC")),
+    (pa.date32(), pa.int32(), pa.string()),
+    (None, pa.date32(), pa.date32()),
+])
+def test_widen_follows_spark(a: pa.DataType, b: pa.DataType, wider: pa.DataType) -> None:
+    assert widen(a, b) == wider
+    assert widen(b, a) == wider
+
+
+def test_column_type_widens_across_values_and_nulls_are_strings() -> None:
+    assert infer_column_type(["1", "2", "3000000000"]) == pa.int64()
+    assert infer_column_type(["1", "x"]) == pa.string()
+    assert infer_column_type([DEFAULT_PARTITION_NAME]) == pa.string()
+    assert infer_column_type([DEFAULT_PARTITION_NAME, "5"]) == pa.int32()
+
+
+def test_parse_value_typed() -> None:
+    assert parse_value("07", pa.int32(), column="hour", path="p") == 7
+    assert parse_value("2026-03-01", pa.date32(), column="d", path="p") == dt.date(2026, 3, 1)
+    assert parse_value("a%2Fb", pa.string(), column="c", path="p") == "a/b"
+    assert parse_value(DEFAULT_PARTITION_NAME, pa.int32(), column="c", path="p") is None
+    assert parse_value("12", pa.decimal128(5, 0), column="c", path="p") == Decimal(12)
+
+
+def test_parse_value_error_names_column_value_and_path() -> None:
+    with pytest.raises(PartitionValueError) as err:
+        parse_value("abc", pa.int32(), column="hour", path="s3://b/t/hour=abc/f.parquet")
+    text = str(err.value)
+    assert "'abc'" in text and "'hour'" in text and "s3://b/t/hour=abc/f.parquet" in text
+
+
+def test_only_unambiguous_values_have_a_spelling() -> None:
+    assert spell_value("us", pa.string()) == "us"
+    assert spell_value(dt.date(2026, 3, 1), pa.date32()) == "2026-03-01"
+    assert spell_value(None, pa.string()) == DEFAULT_PARTITION_NAME
+    assert spell_value(7, pa.int32()) is None  # hour=07 or hour=7: unknown
+    assert spell_value("a/b", pa.string()) is None  # writers escape differently
