@@ -1,5 +1,24 @@
-"""Shared test set-up: one moto S3 server per run (fixtures.pytest_plugin)."""
+"""Shared test set-up: one moto S3 server and one Spark session per run."""
 
 from __future__ import annotations
 
+import os
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
 pytest_plugins = ["fixtures.pytest_plugin"]
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    """The toolkit's own session: guard installed, pushdown on, ``listing`` registered."""
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    from listing.spark.session import session
+
+    spark = session(app_name="listing-tests", conf={"spark.sql.shuffle.partitions": "2",
+                                                    "spark.default.parallelism": "2"})
+    yield spark
+    spark.stop()

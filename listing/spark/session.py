@@ -25,6 +25,7 @@ from listing.spark.source import ListingDataSource, UnguardedListingDataSource
 
 log = logging.getLogger("listing.spark")
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
+_LIST_CONFS = {"spark.jars", "spark.sql.extensions"}
 
 
 @dataclass
@@ -58,9 +59,13 @@ def session(app_name: str = "listing", master: str | None = None,
         # secrets given as storage.* options must not show in plans or the UI
         "spark.redaction.regex": r"(?i)secret|password|token|access[.]?key|storage\.key",
     }
+    for key, value in (conf or {}).items():
+        settings[key] = value
     if guard:
-        settings.update(guard_conf(build_guard_jar()))
-    settings.update(conf or {})
+        for key, value in guard_conf(build_guard_jar()).items():
+            if key in _LIST_CONFS and settings.get(key):
+                value = f"{settings[key]},{value}"  # keep the caller's jars and extensions
+            settings[key] = value
     for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()

@@ -1,0 +1,37 @@
+package io.github.listing;
+
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.SparkSessionExtensions;
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.catalyst.rules.Rule;
+
+import scala.runtime.AbstractFunction1;
+import scala.runtime.BoxedUnit;
+
+/**
+ * {@code spark.sql.extensions} entry point installing {@link StalePushdownGuard}.
+ *
+ * <p>WHY injectPreCBORule: in Spark 4.3.0 SparkOptimizer's batches run, in order, ... "Operator
+ * Optimization before/after Inferring Filters" (FixedPoint; where injectOptimizerRule rules go),
+ * ..., "Pre CBO Rules" (Once; injectPreCBORule), "Early Filter and Projection Push-Down" (Once;
+ * V2ScanRelationPushDown, which calls PythonScanBuilder.pushFilters). Both injection points are
+ * before push-down, but the guard rewrites the plan (fresh tables), so a Once batch that runs
+ * after every operator-optimization pass and immediately before push-down is the right spot.
+ * Planner strategies and resolution rules are wrong: the former run after push-down, the latter
+ * only when a Dataset is analyzed, not each time a query is optimized and executed.
+ */
+public final class ListingSparkExtensions
+    extends AbstractFunction1<SparkSessionExtensions, BoxedUnit> {
+
+  @Override
+  public BoxedUnit apply(SparkSessionExtensions extensions) {
+    extensions.injectPreCBORule(
+        new AbstractFunction1<SparkSession, Rule<LogicalPlan>>() {
+          @Override
+          public Rule<LogicalPlan> apply(SparkSession session) {
+            return new StalePushdownGuard();
+          }
+        });
+    return BoxedUnit.UNIT;
+  }
+}
