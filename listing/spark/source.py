@@ -47,6 +47,9 @@ SPARK_NAMES = {
     "ignorecorruptfiles": "ignore_corrupt_files", "maxpartitionbytes": "max_partition_bytes",
     "opencostinbytes": "open_cost_in_bytes", "minpartitions": "min_partitions",
 }
+#: table properties Spark's catalog adds when it calls the source for CREATE TABLE
+CATALOG_KEYS = {"location", "owner", "provider", "comment", "external", "is_managed_location",
+                "collation"}
 SOURCE_OPTIONS = {"path", "paths", "format", "partition_cols", "storage_options", "where",
                   "limit", "table_object"}
 
@@ -68,6 +71,12 @@ class SourceConfig:
     @classmethod
     def parse(cls, options: dict[str, str]) -> SourceConfig:
         opts = {k.lower(): v for k, v in options.items()}
+        for key in [k for k in opts if k.startswith("option.")]:  # catalog copies of options
+            opts.setdefault(key[len("option."):], opts.pop(key))
+        if not opts.get("path") and opts.get("location"):
+            opts["path"] = opts["location"]
+        for key in CATALOG_KEYS:
+            opts.pop(key, None)
         url = opts.get("path")
         if not url:
             raise OptionError("the listing source needs a path: .load('s3://bucket/prefix/') or "

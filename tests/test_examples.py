@@ -1,0 +1,17 @@
+"""The README's Python example runs as shown (its own S3 server, in a subprocess)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_quickstart_prints_a_pruned_plan():
+    out = subprocess.run([sys.executable, str(ROOT / "examples" / "quickstart.py")],
+                         capture_output=True, text=True, check=True, timeout=300).stdout
+    assert "list 'lake/events/date=2026-03-0' from date=2026-03-01 to date=2026-03-07" in out
+    assert "list_requests=1" in out and "files: 7 in 1 groups" in out
+    assert "21 rows" in out

@@ -1,0 +1,79 @@
+"""Task packing, file selection options, and counted skips of bad files."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import time
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import formats
+from listing import ListingTable
+from listing.errors import FileReadError
+from listing.files import PartitionedFile
+from listing.options import MB, ListingOptions
+from listing.plan import pack_file_groups
+
+
+def files(*sizes: int) -> list[PartitionedFile]:
+    return [PartitionedFile(f"s3://b/f{i}.csv", s) for i, s in enumerate(sizes)]
+
+
+def test_packing_follows_sparks_formula():
+    opts = ListingOptions(max_partition_bytes=128 * MB, open_cost_in_bytes=4 * MB)
+    csv = formats.get("csv")
+    # 40 small files, 2 cores: bytesPerCore = 40 * (1 MB + 4 MB) / 2 = 100 MB per group
+    groups = pack_file_groups(files(*[MB] * 40), csv, opts, min_partitions=2)
+    assert len(groups) == 2 and sum(len(g.files) for g in groups) == 40
+    # one 300 MB splittable file: split in 128 MB ranges, each its own group
+    groups = pack_file_groups(files(300 * MB), csv, opts, min_partitions=1)
+    ranges = sorted(f.byte_range for g in groups for f in g.files)
+    assert ranges == [(0, 128 * MB), (128 * MB, 256 * MB), (256 * MB, 300 * MB)]
+    # more parallelism than files: smaller splits, never below openCostInBytes
+    groups = pack_file_groups(files(64 * MB), csv, opts, min_partitions=8)
+    assert len(groups) == 8
+
+
+def write(path, n: int = 3) -> None:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    pq.write_table(pa.table({"id": list(range(n))}), path)
+
+
+def test_missing_and_corrupt_files_fail_naming_the_file_or_are_counted(tmp_path):
+    for d in ("2026-01-01", "2026-01-02", "2026-01-03"):
+        write(f"{tmp_path}/date={d}/a.parquet")
+    table = ListingTable.open(str(tmp_path))
+    plan = table.scan()
+    os.remove(f"{tmp_path}/date=2026-01-02/a.parquet")  # vanished after listing
+    with open(f"{tmp_path}/date=2026-01-03/a.parquet", "wb") as f:
+        f.write(b"PAR1 not parquet at all")  # corrupt
+    with pytest.raises(FileReadError, match="date=2026-01-0[23]/a.parquet"):
+        plan.to_arrow()
+    tolerant = ListingTable.open(str(tmp_path), schema=table.file_schema,
+                                 ignore_missing_files=True, ignore_corrupt_files="true")
+    plan = tolerant.scan()
+    os.remove(f"{tmp_path}/date=2026-01-01/a.parquet")
+    assert plan.to_arrow().num_rows == 0
+    assert plan.metrics["files_skipped_missing"] == 1
+    assert plan.metrics["files_skipped_corrupt"] == 1
+
+
+def test_glob_and_modification_time_filters(tmp_path):
+    write(f"{tmp_path}/k=1/old.parquet")
+    write(f"{tmp_path}/k=1/skip-me.parquet")
+    cut = dt.datetime.now(dt.UTC)
+    old = time.time() - 3600
+    os.utime(f"{tmp_path}/k=1/old.parquet", (old, old))
+    os.utime(f"{tmp_path}/k=1/skip-me.parquet", (old, old))
+    time.sleep(0.01)
+    write(f"{tmp_path}/k=1/new.parquet")
+    names = lambda plan: sorted(f.path.rsplit("/", 1)[-1] for f in plan.files)  # noqa: E731
+    assert names(ListingTable.open(str(tmp_path), modified_after=cut).scan()) == ["new.parquet"]
+    assert names(ListingTable.open(str(tmp_path), modified_before=cut.isoformat()).scan()) == [
+        "old.parquet", "skip-me.parquet"]
+    plan = ListingTable.open(str(tmp_path), path_glob_filter="[no]*.parquet").scan()
+    assert names(plan) == ["new.parquet", "old.parquet"]
+    assert plan.metrics["files_skipped_other"] == 1
