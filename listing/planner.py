@@ -175,7 +175,7 @@ class ListingPlanner:
         if narrowed is not None:
             options.append(narrowed)
         if self._prunes_below(depth, known):
-            child = self._best(prefix + "\0/", depth + 1, known)
+            child = self._best(prefix, depth + 1, known)  # for its estimate only
             sel = self._selectivity(depth, known)
             fanout = self.profile.fanout(depth)
             options.append(Walk(prefix, depth, known, pages(fanout) + sel * fanout * child.est))
@@ -195,8 +195,8 @@ class ListingPlanner:
                     sets.append(s)
         lo, hi = self._bounds(depth, known)
         if pa.types.is_date(type_) and lo is not None and hi is not None:
-            days = (hi - lo).days
-            if 0 <= days <= MAX_DATE_RANGE:
+            days = (hi - lo).days  # negative: a contradiction, nothing to list
+            if days <= MAX_DATE_RANGE:
                 sets.append({lo + dt.timedelta(days=i) for i in range(days + 1)})
         if not sets:
             return None
@@ -249,7 +249,7 @@ class ListingPlanner:
         if pa.types.is_date(type_) and (lo is not None or hi is not None):
             if lo is not None and hi is not None:
                 if hi < lo:
-                    return Flat(head + lo.isoformat() + "/", depth, known, 1)
+                    return None  # the enumeration of no dates costs nothing
                 common = _common_prefix(lo.isoformat(), hi.isoformat())
                 est = pages(((hi - lo).days + 1) * self.profile.keys_under(depth + 1))
             else:

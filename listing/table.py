@@ -75,7 +75,9 @@ class ListingTable:
         cols = _discover_partitions(table_url, sample, declared)
         profile = _profile(lister, table_url, sample, len(cols))
 
-        if schema is None:
+        if schema is None and _flag(fmt.options.get("merge_schema")):
+            file_schema = _merged_schema(table_url, fmt, storage, cols, profile, lister)
+        elif schema is None:
             file_schema = _infer_schema(table_url, fmt, storage, sample, cols, counter)
         else:
             file_schema = schema if isinstance(schema, pa.Schema) else pa.schema(schema)
@@ -363,6 +365,25 @@ def _profile(lister: Lister, url: TableUrl, sample: Page, k: int) -> TableProfil
     level_dirs = sum(len(p.dirs) + len(p.files) for p in lister.pages(url.prefix, delimiter=True))
     total = max(level_dirs * keys_per_dir[0], len(sample.files) + 1.0)
     return TableProfile(total, False, keys_per_dir, values)
+
+
+def _flag(value: Any) -> bool:
+    return value is True or str(value).lower() in ("true", "1", "yes")
+
+
+def _merged_schema(url: TableUrl, fmt: FileFormat, storage: StorageSpec,
+                   cols: list[tuple[str, pa.DataType]], profile: TableProfile,
+                   lister: Lister) -> pa.Schema:
+    """``merge_schema``: the union over every file of the table (footers read by the
+    format, concurrently); costs a full listing and one read per file, by request."""
+    planner = ListingPlanner(lister, url.prefix, cols, profile, None,
+                             lambda meta: fmt.matches(meta.path))
+    found = [PartitionedFile(url.to_url(f.meta.path), f.meta.size, etag=f.meta.etag)
+             for f in planner.run(planner.choose())]
+    if not found:
+        raise TableNotFoundError(f"no {fmt.name} files under {url} and no schema given")
+    lister.counter.get += len(found)
+    return fmt.infer_schema(found, storage)
 
 
 def _infer_schema(url: TableUrl, fmt: FileFormat, storage: StorageSpec, sample: Page,

@@ -201,3 +201,24 @@ def test_secrets_stay_out_of_repr_and_explain(daily):
     text = repr(table) + table.scan(where="date = '2025-01-01'").explain()
     text += repr(table.scan().source)
     assert "s3cr3t-value" not in text and "t0ken-value" not in text
+
+
+def test_contradictory_range_costs_nothing(s3_server, daily_table):
+    plan, lists = scan_counted(s3_server, daily_table,
+                               where="date > '2026-03-05' AND date < '2026-03-01'")
+    assert lists == 0 and plan.files == []
+
+
+def test_merge_schema_reads_every_footer(s3_server, s3_bucket):
+    old = datasets.encode(pa.table({"id": pa.array([1], pa.int32())}), "parquet")
+    new = datasets.encode(pa.table({"id": pa.array([2], pa.int64()), "extra": ["x"]}),
+                          "parquet")
+    s3_server.put_objects_fast(s3_bucket, {"t/d=1/a.parquet": old, "t/d=2/b.parquet": new})
+    url = f"s3://{s3_bucket}/t"
+    plain = ListingTable.open(url, storage_options=s3_server.storage_options)
+    assert plain.file_schema.names == ["id"]
+    merged = ListingTable.open(url, storage_options=s3_server.storage_options,
+                               merge_schema=True)
+    assert merged.file_schema == pa.schema([("id", pa.int64()), ("extra", pa.string())])
+    rows = merged.scan(columns=["id", "extra", "d"]).to_arrow().sort_by("id").to_pylist()
+    assert rows == [{"id": 1, "extra": None, "d": 1}, {"id": 2, "extra": "x", "d": 2}]
