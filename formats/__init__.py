@@ -11,6 +11,10 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
+# listing's package init imports formats.base (via its plan/table modules); importing it
+# first makes ``import formats.csv`` work as a process's first import (Spark executors
+# unpickling a FileSource), instead of failing on a half-initialised formats.base.
+import listing  # noqa: F401
 from formats.base import (
     CorruptFileError,
     FileFormat,
@@ -22,7 +26,7 @@ from listing.errors import OptionError
 
 __all__ = [
     "CorruptFileError", "FileFormat", "FileOpener", "FileSource", "MissingFileError",
-    "for_path", "get", "names", "register",
+    "for_path", "get", "names", "on_register", "register", "registered",
 ]
 
 _BUILTIN = {
@@ -34,11 +38,27 @@ _BUILTIN = {
     "ipc": "formats.arrow:ArrowFormat",
 }
 _REGISTRY: dict[str, Callable[..., FileFormat]] = {}
+_LISTENERS: list[Callable[[], None]] = []
 
 
 def register(name: str, factory: Callable[..., FileFormat]) -> None:
     """Make ``format=name`` (Python API and the Spark option) build ``factory(**options)``."""
+    known = _REGISTRY.get(name.lower())
     _REGISTRY[name.lower()] = factory
+    if known is not factory:
+        for listener in list(_LISTENERS):
+            listener()
+
+
+def registered() -> dict[str, Callable[..., FileFormat]]:
+    """Users' formats (not the built-ins), e.g. to ship them to Spark's Python workers."""
+    return dict(_REGISTRY)
+
+
+def on_register(listener: Callable[[], None]) -> None:
+    """Call ``listener`` whenever a format is (re)registered; Spark sessions use it to
+    re-register the data source with the new format list."""
+    _LISTENERS.append(listener)
 
 
 def _factory(name: str) -> Callable[..., FileFormat]:

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
+import fsspec
 import pyarrow as pa
 
 from formats.conform import conform_batch
@@ -39,26 +40,42 @@ class CorruptFileError(FileReadError):
 COMPRESSIONS = {".gz": "gzip", ".bz2": "bz2", ".zst": "zstd", ".zstd": "zstd", ".xz": "xz"}
 
 
-def open_input(fs: Any, file: PartitionedFile, cache_type: str = "none") -> Any:
-    """Open ``file`` for reading without a HEAD request.
+def open_input(fs: Any, file: PartitionedFile, readahead: int = 0) -> Any:
+    """Open ``file`` for reading without a metadata request.
 
-    The listing already gave size and ETag; handing them to the file object spares the
-    metadata request s3fs would otherwise send, and the ETag makes each ranged GET
-    conditional (``If-Match``), so a file rewritten after listing fails loudly instead of
-    mixing two versions.
+    No read-ahead by default (readers choose their own read sizes); ``readahead`` bytes for
+    readers that issue many small sequential reads (Arrow IPC).
     """
+    cache = ({"cache_type": "readahead", "block_size": readahead} if readahead
+             else {"cache_type": "none"})
     try:
-        handle = fs.open(file.fs_path, "rb", size=file.size, cache_type=cache_type)
+        handle = fs.open(file.fs_path, "rb", size=file.size or None, **cache)
     except TypeError:  # filesystems whose open() takes no size/cache_type
         handle = fs.open(file.fs_path, "rb")
     except FileNotFoundError as err:
         raise MissingFileError(f"{file.path}: file vanished after listing ({err})") from None
-    if hasattr(handle, "_details") and getattr(handle, "_details", None) is None:
+    _known_details(handle, file)
+    return handle
+
+
+def _known_details(handle: Any, file: PartitionedFile) -> None:
+    """Tell a buffered fsspec file what the listing already knows.
+
+    s3fs asks for the object's details (a HEAD request) on its first read, only to compare
+    ETags; the listed ETag serves the same purpose and makes each ranged GET conditional
+    (``If-Match``), so a file rewritten after listing fails loudly instead of mixing two
+    versions.
+    """
+    if not file.size or not isinstance(handle, fsspec.spec.AbstractBufferedFile):
+        return
+    if getattr(handle, "_details", True) is None:
         details: dict[str, Any] = {"name": file.fs_path, "size": file.size, "type": "file"}
         if file.etag:
-            details["ETag"] = f'"{file.etag}"'
+            details["ETag"] = f'"{file.etag.strip(chr(34))}"'
+            read_kw = getattr(handle, "read_kw", None)
+            if isinstance(read_kw, dict) and not getattr(handle.fs, "local_expiry_check", 1):
+                handle.read_kw = {**read_kw, "IfMatch": details["ETag"]}  # s3fs: server check
         handle.details = details
-    return handle
 
 
 class FileFormat:

@@ -112,6 +112,8 @@ def conform_batch(batch: pa.RecordBatch, schema: pa.Schema, path: str) -> pa.Rec
     """
     if batch.schema.equals(schema):
         return batch
+    if not len(schema):
+        return batch.select([])  # keeps the row count, which count(*) needs
     columns = []
     for f in schema:
         idx = batch.schema.get_field_index(f.name)

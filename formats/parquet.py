@@ -95,8 +95,11 @@ class ParquetOpener(FileOpener):
             for rg in groups:
                 yield _empty_rows(md.row_group(rg).num_rows)
             return
-        yield from pf.iter_batches(batch_size=src.batch_size, row_groups=groups, columns=columns,
-                                   use_threads=False)
+        # one row group per call: pre_buffer caches every row group it is given for the
+        # reader's lifetime, so one call for the whole file held the whole file in memory
+        for rg in groups:
+            yield from pf.iter_batches(batch_size=src.batch_size, row_groups=[rg],
+                                       columns=columns, use_threads=False)
 
     def _row_groups(self, md: pq.FileMetaData, file: PartitionedFile,
                     present: set[str]) -> list[int]:

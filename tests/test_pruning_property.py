@@ -25,12 +25,12 @@ COLUMNS = {"d": pa.date32(), "s": pa.string(), "n": pa.int32()}
 _counter = itertools.count()
 
 
-def values_for(name: str) -> st.SearchStrategy:
+def values_for(name: str, nullable: bool = True) -> st.SearchStrategy:
     if name == "s":
-        return st.sampled_from(STRINGS)
-    if name == "n":
-        return st.one_of(st.none(), st.integers(0, 30))
-    return st.one_of(st.none(), st.integers(0, 800).map(lambda d: START + dt.timedelta(days=d)))
+        return st.sampled_from(STRINGS if nullable else [v for v in STRINGS if v is not None])
+    values = (st.integers(0, 30) if name == "n"
+              else st.integers(0, 800).map(lambda d: START + dt.timedelta(days=d)))
+    return st.one_of(st.none(), values) if nullable else values
 
 
 def spell(value, pad: int) -> str:
@@ -55,7 +55,7 @@ def trees(draw):
 
 def atoms(name: str) -> st.SearchStrategy[Expr]:
     c = col(name)
-    v = values_for(name).filter(lambda x: x is not None)
+    v = values_for(name, nullable=False)
     vs = st.lists(v, min_size=1, max_size=4)
     strategies = [
         v.map(lambda x: c == x), v.map(lambda x: c != x), v.map(lambda x: c < x),

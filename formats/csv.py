@@ -1,0 +1,254 @@
+"""CSV: pyarrow's streaming reader over line-aligned byte ranges, optionally compressed.
+
+Options (strings accepted, since Spark passes every option as a string):
+
+- ``header`` (true): the first line names the columns; without it columns are ``_c0, _c1..``
+  at inference and the table schema's names, by position, when reading;
+- ``delimiter`` (``,``; ``\\t`` or ``tab`` spell a tab), ``quote`` (``"``; empty/none
+  disables quoting), ``escape`` (none);
+- ``null_values`` (``[""]``): list, or comma-separated string, of spellings of null;
+- ``sample_bytes`` (1 MiB): how much of a file schema inference reads;
+- ``merge_schema`` (false): infer the union schema over every given file;
+- ``multiline`` (false): allow quoted values containing newlines; such files cannot be
+  split into byte ranges, so this reads each file whole (still streaming);
+- ``block_size`` (1 MiB): bytes pyarrow parses per batch, the unit of memory.
+
+Each range reads only its own lines (see ``formats.text``); the header belongs to offset 0,
+and other ranges fetch the file's first line to learn the column names. Column types come
+from the table schema, so a file is parsed straight into them.
+"""
+
+from __future__ import annotations
+
+import csv as pycsv
+import io
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+
+from formats.base import CorruptFileError, FileSource
+from formats.conform import can_widen
+from formats.text import (
+    TextFormat,
+    TextOpener,
+    first_line,
+    flag,
+    inferred_schema,
+    positive_int,
+    single_char,
+    string_list,
+    strip_line,
+)
+from listing.errors import FileReadError
+from listing.files import PartitionedFile
+
+_COLUMN_ERROR = re.compile(r"In CSV column #(\d+): (.*)", re.DOTALL)
+_BAD_VALUE = re.compile(r"invalid value '(.*)'")
+_FIELD_COUNT = re.compile(r"Expected (\d+) columns, got (\d+)")
+_ZONE_SUFFIX = r"\d:\d\d(?::\d\d(?:\.\d+)?)?\s*(?:Z|[+-]\d\d(?::?\d\d)?)$"
+
+
+@dataclass(frozen=True)
+class CsvOptions:
+    """Parsed CSV options; built from the raw option dict on driver and executors alike."""
+
+    header: bool
+    delimiter: str
+    quote: str | None
+    escape: str | None
+    null_values: tuple[str, ...]
+    multiline: bool
+    block_size: int
+
+    @classmethod
+    def parse(cls, options: dict[str, Any]) -> CsvOptions:
+        return cls(
+            header=flag(options.get("header", True), "header"),
+            delimiter=single_char(options.get("delimiter", ","), "delimiter"),  # type: ignore[arg-type]
+            quote=single_char(options.get("quote", '"'), "quote", allow_none=True),
+            escape=single_char(options.get("escape"), "escape", allow_none=True),
+            null_values=tuple(string_list(options.get("null_values", ("",)))),
+            multiline=flag(options.get("multiline", False), "multiline"),
+            block_size=positive_int(options.get("block_size", 1 << 20), "block_size"),
+        )
+
+    def parse_options(self, **extra: Any) -> pacsv.ParseOptions:
+        return pacsv.ParseOptions(delimiter=self.delimiter, quote_char=self.quote or False,
+                                  escape_char=self.escape or False,
+                                  newlines_in_values=self.multiline, **extra)
+
+    def convert_options(self, **extra: Any) -> pacsv.ConvertOptions:
+        return pacsv.ConvertOptions(null_values=list(self.null_values), strings_can_be_null=True,
+                                    quoted_strings_can_be_null=True, **extra)
+
+    def split_fields(self, line: bytes) -> list[str]:
+        """Fields of one line, the way the reader would see them (for names and errors)."""
+        text = line.decode("utf-8", "replace").rstrip("\r\n")
+        quoting = pycsv.QUOTE_NONE if self.quote is None else pycsv.QUOTE_MINIMAL
+        reader = pycsv.reader([text], delimiter=self.delimiter, quotechar=self.quote or '"',
+                              escapechar=self.escape, quoting=quoting, doublequote=True,
+                              strict=False)
+        return next(reader, [])
+
+
+class CsvFormat(TextFormat):
+    name = "csv"
+    extensions = (".csv",)
+    option_defaults = {
+        "header": True, "delimiter": ",", "quote": '"', "escape": None, "null_values": ("",),
+        "sample_bytes": 1 << 20, "merge_schema": False, "multiline": False,
+        "block_size": 1 << 20,
+    }
+
+    def parse_options(self, options: dict[str, Any]) -> CsvOptions:
+        positive_int(options.get("sample_bytes", 1 << 20), "sample_bytes")
+        flag(options.get("merge_schema", False), "merge_schema")
+        return CsvOptions.parse(options)
+
+    def sample_schema(self, data: bytes, file: PartitionedFile) -> pa.Schema:
+        opts: CsvOptions = self.parsed
+        if not data.strip():
+            return pa.schema([])
+        read = pacsv.ReadOptions(use_threads=False, block_size=max(len(data), 1 << 16),
+                                 autogenerate_column_names=not opts.header)
+        for attempt in range(16):
+            try:
+                table = pacsv.read_csv(io.BytesIO(data), read_options=read,
+                                       parse_options=opts.parse_options(),
+                                       convert_options=opts.convert_options())
+                break
+            except pa.ArrowInvalid as err:
+                # with multiline values the sample may end inside a quoted value: drop lines
+                cut = data.rstrip(b"\r\n").rfind(b"\n")
+                if not opts.multiline or cut < 0 or attempt == 15:
+                    raise FileReadError(f"{file.path}: cannot infer a CSV schema from the "
+                                        f"first {len(data)} bytes: {err}") from None
+                data = data[:cut + 1]
+        schema = inferred_schema(table.schema)
+        if not opts.header:
+            schema = pa.schema([f.with_name(f"_c{i}") for i, f in enumerate(schema)])
+        return schema
+
+    def unify(self, schemas: list[tuple[str, pa.Schema]]) -> pa.Schema:
+        """Union of sampled schemas; any text can be read as a string, so a column whose
+        samples disagree beyond widening becomes a string instead of an error."""
+        fields: dict[str, pa.Field] = {}
+        for _, schema in schemas:
+            for f in schema:
+                have = fields.get(f.name)
+                if have is None or can_widen(have.type, f.type):
+                    fields[f.name] = f
+                elif not can_widen(f.type, have.type):
+                    fields[f.name] = pa.field(f.name, pa.string())
+        return pa.schema(list(fields.values()))
+
+
+class CsvOpener(TextOpener):
+    def read_batches(self, file: PartitionedFile) -> Iterator[pa.RecordBatch]:
+        src = self.source
+        opts = CsvOptions.parse(src.options)
+        with self.lines(file) as stream:
+            if not opts.header:
+                names = list(src.file_schema.names)
+            elif file.byte_range is None or file.byte_range[0] == 0:
+                names = opts.split_fields(strip_line(stream.readline(), first=True))
+            else:
+                names = opts.split_fields(first_line(self.fs, file, self.compression(file)))
+            if not names or stream.at_end():
+                return
+            present = set(names)
+            wanted = [f for f in src.read_schema if f.name in present]
+            post = {f.name: f.type for f in wanted
+                    if pa.types.is_timestamp(f.type) and f.type.tz is not None}
+            types = {f.name: (pa.string() if f.name in post else f.type) for f in wanted}
+            try:
+                reader = pacsv.open_csv(
+                    stream,
+                    read_options=pacsv.ReadOptions(column_names=names, use_threads=False,
+                                                   block_size=opts.block_size),
+                    parse_options=opts.parse_options(),
+                    convert_options=opts.convert_options(
+                        column_types=types, include_columns=[f.name for f in wanted]))
+                for batch in reader:
+                    if not wanted:  # an empty include list means "all": rows only
+                        batch = batch.select([])
+                    if post:
+                        batch = _parse_zoned(batch, post, file)
+                    for start in range(0, max(batch.num_rows, 1), src.batch_size):
+                        yield batch.slice(start, src.batch_size)
+            except pa.ArrowInvalid as err:
+                if "Empty CSV file" in str(err):
+                    return
+                raise CorruptFileError(self._explain(file, err, names, opts)) from None
+
+    def _explain(self, file: PartitionedFile, err: Exception, names: list[str],
+                 opts: CsvOptions) -> str:
+        """The reader's error with the column name and, when it can be found, the line."""
+        text = str(err)
+        if "straddl" in text:
+            return (f"{file.path}: a row is longer than block_size={opts.block_size} bytes; "
+                    "raise the 'block_size' option")
+        column = _COLUMN_ERROR.search(text)
+        if column is not None:
+            index, detail = int(column.group(1)), column.group(2)
+            name = names[index] if index < len(names) else f"#{index}"
+            value = _BAD_VALUE.search(detail)
+            located = None
+            if value is not None:
+                wanted = value.group(1)
+                located = self.locate(file, lambda line: (
+                    f"value {wanted!r}" if _field(opts, line, index) == wanted else None))
+            at = f" at {located}" if located else ""
+            return f"{file.path}: column {name!r}{at}: {detail}"
+        count = _FIELD_COUNT.search(text)
+        if count is not None:
+            expected = len(names)
+
+            def bad(line: bytes) -> str | None:
+                if not line.strip(b"\r\n"):
+                    return None
+                found = len(opts.split_fields(line))
+                return (f"{found} fields, expected {expected}" if found != expected
+                        else None)
+
+            located = self.locate(file, bad)
+            if located:
+                return f"{file.path}: malformed CSV row at {located}"
+        return f"{file.path}: cannot read as csv: {text}"
+
+
+def _field(opts: CsvOptions, line: bytes, index: int) -> str | None:
+    fields = opts.split_fields(line)
+    return fields[index] if index < len(fields) else None
+
+
+def _parse_zoned(batch: pa.RecordBatch, types: dict[str, pa.DataType],
+                 file: PartitionedFile) -> pa.RecordBatch:
+    """Timestamps for zoned columns: values with an offset are converted to UTC, values
+    without one are taken as UTC (pyarrow's CSV parser rejects those for a zoned type)."""
+    columns = list(batch.columns)
+    for name, target in types.items():
+        i = batch.schema.get_field_index(name)
+        arr = columns[i]
+        try:
+            zoned = pc.match_substring_regex(arr, _ZONE_SUFFIX)
+            with_zone = pc.if_else(zoned, arr, None).cast(target)
+            naive = pc.if_else(zoned, None, arr).cast(pa.timestamp(target.unit)).cast(target)
+            columns[i] = pc.if_else(zoned, with_zone, naive)
+        except pa.ArrowInvalid as err:
+            raise CorruptFileError(f"{file.path}: column {name!r} cannot be read as "
+                                   f"{target}: {err}") from None
+    fields = [f.with_type(columns[i].type) for i, f in enumerate(batch.schema)]
+    return pa.RecordBatch.from_arrays(columns, schema=pa.schema(fields))
+
+
+class CsvSource(FileSource):
+    opener_class = CsvOpener
+
+
+CsvFormat.source_class = CsvSource
