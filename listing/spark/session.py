@@ -21,7 +21,7 @@ from pyspark.sql import SparkSession
 
 import formats
 from listing.spark.guard import build_guard_jar, guard_conf, is_guard_active
-from listing.spark.source import ListingDataSource, UnguardedListingDataSource
+from listing.spark.source import ListingDataSource, UnguardedListingDataSource, ship_by_value
 
 log = logging.getLogger("listing.spark")
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
@@ -117,6 +117,9 @@ def _register_source(spark: SparkSession, pruning: bool) -> None:
     except Exception:  # noqa: BLE001 - Spark Connect has no SparkContext
         parallelism = None
     # a subclass pickled by value carries the driver's format registry to the workers
+    for factory in formats.registered().values():
+        if isinstance(factory, type):
+            ship_by_value(factory)
     source = type(base.__name__, (base,), {
         "user_formats": formats.registered(),
         "default_parallelism": parallelism,

@@ -16,7 +16,10 @@ import base64
 import dataclasses
 import json
 import logging
+import os
 import pickle
+import sys
+import sysconfig
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
@@ -161,10 +164,27 @@ def _unpickle(text: str) -> Any:
         raise OptionError(f"option table_object cannot be decoded: {err}") from None
 
 
+def ship_by_value(cls: type) -> None:
+    """Make cloudpickle send ``cls``'s module by value when Spark's Python workers could
+    not import it (a user's script or project folder on the driver's ``sys.path`` only).
+    Classes from installed packages (and this toolkit) still travel by reference."""
+    module = sys.modules.get(cls.__module__)
+    path = getattr(module, "__file__", None)
+    if module is None or path is None or cls.__module__ == "__main__":
+        return  # __main__ is pickled by value already
+    if cls.__module__.split(".")[0] in ("formats", "listing", "fixtures"):
+        return
+    installed = {sysconfig.get_paths()[k] for k in ("purelib", "platlib", "stdlib")}
+    if not any(os.path.abspath(path).startswith(os.path.abspath(p) + os.sep)
+               for p in installed):
+        cloudpickle.register_pickle_by_value(module)
+
+
 def table_options(table: ListingTable, where: list[Expr], limit: int | None) -> dict[str, str]:
     """Options that make the source rebuild ``table`` in a worker without re-inferring
     anything: format object, partition columns and schema travel pickled (by value where
     needed, so a format class defined in ``__main__`` works too)."""
+    ship_by_value(type(table.format))
     payload = {"format": table.format, "partition_cols": table.partition_cols,
                "schema": table.file_schema, "where": where}
     opts = {"path": str(table.url) if table.url.protocol != "file" else table.url.root,
