@@ -159,7 +159,7 @@ def pack_file_groups(files: list[PartitionedFile], fmt: FileFormat, options: Lis
     """
     if not files:
         return []
-    parallelism = max(1, min_partitions or options.min_partitions or 1)
+    parallelism = max(1, options.min_partitions or min_partitions or 1)  # the user's wins
     open_cost = options.open_cost_in_bytes
     total = sum(f.size + open_cost for f in files)
     max_split = min(options.max_partition_bytes, max(open_cost, total // parallelism))

@@ -21,7 +21,12 @@ from pyspark.sql import SparkSession
 
 import formats
 from listing.spark.guard import build_guard_jar, guard_conf, is_guard_active
-from listing.spark.source import ListingDataSource, UnguardedListingDataSource, ship_by_value
+from listing.spark.source import (
+    ListingDataSource,
+    UnguardedListingDataSource,
+    ship_by_value,
+    with_parallelism,
+)
 
 log = logging.getLogger("listing.spark")
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
@@ -112,18 +117,9 @@ def register(spark: SparkSession) -> Registration:
 
 def _register_source(spark: SparkSession, pruning: bool) -> None:
     base: type[Any] = ListingDataSource if pruning else UnguardedListingDataSource
-    try:
-        parallelism = spark.sparkContext.defaultParallelism
-    except Exception:  # noqa: BLE001 - Spark Connect has no SparkContext
-        parallelism = None
     # a subclass pickled by value carries the driver's format registry to the workers
     for factory in formats.registered().values():
         if isinstance(factory, type):
             ship_by_value(factory)
-    source = type(base.__name__, (base,), {
-        "user_formats": formats.registered(),
-        "default_parallelism": parallelism,
-        "__module__": base.__module__,
-        "__qualname__": base.__qualname__ + "_registered",
-    })
-    spark.dataSource.register(source)
+    spark.dataSource.register(with_parallelism(base, spark,
+                                               user_formats=formats.registered()))

@@ -273,7 +273,21 @@ class TableSource(UnguardedListingDataSource):
 
 
 def register_table_source(spark: Any) -> None:
-    spark.dataSource.register(TableSource)
+    """Register ``listing_table`` with the session's current default parallelism (read
+    now, not at session start: on a cluster, executors register after the session)."""
+    spark.dataSource.register(with_parallelism(TableSource, spark))
+
+
+def with_parallelism(base: type, spark: Any, **attrs: Any) -> type:
+    """A subclass of ``base`` carrying the session's default parallelism (Spark's minimum
+    number of file groups), since planning workers cannot ask the SparkContext."""
+    try:
+        parallelism = spark.sparkContext.defaultParallelism
+    except Exception:  # noqa: BLE001 - Spark Connect has no SparkContext
+        parallelism = None
+    return type(base.__name__, (base,), {
+        "default_parallelism": parallelism, "__module__": base.__module__,
+        "__qualname__": base.__qualname__ + "_registered", **attrs})
 
 
 def spark_struct(schema: pa.Schema) -> StructType:
