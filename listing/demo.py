@@ -21,8 +21,8 @@ def _counts(cap) -> str:
 
 
 def run(days: int, where: str) -> None:
+    import listing
     from listing import ListingTable
-    from listing.spark.session import session
 
     with S3Server() as server:
         bucket = server.create_bucket("lake")
@@ -51,7 +51,7 @@ def run(days: int, where: str) -> None:
               f"{_counts(cap)}")
 
         print("\n== the same query through Spark (spark.read.format('listing'))")
-        spark = session(app_name="listing-demo")
+        spark = listing.session(app_name="listing-demo")
         with server.log.capture() as cap:
             df = (spark.read.format("listing")
                   .option("format", "parquet")

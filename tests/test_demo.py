@@ -1,0 +1,21 @@
+"""`make demo` runs `listing demo`: it must print rows, the plan, request counts and
+Spark's plan (run in a subprocess: it starts its own S3 server and Spark session)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+
+def test_demo_prints_rows_plan_and_request_counts():
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    out = subprocess.run([sys.executable, "-m", "listing.cli", "demo", "--days", "450"],
+                         capture_output=True, text=True, timeout=600, env=env).stdout
+    assert "== plan for WHERE date BETWEEN '2026-03-01' AND '2026-03-03'" in out, out[-3000:]
+    assert "(server saw: LIST=1, GET=0, HEAD=0)" in out  # planning the query: one LIST
+    assert "list 'lake/events/date=2026-03-0' from date=2026-03-01 to date=2026-03-03" in out
+    assert "a scan with no filter lists the whole table: LIST=2" in out
+    assert "rows; server saw: LIST=1, GET=12, HEAD=0" in out  # 6 files: footer + data each
+    assert "'region': 'us'" in out and "'date': datetime.date(2026, 3, 1)" in out
+    assert "== Physical Plan ==" in out and "BatchScan listing" in out
