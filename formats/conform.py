@@ -146,8 +146,7 @@ def _cast(arr: pa.Array, target: pa.DataType, name: str, path: str) -> pa.Array:
 def partition_arrays(values: Mapping[str, Any], fields: list[pa.Field],
                      num_rows: int) -> list[pa.Array]:
     """Partition values as constant columns of their declared types."""
-    return [pa.array([values.get(f.name)] * num_rows, type=f.type) if num_rows
-            else pa.array([], type=f.type) for f in fields]
+    return [pa.repeat(pa.scalar(values.get(f.name), f.type), num_rows) for f in fields]
 
 
 def with_partition_columns(batch: pa.RecordBatch, values: Mapping[str, Any],
