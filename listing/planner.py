@@ -1,7 +1,7 @@
 """The listing planner: list only the keys that can match a partition filter.
 
 Object stores answer LIST with at most 1000 keys a page and charge per request. The
-planner turns the partition filter into the cheapest set of requests it can justify:
+planner turns the partition filter into the cheapest requests it can justify:
 
 - **enumerate**: ``date = X``, ``IN``, ``OR`` of ``=``, short date ranges become exact
   prefixes ``date=X/`` when the value has one on-disk spelling;
@@ -10,11 +10,15 @@ planner turns the partition filter into the cheapest set of requests it can just
 - **walk**: list one level with a delimiter and decide each child directory;
 - **flat**: list everything below a prefix, 1000 keys a page.
 
-Each option gets an estimated request count from the :class:`TableProfile` sampled when
-the table was opened; the cheapest wins, and flat is always an option, so a query is
-never planned to cost more than listing the table. Whatever was listed, every key is
-then checked against the filter on its parsed partition values, so an estimate can only
-cost requests, never correctness.
+A plan that lists one prefix lists a subset of the table, so it is taken at once. Any
+other choice depends on the table's size, which nobody knows before listing: the scan
+then starts the flat listing itself and uses its first page as a fresh sample. A walk
+that is cheaper per directory wins whatever the size; an enumeration of several prefixes
+gets a budget (ski rental): the flat listing goes on while it has cost less than the
+enumeration would, and only then does the scan switch to the enumeration, for the keys
+after the last one listed. A small table therefore costs exactly one flat listing, and no
+key is listed twice. Whatever was listed, every key is checked against the filter on its
+parsed partition values, so an estimate can only cost requests, never correctness.
 """
 
 from __future__ import annotations
@@ -50,7 +54,7 @@ from listing.hive import (
     render_value,
     spell_value,
 )
-from listing.storage import PAGE_SIZE, Lister, ObjectMeta
+from listing.storage import PAGE_SIZE, Lister, ObjectMeta, Page
 
 MAX_ENUMERATED = 4096  # prefixes one query may enumerate before listing is cheaper anyway
 MAX_DATE_RANGE = 1000  # days a date range may span to be enumerated day by day
@@ -59,22 +63,69 @@ _END = "\U0010ffff"
 
 @dataclass
 class TableProfile:
-    """The table's shape as seen in one sampled page, for estimating request counts."""
+    """The table's shape as seen in one listed page, for estimating request counts."""
 
-    total_keys: float = 0.0
-    complete: bool = True  # the sample held every key, so one page lists the table
+    complete: bool = True  # the page held every key, so one request lists the table
+    keys: int = 0
     keys_per_dir: list[float] = field(default_factory=list)  # keys under one depth-d+1 dir
     sample_values: list[list[str]] = field(default_factory=list, repr=False)  # raw, per level
 
+    @classmethod
+    def from_page(cls, root: str, page: Page, k: int) -> TableProfile:
+        builder = ProfileBuilder(root, k)
+        builder.add(page)
+        return builder.profile()
+
     def keys_under(self, depth: int) -> float:
-        return self.total_keys if depth == 0 else self.keys_per_dir[depth - 1]
+        """Keys under one directory of ``depth`` partition levels; the whole table (depth
+        0) is unknown unless the page held it all."""
+        if depth == 0:
+            return float(self.keys) if self.complete else math.inf
+        return self.keys_per_dir[depth - 1]
 
     def fanout(self, depth: int) -> float:
         return self.keys_under(depth) / max(self.keys_under(depth + 1), 1.0)
 
 
-def pages(keys: float) -> int:
-    return max(1, math.ceil(keys / PAGE_SIZE))
+class ProfileBuilder:
+    """Accumulates a profile over consecutive pages of one flat listing (key order), so
+    the planner's view of the tree sharpens with every page it reads anyway."""
+
+    def __init__(self, root: str, k: int) -> None:
+        self.root, self.k = root, k
+        self.counts: list[dict[str, int]] = [{} for _ in range(k)]
+        self.values: list[list[str]] = [[] for _ in range(k)]
+        self.keys = 0
+        self.truncated = True
+
+    def add(self, page: Page) -> None:
+        self.keys += len(page.files)
+        self.truncated = page.truncated
+        for meta in page.files:
+            rel = meta.path[len(self.root):].split("/")
+            for d in range(min(self.k, len(rel) - 1)):
+                key = "/".join(rel[: d + 1])
+                counts = self.counts[d]
+                if key not in counts:
+                    counts[key] = 0
+                    parsed = parse_segment(rel[d])
+                    if parsed:
+                        self.values[d].append(parsed[1])
+                counts[key] += 1
+
+    def profile(self) -> TableProfile:
+        keys_per_dir = []
+        for counts in self.counts:
+            sizes = list(counts.values())
+            if self.truncated and len(sizes) > 1:
+                sizes = sizes[:-1]  # the last directory may go on in the next page
+            keys_per_dir.append(sum(sizes) / max(len(sizes), 1))
+        return TableProfile(not self.truncated, self.keys, keys_per_dir,
+                            [list(v) for v in self.values])
+
+
+def pages(keys: float) -> float:
+    return max(1, math.ceil(keys / PAGE_SIZE)) if keys != math.inf else math.inf
 
 
 # --- plan nodes ---------------------------------------------------------------------------
@@ -139,7 +190,7 @@ class ListingPlanner:
     """Plans and runs the listing for one scan."""
 
     def __init__(self, lister: Lister, root_prefix: str,
-                 partition_cols: list[tuple[str, pa.DataType]], profile: TableProfile,
+                 partition_cols: list[tuple[str, pa.DataType]], profile: TableProfile | None,
                  predicate: Expr | None, accept: Callable[[ObjectMeta], bool]) -> None:
         self.lister = lister
         self.root = root_prefix
@@ -150,12 +201,89 @@ class ListingPlanner:
         self.metrics = ListingMetrics()
         self._pruned: set[str] = set()
         self._example: str | None = None
+        self._after: str | None = None  # keys up to here were listed already
+        self.steps: list[str] = []  # what was done, for explain()
 
-    # --- choosing -------------------------------------------------------------------------
-    def choose(self) -> Node:
-        if self.profile.complete or self.predicate is None or not self.cols:
-            return Flat(self.root, 0, {}, pages(self.profile.total_keys))
-        return self._best(self.root, 0, {})
+    # --- choosing and running -------------------------------------------------------------
+    def files(self) -> Iterator[ListedFile]:
+        """Every listed file that matches, listing as the plan decides (see module doc)."""
+        if self.predicate is None or not self.cols:
+            yield from self._run_noted(Flat(self.root, 0, {}, math.nan))
+            return
+        direct = self._direct()
+        if direct is not None:
+            yield from self._run_noted(direct)
+            return
+        if self.profile is not None and self.profile.complete:
+            yield from self._run_noted(Flat(self.root, 0, {}, 1))  # one page holds it all
+            return
+        yield from self._adaptive()
+
+    def _run_noted(self, node: Node) -> Iterator[ListedFile]:
+        self.steps += describe(node)
+        yield from self.run(node)
+
+    def _direct(self) -> Node | None:
+        """The plan when the filter pins the listing to one prefix (or to none): exact
+        values down the levels, then a narrowed range. It lists a subset of the table, so
+        it needs no estimate of the table's size."""
+        prefix, known = self.root, {}
+        for depth, (name, type_) in enumerate(self.cols):
+            values = self._candidates(depth, known)
+            if values == []:
+                return Enumerate([], 0)  # contradictory filter: nothing to list
+            spelled = spell_value(values[0], type_) if values and len(values) == 1 else None
+            if spelled is None:
+                if depth == 0:
+                    return self._narrow(prefix, depth, known)
+                if self.profile is not None:  # deeper levels: the sample knows their size
+                    return self._best(prefix, depth, known)
+                return self._narrow(prefix, depth, known) or Flat(prefix, depth, known, 1)
+            prefix = f"{prefix}{escape_path_name(name)}={spelled}/"
+            known = {**known, name: values[0]}
+        return Flat(prefix, len(self.cols), known, 1)
+
+    def _adaptive(self) -> Iterator[ListedFile]:
+        """List the table flat, re-deciding after every page (see module doc)."""
+        builder = ProfileBuilder(self.root, len(self.cols))
+        spent, last, alt = 0, None, None
+        for page in self.lister.pages(self.root, delimiter=False):
+            spent += 1
+            builder.add(page)
+            for meta in page.files:
+                if (listed := self._check(meta)) is not None:
+                    yield listed
+            last = max((m.path for m in page.files), default=last)
+            self.profile = builder.profile()
+            if not page.truncated or last is None:
+                self.steps.append(f"list {self.root!r}: {spent} pages (flat was cheapest)")
+                return
+            alt, per_dir_cheaper = self._root_alternative()
+            if alt is not None and (per_dir_cheaper or spent >= alt.est):
+                break
+        assert alt is not None and last is not None
+        self.steps.append(f"list {self.root!r}: {spent} pages, then for keys after {last!r}:")
+        self.steps += ["  " + line for line in describe(alt)]
+        self._after = last
+        yield from self.run(alt)
+
+    def _root_alternative(self) -> tuple[Node | None, bool]:
+        """The best plan other than listing the whole table, and whether it is cheaper per
+        first-level directory (then it wins whatever the table's size)."""
+        name, type_ = self.cols[0]
+        values = self._candidates(0, {})
+        if values is not None and len(values) <= MAX_ENUMERATED:
+            spelled = [spell_value(v, type_) for v in values]
+            if all(x is not None for x in spelled):
+                children = [self._best(f"{self.root}{escape_path_name(name)}={x}/", 1, {name: v})
+                            for v, x in zip(values, spelled, strict=True)]
+                return Enumerate(children, sum(c.est for c in children)), False
+        if self._prunes_below(0, {}):
+            child = self._best(self.root, 1, {})  # for its estimate only
+            flat_per_dir = self.profile.keys_per_dir[0] / PAGE_SIZE
+            if child.est < flat_per_dir:
+                return Walk(self.root, 0, {}, math.nan), True
+        return None, False
 
     def _best(self, prefix: str, depth: int, known: dict[str, Any]) -> Node:
         flat = Flat(prefix, depth, known, pages(self.profile.keys_under(depth)))
@@ -244,20 +372,22 @@ class ListingPlanner:
             common = _safe_head(common)
             if not common:
                 return None
-            est = pages(self.profile.keys_under(depth) / 2)
-            return Flat(head + common, depth, known, est)
+            return Flat(head + common, depth, known, pages(self._keys_under(depth) / 2))
         if pa.types.is_date(type_) and (lo is not None or hi is not None):
             if lo is not None and hi is not None:
                 if hi < lo:
                     return None  # the enumeration of no dates costs nothing
                 common = _common_prefix(lo.isoformat(), hi.isoformat())
-                est = pages(((hi - lo).days + 1) * self.profile.keys_under(depth + 1))
+                est = pages(((hi - lo).days + 1) * self._keys_under(depth + 1))
             else:
-                est = pages(self.profile.keys_under(depth) / 2)
+                est = pages(self._keys_under(depth) / 2)
             return Flat(head + common, depth, known, est,
                         start_after=head + lo.isoformat() if lo is not None else None,
                         stop_after=head + hi.isoformat() + "/" + _END if hi is not None else None)
         return None
+
+    def _keys_under(self, depth: int) -> float:
+        return self.profile.keys_under(depth) if self.profile is not None else math.inf
 
     def _prunes_below(self, depth: int, known: dict[str, Any]) -> bool:
         """Whether some conjunct becomes decidable at or below this level."""
@@ -270,7 +400,8 @@ class ListingPlanner:
 
         The first level's sample covers only its first few values, so it is not trusted.
         """
-        raws = self.profile.sample_values[depth] if depth < len(self.profile.sample_values) else []
+        sampled = self.profile.sample_values if self.profile is not None else []
+        raws = sampled[depth] if depth < len(sampled) else []
         if depth == 0 or len(raws) < 2:
             return 1.0
         name, type_ = self.cols[depth]
@@ -292,13 +423,29 @@ class ListingPlanner:
         elif isinstance(node, Walk):
             yield from self._walk(node)
         else:
+            skip, start_after = self._clip(node.prefix, node.start_after)
+            if skip:
+                return
             for page in self.lister.pages(node.prefix, delimiter=False,
-                                          start_after=node.start_after,
+                                          start_after=start_after,
                                           stop_after=node.stop_after):
                 for meta in page.files:
                     listed = self._check(meta)
                     if listed is not None:
                         yield listed
+
+    def _clip(self, prefix: str, start_after: str | None) -> tuple[bool, str | None]:
+        """(skip, start_after) for listing ``prefix`` once the keys up to ``_after`` are
+        done: skip prefixes wholly before it, start inside the one that holds it."""
+        after = self._after
+        if after is None:
+            return False, start_after
+        head = after[: len(prefix)]
+        if prefix < head:
+            return True, None
+        if prefix == head:
+            return False, after if start_after is None else max(start_after, after)
+        return False, start_after
 
     def _walk(self, node: Walk) -> Iterator[ListedFile]:
         name, type_ = self.cols[node.depth]
@@ -312,7 +459,7 @@ class ListingPlanner:
                     f"file {meta.path} sits where directories {name}=… were expected")
             for d in page.dirs:
                 segment = d[len(node.prefix):].rstrip("/")
-                if is_hidden(segment):
+                if is_hidden(segment) or self._clip(d, None)[0]:
                     continue
                 parsed = parse_segment(segment)
                 path = d.rstrip("/")

@@ -24,7 +24,7 @@ from listing.files import PartitionedFile
 from listing.hive import infer_column_type, is_hidden, parse_segment, parse_value
 from listing.options import ListingOptions
 from listing.plan import ScanPlan, pack_file_groups
-from listing.planner import ListingPlanner, TableProfile, describe
+from listing.planner import ListingPlanner, TableProfile
 from listing.pushdown import Pushdown
 from listing.sql import parse_predicate
 from listing.storage import Lister, ObjectMeta, Page, RequestCounter, StorageSpec
@@ -39,7 +39,7 @@ class ListingTable:
 
     def __init__(self, url: TableUrl, storage: StorageSpec, fmt: FileFormat,
                  partition_cols: list[tuple[str, pa.DataType]], file_schema: pa.Schema,
-                 profile: TableProfile, options: ListingOptions,
+                 profile: TableProfile | None, options: ListingOptions,
                  open_metrics: dict[str, int]) -> None:
         self.url = url
         self.storage = storage
@@ -49,6 +49,9 @@ class ListingTable:
         self.profile = profile
         self.options = options
         self.open_metrics = open_metrics
+        # declared partition names are checked against the directories once some scan
+        # has listed a key (every listed key is checked); until then an empty scan checks
+        self._layout_checked = profile is not None
         self.schema = pa.schema(list(file_schema) + [pa.field(n, t) for n, t in partition_cols])
 
     def __repr__(self) -> str:
@@ -70,14 +73,22 @@ class ListingTable:
         counter = RequestCounter()
         lister = Lister(storage, counter)
 
-        sample = _first_page(lister, table_url)
         declared = _declared(partition_cols)
-        cols = _discover_partitions(table_url, sample, declared)
-        profile = _profile(lister, table_url, sample, len(cols))
+        profile: TableProfile | None = None
+        if declared is not None and schema is not None and all(t for _, t in declared):
+            # everything is declared: no request now; the first scan samples if it must
+            cols = [(n, t) for n, t in declared]  # type: ignore[misc]
+            sample = None
+        else:
+            sample = _first_page(lister, table_url)
+            cols = _discover_partitions(table_url, sample, declared)
+            profile = TableProfile.from_page(table_url.prefix, sample, len(cols))
 
         if schema is None and _flag(fmt.options.get("merge_schema")):
+            assert profile is not None
             file_schema = _merged_schema(table_url, fmt, storage, cols, profile, lister)
         elif schema is None:
+            assert sample is not None
             file_schema = _infer_schema(table_url, fmt, storage, sample, cols, counter)
         else:
             file_schema = schema if isinstance(schema, pa.Schema) else pa.schema(schema)
@@ -138,10 +149,15 @@ class ListingTable:
         planner = ListingPlanner(Lister(self.storage, counter, progress), self.url.prefix,
                                  self.partition_cols, self.profile, partition_filter,
                                  self._accept)
-        node = planner.choose()
         files = [PartitionedFile(self.url.to_url(f.meta.path), f.meta.size, f.values,
                                  last_modified=f.meta.last_modified, etag=f.meta.etag)
-                 for f in planner.run(node)]
+                 for f in planner.files()]
+        if self.profile is None:
+            self.profile = planner.profile  # a fresh sample this scan took, for the next
+        if planner.metrics.files_listed:
+            self._layout_checked = True
+        elif not self._layout_checked and self.partition_cols:
+            self._check_declared_layout(counter)
 
         data_cols = [n for n in projection if n in self.file_schema.names]
         needed = set(mixed.columns()) if mixed is not None else set()
@@ -168,7 +184,17 @@ class ListingTable:
                         source=source, partition_filter=partition_filter,
                         data_filter=data_filter, residual_filter=mixed, limit=limit,
                         files=files, file_groups=groups, metrics=metrics,
-                        listing_plan=describe(node), options=self.options)
+                        listing_plan=planner.steps, options=self.options)
+
+    def _check_declared_layout(self, counter: RequestCounter) -> None:
+        """An empty scan of a table opened with declared partition columns: make sure the
+        names exist on disk, so a misspelt column cannot pass for an empty result."""
+        page = next(iter(Lister(self.storage, counter).pages(self.url.prefix,
+                                                             delimiter=False)), None)
+        if page is None or not page.files:
+            raise TableNotFoundError(f"no objects under {self.url}")
+        _discover_partitions(self.url, page, [(n, t) for n, t in self.partition_cols])
+        self._layout_checked = True
 
     def _projection(self, columns: Sequence[str] | None) -> list[str]:
         if columns is None:
@@ -338,35 +364,6 @@ def _discover_partitions(url: TableUrl, sample: Page,
     return cols
 
 
-def _profile(lister: Lister, url: TableUrl, sample: Page, k: int) -> TableProfile:
-    """Estimate the tree's shape from the sample (plus one level-1 listing when the sample
-    does not hold the whole table), for the planner's cost model."""
-    per_depth: list[dict[str, int]] = [defaultdict(int) for _ in range(k)]
-    values: list[list[str]] = [[] for _ in range(k)]
-    for meta in sample.files:
-        rel = meta.path[len(url.prefix):].split("/")
-        for d in range(min(k, len(rel) - 1)):
-            key = "/".join(rel[: d + 1])
-            if key not in per_depth[d]:
-                parsed = parse_segment(rel[d])
-                if parsed:
-                    values[d].append(parsed[1])
-            per_depth[d][key] += 1
-    keys_per_dir = []
-    for d in range(k):
-        counts = list(per_depth[d].values())
-        if sample.truncated and len(counts) > 1:
-            counts = counts[:-1]  # the last directory was cut off by the page end
-        keys_per_dir.append(sum(counts) / max(len(counts), 1))
-    if not sample.truncated:
-        return TableProfile(len(sample.files), True, keys_per_dir, values)
-    if k == 0:
-        return TableProfile(float("inf"), False, keys_per_dir, values)
-    level_dirs = sum(len(p.dirs) + len(p.files) for p in lister.pages(url.prefix, delimiter=True))
-    total = max(level_dirs * keys_per_dir[0], len(sample.files) + 1.0)
-    return TableProfile(total, False, keys_per_dir, values)
-
-
 def _flag(value: Any) -> bool:
     return value is True or str(value).lower() in ("true", "1", "yes")
 
@@ -379,7 +376,7 @@ def _merged_schema(url: TableUrl, fmt: FileFormat, storage: StorageSpec,
     planner = ListingPlanner(lister, url.prefix, cols, profile, None,
                              lambda meta: fmt.matches(meta.path))
     found = [PartitionedFile(url.to_url(f.meta.path), f.meta.size, etag=f.meta.etag)
-             for f in planner.run(planner.choose())]
+             for f in planner.files()]
     if not found:
         raise TableNotFoundError(f"no {fmt.name} files under {url} and no schema given")
     lister.counter.get += len(found)

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pytest
 
 from fixtures import datasets
-from listing import ListingTable, Pushdown, col
+from listing import ListingTable, PartitionLayoutError, Pushdown, col
 from listing.expr import conjunction, is_true
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -222,3 +222,54 @@ def test_merge_schema_reads_every_footer(s3_server, s3_bucket):
     assert merged.file_schema == pa.schema([("id", pa.int64()), ("extra", pa.string())])
     rows = merged.scan(columns=["id", "extra", "d"]).to_arrow().sort_by("id").to_pylist()
     assert rows == [{"id": 1, "extra": None, "d": 1}, {"id": 2, "extra": "x", "d": 2}]
+
+
+DECLARED = {"partition_cols": [("date", "date"), ("region", "string")],
+            "schema": pa.schema([("id", pa.int64()), ("amount", pa.float64()),
+                                 ("name", pa.string())])}
+
+
+def test_fully_declared_table_opens_without_requests(s3_server, daily):
+    with s3_server.log.capture() as cap:
+        table = ListingTable.open(daily.root, storage_options=daily.storage_options,
+                                  **DECLARED)
+    assert cap.counts().total() == 0
+    plan, lists = scan_counted(s3_server, table, where="date = '2025-02-02'")
+    assert lists == 1 and len(plan.files) == 2
+    plan, lists = scan_counted(s3_server, table)  # a full scan costs one flat listing
+    assert lists == flat_pages(daily) and len(plan.files) == len(daily.files)
+
+
+@pytest.mark.parametrize("where", ["region = 'us'", "date IN ('2025-01-01', '2025-09-09', "
+                                   "'2026-06-30')", "date < '2025-01-05' OR region = 'eu'"])
+def test_multi_prefix_filters_never_cost_more_than_flat_on_a_fresh_table(s3_server, daily,
+                                                                          where):
+    table = ListingTable.open(daily.root, storage_options=daily.storage_options, **DECLARED)
+    plan, lists = scan_counted(s3_server, table, where=where)
+    assert lists <= flat_pages(daily)
+    bound = conjunction(table.parse_filters(where))
+    assert sorted(f.path for f in plan.files) == expected(daily, lambda v: is_true(bound, v))
+
+
+def test_misspelt_declared_column_is_an_error_not_an_empty_result(s3_server, daily):
+    table = ListingTable.open(daily.root, storage_options=daily.storage_options,
+                              partition_cols=[("day", "date"), ("region", "string")],
+                              schema=DECLARED["schema"])
+    with pytest.raises(PartitionLayoutError, match=r"\['day', 'region'\].*date="):
+        table.scan(where="day = '2025-02-02'")
+
+
+def test_walk_wins_when_leaf_partitions_are_large(s3_server, s3_bucket):
+    payload = datasets.encode(pa.table({"id": [1]}), "parquet")
+    keys = {f"t/date=2025-01-{d:02d}/region={r}/part-{i:04d}.parquet": payload
+            for d in range(1, 9) for r in ("eu", "us") for i in range(2500)}
+    s3_server.put_objects_fast(s3_bucket, keys)
+    table = ListingTable.open(f"s3://{s3_bucket}/t", storage_options=s3_server.storage_options,
+                              **DECLARED)
+    plan, lists = scan_counted(s3_server, table, where="region = 'us'")
+    assert len(plan.files) == 8 * 2500
+    flat = math.ceil(len(keys) / 1000)  # 40
+    # a few flat pages until the first date directory is seen whole, then the date level
+    # and 3 pages under each remaining date=…/region=us/
+    assert lists <= 0.75 * flat
+    assert any("walk" in step for step in plan.listing_plan)

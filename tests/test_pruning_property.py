@@ -49,7 +49,7 @@ def trees(draw):
     rows = draw(st.lists(st.tuples(*[values_for(n) for n in names]), min_size=1, max_size=40,
                          unique=True))
     pads = {n: draw(st.integers(1, 3)) for n in names}
-    files_per_partition = draw(st.sampled_from([1, 1, 2, 600]))
+    files_per_partition = draw(st.sampled_from([1, 1, 2, 600, 2500]))
     return list(names), rows, pads, files_per_partition
 
 
@@ -76,7 +76,7 @@ def predicates(names: list[str]) -> st.SearchStrategy[Expr]:
         inner.map(lambda e: ~e)), max_leaves=4)
 
 
-@settings(max_examples=40, deadline=None,
+@settings(max_examples=60, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(data=st.data(), tree=trees())
 def test_scan_matches_brute_force(s3_server, data, tree):
