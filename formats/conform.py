@@ -152,6 +152,8 @@ def partition_arrays(values: Mapping[str, Any], fields: list[pa.Field],
 def with_partition_columns(batch: pa.RecordBatch, values: Mapping[str, Any],
                            fields: list[pa.Field], schema: pa.Schema) -> pa.RecordBatch:
     """Append partition columns (constants) and order columns as ``schema`` says."""
+    if not len(schema):
+        return batch.select([])  # keeps the row count, which count(*) needs
     arrays = dict(zip(batch.schema.names, batch.columns, strict=True))
     arrays.update(zip([f.name for f in fields],
                       partition_arrays(values, fields, batch.num_rows), strict=True))

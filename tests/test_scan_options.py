@@ -77,3 +77,17 @@ def test_glob_and_modification_time_filters(tmp_path):
     plan = ListingTable.open(str(tmp_path), path_glob_filter="[no]*.parquet").scan()
     assert names(plan) == ["new.parquet", "old.parquet"]
     assert plan.metrics["files_skipped_other"] == 1
+
+
+def test_no_columns_still_counts_rows(tmp_path):
+    for d, n in (("2026-01-01", 3), ("2026-01-02", 5)):
+        write(f"{tmp_path}/date={d}/a.parquet", n)
+    table = ListingTable.open(str(tmp_path))
+    assert table.scan(columns=[]).to_arrow().num_rows == 8
+    assert table.scan(columns=[], where="date = '2026-01-02'").to_arrow().num_rows == 5
+
+
+def test_to_spark_count_without_columns(spark, tmp_path):
+    for d, n in (("2026-01-01", 3), ("2026-01-02", 5)):
+        write(f"{tmp_path}/date={d}/a.parquet", n)
+    assert ListingTable.open(str(tmp_path)).to_spark(spark, columns=[]).count() == 8
