@@ -270,14 +270,9 @@ class ListingPlanner:
     def _root_alternative(self) -> tuple[Node | None, bool]:
         """The best plan other than listing the whole table, and whether it is cheaper per
         first-level directory (then it wins whatever the table's size)."""
-        name, type_ = self.cols[0]
-        values = self._candidates(0, {})
-        if values is not None and len(values) <= MAX_ENUMERATED:
-            spelled = [spell_value(v, type_) for v in values]
-            if all(x is not None for x in spelled):
-                children = [self._best(f"{self.root}{escape_path_name(name)}={x}/", 1, {name: v})
-                            for v, x in zip(values, spelled, strict=True)]
-                return Enumerate(children, sum(c.est for c in children)), False
+        enumerated = self._enumerate(self.root, 0, {})
+        if enumerated is not None:
+            return enumerated, False
         if self._prunes_below(0, {}):
             child = self._best(self.root, 1, {})  # for its estimate only
             flat_per_dir = self.profile.keys_per_dir[0] / PAGE_SIZE
@@ -290,15 +285,9 @@ class ListingPlanner:
         if depth == len(self.cols):
             return flat
         options: list[Node] = []
-        name, type_ = self.cols[depth]
-        values = self._candidates(depth, known)
-        if values is not None and len(values) <= MAX_ENUMERATED:
-            spelled = [spell_value(v, type_) for v in values]
-            if all(s is not None for s in spelled):
-                children = [self._best(f"{prefix}{escape_path_name(name)}={s}/", depth + 1,
-                                       {**known, name: v}) for v, s in zip(values, spelled,
-                                                                          strict=True)]
-                options.append(Enumerate(children, sum(c.est for c in children)))
+        enumerated = self._enumerate(prefix, depth, known)
+        if enumerated is not None:
+            options.append(enumerated)
         narrowed = self._narrow(prefix, depth, known)
         if narrowed is not None:
             options.append(narrowed)
@@ -310,6 +299,20 @@ class ListingPlanner:
         options.append(flat)
         # ties go to the earlier, more selective option: it never lists more keys
         return min(options, key=lambda n: n.est)
+
+    def _enumerate(self, prefix: str, depth: int, known: dict[str, Any]) -> Enumerate | None:
+        """One child plan per value the filter allows at this level, when every value has
+        a single on-disk spelling."""
+        name, type_ = self.cols[depth]
+        values = self._candidates(depth, known)
+        if values is None or len(values) > MAX_ENUMERATED:
+            return None
+        spelled = [spell_value(v, type_) for v in values]
+        if any(x is None for x in spelled):
+            return None
+        children = [self._best(f"{prefix}{escape_path_name(name)}={x}/", depth + 1,
+                               {**known, name: v}) for v, x in zip(values, spelled, strict=True)]
+        return Enumerate(children, sum(c.est for c in children))
 
     def _candidates(self, depth: int, known: dict[str, Any]) -> list[Any] | None:
         """Finite values the filter allows for this level's column, or None."""
