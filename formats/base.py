@@ -40,14 +40,32 @@ class CorruptFileError(FileReadError):
 COMPRESSIONS = {".gz": "gzip", ".bz2": "bz2", ".zst": "zstd", ".zstd": "zstd", ".xz": "xz"}
 
 
-def open_input(fs: Any, file: PartitionedFile, readahead: int = 0) -> Any:
+SMALL_FILE = 8 * 1024 * 1024
+
+
+def open_input(fs: Any, file: PartitionedFile, readahead: int = 0,
+               whole_if_small: bool = False) -> Any:
     """Open ``file`` for reading without a metadata request.
 
     No read-ahead by default (readers choose their own read sizes); ``readahead`` bytes for
-    readers that issue many small sequential reads (Arrow IPC).
+    readers that issue many small sequential reads (Arrow IPC). ``whole_if_small``: a file
+    under 8 MiB is fetched in one GET, for readers that would otherwise make several
+    (Parquet: footer, then data).
     """
-    cache = ({"cache_type": "readahead", "block_size": readahead} if readahead
-             else {"cache_type": "none"})
+    if whole_if_small and 0 < file.size <= SMALL_FILE and file.byte_range is None:
+        try:
+            data = fs.cat_file(file.fs_path, start=0, end=file.size)  # one ranged GET
+        except FileNotFoundError as err:
+            raise MissingFileError(f"{file.path}: file vanished after listing "
+                                   f"({err})") from None
+        if len(data) != file.size:
+            raise FileReadError(f"{file.path}: changed since listing ({file.size} bytes "
+                                f"listed, {len(data)} read)")
+        return pa.BufferReader(data)
+    if readahead:
+        cache: dict[str, Any] = {"cache_type": "readahead", "block_size": readahead}
+    else:
+        cache = {"cache_type": "none"}
     try:
         handle = fs.open(file.fs_path, "rb", size=file.size or None, **cache)
     except TypeError:  # filesystems whose open() takes no size/cache_type

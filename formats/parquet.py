@@ -27,7 +27,7 @@ from listing.storage import StorageSpec
 
 def open_parquet(fs: Any, file: PartitionedFile) -> pq.ParquetFile:
     """ParquetFile over an fsspec file, opened without a metadata request."""
-    handle = open_input(fs, file)
+    handle = open_input(fs, file, whole_if_small=True)
     try:
         return pq.ParquetFile(handle, pre_buffer=True)
     except FileNotFoundError as err:

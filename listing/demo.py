@@ -64,7 +64,7 @@ def run(days: int, where: str) -> None:
         with server.log.capture() as cap:
             rows = sorted(df.collect(), key=lambda r: (r.date, r.id))
         print(f"   {len(rows)} rows; server saw: {_counts(cap)} (the pruned listing, then "
-              "a footer and a data read per file)")
+              "one GET per file: small files are read whole)")
         for row in rows[:10]:
             print(f"   {row.asDict()}")
         if len(rows) > 10:

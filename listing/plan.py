@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -88,20 +89,36 @@ class ScanPlan:
             if skipped is not None:
                 skipped[name] = skipped.get(name, 0) + n
 
-    def to_arrow(self) -> pa.Table:
-        """Read the whole plan in this process (no Spark), honouring the limit."""
-        counts: dict[str, int] = {}
+    def to_arrow(self, threads: int = 8) -> pa.Table:
+        """Read the whole plan in this process (no Spark), honouring the limit.
+
+        Without a limit, file groups are read by ``threads`` threads (object stores reward
+        concurrent GETs); with one, group after group until enough rows arrived.
+        """
+        counts: list[dict[str, int]] = []
         batches: list[pa.RecordBatch] = []
-        remaining = self.limit
-        for group in self.file_groups:
-            for batch in self.read_group(group, counts, remaining):
-                batches.append(batch)
-                if remaining is not None:
-                    remaining -= batch.num_rows
-            if remaining is not None and remaining <= 0:
-                break
-        for name, n in counts.items():
-            self.metrics[name] = self.metrics.get(name, 0) + n
+        if self.limit is None and threads > 1 and len(self.file_groups) > 1:
+            def read(group: FileGroup) -> list[pa.RecordBatch]:
+                mine: dict[str, int] = {}
+                counts.append(mine)
+                return list(self.read_group(group, mine))
+
+            with ThreadPoolExecutor(max_workers=min(threads, len(self.file_groups))) as pool:
+                for part in pool.map(read, self.file_groups):
+                    batches += part
+        else:
+            remaining = self.limit
+            counts.append({})
+            for group in self.file_groups:
+                for batch in self.read_group(group, counts[0], remaining):
+                    batches.append(batch)
+                    if remaining is not None:
+                        remaining -= batch.num_rows
+                if remaining is not None and remaining <= 0:
+                    break
+        for mine in counts:
+            for name, n in mine.items():
+                self.metrics[name] = self.metrics.get(name, 0) + n
         return pa.Table.from_batches(batches, schema=self.schema)
 
     # --- describing -----------------------------------------------------------------------
