@@ -1,0 +1,130 @@
+"""``python -m bench``: the benchmarks against the peers, written to ``bench/results/``.
+
+    python -m bench                     # full: ~25 min on 2 cores (see bench/README.md)
+    python -m bench --quick             # small sizes, ~5 min
+    python -m bench --only listing      # one section: listing | throughput | memory
+    python -m bench --runs 5 --out /tmp/results
+
+Sections: (1) listing and planning on a moto S3 server, ours against pyarrow.dataset,
+Polars and DataFusion; (2) scan throughput into Spark against Spark's own readers, with
+a profile of where our time goes; (3) peak memory of one task, from ``bench.memory``.
+Prints the tables and writes ``latest.json`` and ``latest.md`` to ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import re
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from bench import report
+
+SECTIONS = ("listing", "throughput", "memory")
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def log(msg: str) -> None:
+    print(msg, flush=True)
+
+
+def memory_section(size_mb: int, timeout: float) -> dict[str, Any]:
+    """Run ``python -m bench.memory`` (someone else's module, used through its CLI) and
+    parse its table."""
+    cmd = [sys.executable, "-m", "bench.memory", "--size-mb", str(size_mb)]
+    t0 = time.perf_counter()
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT,
+                             check=False)
+    except subprocess.TimeoutExpired:
+        return {"error": f"timeout after {timeout:.0f} s", "seconds": timeout}
+    text = out.stdout
+    rows = []
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) >= 9 and re.fullmatch(r"[\d,.]+", parts[1]) and parts[0] != "format":
+            nums = [float(p.replace(",", "")) for p in parts[1:9]]
+            rows.append({"format": parts[0], "file_mb": nums[0], "rows": int(nums[1]),
+                         "batches": int(nums[2]), "seconds": nums[3], "rows_per_s": nums[4],
+                         "mb_per_s": nums[5], "base_mb": nums[6], "peak_mb": nums[7]})
+    verdict = next((ln for ln in text.splitlines() if ln.startswith("limit:")), "")
+    res: dict[str, Any] = {"command": "python -m bench.memory --size-mb " + str(size_mb),
+                           "rows": rows, "verdict": verdict, "exit_code": out.returncode,
+                           "output": text, "seconds": time.perf_counter() - t0}
+    if not rows:
+        res["error"] = f"could not parse bench.memory output (exit {out.returncode}): " + (
+            out.stderr[-500:] or text[-500:])
+    return res
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="small sizes (~5 min)")
+    ap.add_argument("--only", choices=SECTIONS, action="append",
+                    help="run only this section (repeatable)")
+    ap.add_argument("--runs", type=int, default=3, help="timed runs per figure (3)")
+    ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results",
+                    help="where latest.json / latest.md go (bench/results/)")
+    ap.add_argument("--timeout", type=float, default=300,
+                    help="seconds a peer may take for one plan or read (300)")
+    ap.add_argument("--max-read-files", type=int,
+                    help="listing: read results only for queries matching at most this "
+                         "many files (3000; quick 1000)")
+    ap.add_argument("--data-dir", type=Path,
+                    default=Path(tempfile.gettempdir()) / "listing-bench-data",
+                    help="throughput data, generated once and reused")
+    ap.add_argument("--memory-mb", type=int, help="bench.memory file size (1024; quick 64)")
+    args = ap.parse_args(argv)
+    only = args.only or list(SECTIONS)
+    command = "python -m bench" + (" " + shlex.join(argv if argv is not None else sys.argv[1:])
+                                   if (argv if argv is not None else sys.argv[1:]) else "")
+    started = dt.datetime.now().astimezone().isoformat(timespec="seconds")
+    t0 = time.perf_counter()
+    results: dict[str, Any] = {"command": command, "started": started,
+                               "machine": report.machine(),
+                               "code": report.code_revision(ROOT), "quick": args.quick,
+                               "sections": {}}
+    for name in SECTIONS:
+        if name not in only:
+            continue
+        log(f"== {name} ==")
+        ts = time.perf_counter()
+        try:
+            if name == "listing":
+                from bench import listing_bench
+
+                cfg = listing_bench.Settings(runs=args.runs, timeout=args.timeout,
+                                             max_read_files=args.max_read_files
+                                             or (1000 if args.quick else 3000))
+                sec = listing_bench.run(args.quick, cfg, log)
+            elif name == "throughput":
+                from bench import throughput
+
+                sec = throughput.run(args.quick, args.runs, args.data_dir, log)
+            else:
+                size = args.memory_mb or (64 if args.quick else 1024)
+                sec = memory_section(size, timeout=max(args.timeout, 1200))
+        except Exception as err:  # noqa: BLE001 - a failed section is reported, not fatal
+            traceback.print_exc()
+            sec = {"error": f"{type(err).__name__}: {err}"}
+        sec.setdefault("seconds", time.perf_counter() - ts)
+        results["sections"][name] = sec
+        log(f"== {name}: {sec['seconds'] / 60:.1f} min ==")
+    results["seconds"] = time.perf_counter() - t0
+    js, md = report.write(results, args.out)
+    print()
+    print(md.read_text())
+    log(f"wrote {js} and {md}")
+    return 1 if any("error" in s for s in results["sections"].values()) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
