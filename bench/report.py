@@ -201,9 +201,7 @@ def _throughput_md(sec: dict[str, Any]) -> list[str]:
         "pruning for Python sources); native = `spark.read.parquet` / `spark.read.csv` "
         "with schema. Ratio = ours / native time (lower is better). The count queries "
         "give `to_spark` `columns=[\"date\"]` (a partition column: no data column is "
-        "read) because `columns=[]` returns 0 rows: `with_partition_columns` "
-        "(`formats/conform.py`) rebuilds each batch from zero arrays, which drops the row "
-        "count, and `ScanPlan.read_group` then skips the empty batches.", "",
+        "read).", "",
     ]
     rows = []
     for fmt, queries in sec["formats"].items():
