@@ -41,6 +41,7 @@ from formats.text import (
     inferred_schema,
     positive_int,
     single_char,
+    slices,
     string_list,
     strip_line,
 )
@@ -179,8 +180,7 @@ class CsvOpener(TextOpener):
                         batch = batch.select([])
                     if post:
                         batch = _parse_zoned(batch, post, file)
-                    for start in range(0, max(batch.num_rows, 1), src.batch_size):
-                        yield batch.slice(start, src.batch_size)
+                    yield from slices(batch, src.batch_size)
             except pa.ArrowInvalid as err:
                 if "Empty CSV file" in str(err):
                     return

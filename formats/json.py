@@ -21,7 +21,14 @@ import pyarrow.compute as pc
 import pyarrow.json as pajson
 
 from formats.base import CorruptFileError, FileSource
-from formats.text import TextFormat, TextOpener, flag, inferred_schema, positive_int
+from formats.text import (
+    TextFormat,
+    TextOpener,
+    flag,
+    inferred_schema,
+    positive_int,
+    slices,
+)
 from listing.errors import FileReadError
 from listing.files import PartitionedFile
 
@@ -99,8 +106,7 @@ class JsonOpener(TextOpener):
                 for batch in reader:
                     if dates:
                         batch = _cast_dates(batch, dates, file)
-                    for start in range(0, max(batch.num_rows, 1), src.batch_size):
-                        yield batch.slice(start, src.batch_size)
+                    yield from slices(batch, src.batch_size)
             except pa.ArrowInvalid as err:
                 if "Empty JSON" in str(err):
                     return

@@ -217,6 +217,13 @@ class LineStream(io.RawIOBase):
             super().close()
 
 
+def slices(batch: pa.RecordBatch, size: int) -> Iterator[pa.RecordBatch]:
+    """``batch`` in pieces of at most ``size`` rows; an empty batch passes through once
+    (a zero-column batch still carries its row count)."""
+    for start in range(0, max(batch.num_rows, 1), size):
+        yield batch.slice(start, size)
+
+
 def open_lines(fs: Any, file: PartitionedFile, *, compression: str | None = None,
                chunk: int = CHUNK) -> LineStream:
     """A :class:`LineStream` over ``file``'s byte range, decompressing when needed."""
