@@ -244,6 +244,18 @@ class Settings:
     max_read_files: int = 3000
 
 
+def _call_counted(worker: Any, server: Any, bucket: str, command: dict[str, Any],
+                  timeout: float) -> tuple[dict[str, Any], dict[str, int]]:
+    """One worker command and the requests the server saw for ``bucket`` meanwhile; an
+    overrun becomes a failed reply marked ``timeout``."""
+    with server.log.capture(bucket) as cap:
+        try:
+            reply = worker.call(command, timeout)
+        except Timeout as err:
+            reply = {"ok": False, "error": f"timeout: {err}", "timeout": True}
+    return reply, _counts(cap)
+
+
 def _counts(cap: Any) -> dict[str, int]:
     c: Counter[str] = Counter(str(k) for k in cap.counts().elements())
     return {k: c.get(k, 0) for k in KINDS} | {"OTHER": sum(v for k, v in c.items()
@@ -254,13 +266,9 @@ def run_once(server: Any, worker: Worker, table: TableDef, spec: dict[str, Any],
              read: bool, timeout: float) -> dict[str, Any]:
     """One plan (and read) of ``q``; requests counted per phase from the server log."""
     out: dict[str, Any] = {}
-    with server.log.capture(table.bucket) as cap:
-        try:
-            reply = worker.call({"op": "plan", "table": spec, "conjuncts": q.conjuncts},
-                                timeout)
-        except Timeout as err:
-            reply = {"ok": False, "error": f"timeout: {err}", "timeout": True}
-    out["plan_requests"] = _counts(cap)
+    reply, out["plan_requests"] = _call_counted(
+        worker, server, table.bucket,
+        {"op": "plan", "table": spec, "conjuncts": q.conjuncts}, timeout)
     if not reply.get("ok"):
         out["error"] = reply.get("error")
         out["timeout"] = bool(reply.get("timeout"))
@@ -268,12 +276,8 @@ def run_once(server: Any, worker: Worker, table: TableDef, spec: dict[str, Any],
     out.update(plan_s=reply["seconds"], files=reply["files"], extra=reply.get("extra", {}))
     if not read:
         return out
-    with server.log.capture(table.bucket) as cap:
-        try:
-            reply = worker.call({"op": "read"}, timeout)
-        except Timeout as err:
-            reply = {"ok": False, "error": f"timeout: {err}", "timeout": True}
-    out["read_requests"] = _counts(cap)
+    reply, out["read_requests"] = _call_counted(worker, server, table.bucket, {"op": "read"},
+                                                timeout)
     if not reply.get("ok"):
         out["read_error"] = reply.get("error")
         out["timeout"] = bool(reply.get("timeout"))
