@@ -51,7 +51,6 @@ from listing.hive import (
     is_safe_spelling,
     parse_segment,
     parse_value,
-    render_value,
     spell_value,
 )
 from listing.storage import PAGE_SIZE, Lister, ObjectMeta, Page
@@ -564,4 +563,4 @@ def describe(node: Node, indent: str = "") -> list[str]:
     return lines
 
 
-__all__ = ["ListingPlanner", "TableProfile", "describe", "render_value"]
+__all__ = ["ListingPlanner", "ProfileBuilder", "TableProfile", "describe"]
