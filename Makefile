@@ -12,7 +12,7 @@ $(STAMP): pyproject.toml
 	  || (echo "error: $(PYTHON) is older than 3.11; run: make PYTHON=python3.11 ..." && exit 1)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e ".[test]"
+	$(PY) -m pip install -q -e ".[dev]"
 	@touch $(STAMP)
 
 check-java:
@@ -30,11 +30,11 @@ lint: $(STAMP)
 	$(PY) -m ruff check listing formats fixtures tests examples bench
 
 bench: $(STAMP) check-java
-	$(PY) -m pip install -q -e ".[test,bench]"
+	$(PY) -m pip install -q -e ".[dev,bench]"
 	$(PY) -m bench
 
 bench-quick: $(STAMP) check-java
-	$(PY) -m pip install -q -e ".[test,bench]"
+	$(PY) -m pip install -q -e ".[dev,bench]"
 	$(PY) -m bench --quick
 
 clean:

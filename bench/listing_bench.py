@@ -2,11 +2,11 @@
 
 How the trees are built: each table gets its own bucket on one moto S3 server running
 (over real HTTP, on loopback) in this process. One tiny but valid Parquet payload
-(3 rows of ``fixtures.datasets.DATA_SCHEMA``: id int64, amount double, name string) is
+(3 rows of ``listing.testing.datasets.DATA_SCHEMA``: id int64, amount double, name string) is
 encoded once and the same bytes are stored under every key with
 ``S3Server.put_objects_fast`` (moto's in-process backend, ~20 000 keys/s; the
-``fixtures.datasets`` builders encode one random file per key, which is ~100× slower
-at this size). Layouts follow ``fixtures.datasets.hourly`` / ``daily``:
+``listing.testing.datasets`` builders encode one random file per key, which is ~100× slower
+at this size). Layouts follow ``listing.testing.datasets.hourly`` / ``daily``:
 
 - ``hourly``: ``date=YYYY-MM-DD/hour=HH/part-N.parquet``, hours zero-padded on disk,
   365 days × 24 hours × 12 files = 105 120 keys (``--quick``: 30 days, 8 640 keys);
@@ -92,7 +92,7 @@ class Query:
 def _payload() -> bytes:
     import pyarrow as pa
 
-    from fixtures.datasets import DATA_SCHEMA, encode
+    from listing.testing.datasets import DATA_SCHEMA, encode
 
     table = pa.table({"id": [1, 2, 3], "amount": [1.5, 2.5, 3.5], "name": ["a", "b", "c"]},
                      schema=DATA_SCHEMA)
@@ -355,7 +355,7 @@ def measure(server: Any, worker: Worker, table: TableDef, spec: dict[str, Any], 
 def run(quick: bool, cfg: Settings, log: Any = print, work_dir: Path | None = None
         ) -> dict[str, Any]:
     """The whole section; returns a JSON-able dict."""
-    from fixtures.s3 import S3Server
+    from listing.testing.s3 import S3Server
 
     tables = [daily_table(60 if quick else 730), hourly_table(30 if quick else 365)]
     log_dir = work_dir or Path(tempfile.mkdtemp(prefix="bench-listing-"))

@@ -124,7 +124,7 @@ def rss_mb() -> float:
 
 def child(fmt_name: str, path: str) -> dict:
     """Infer the schema and read every batch, as one Spark task would; report the peak."""
-    import formats
+    from listing import formats
     from listing.files import PartitionedFile
     from listing.storage import StorageSpec
 

@@ -13,7 +13,7 @@ It shows the three classes a format needs and nothing else:
   slicing columns out of many lines at once with pyarrow compute, not per row in Python.
 
 Line handling (ranges aligned to whole lines, compression, samples) comes from
-``formats.text``, the same helpers the CSV and NDJSON formats use. Options (strings
+``listing.formats.text``, the same helpers the CSV and NDJSON formats use. Options (strings
 accepted): ``columns`` (``"id:6,name:10,amount:8,day:10"``, names and widths in order;
 without it the header gives them: a column starts where its name starts), ``header``
 (true), ``sample_bytes`` (64 KiB read for inference).
@@ -29,9 +29,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-import formats
-from formats.base import CorruptFileError, FileFormat, FileOpener, FileSource
-from formats.text import (
+from listing import formats
+from listing.formats.base import CorruptFileError, FileFormat, FileOpener, FileSource
+from listing.formats.text import (
     CHUNK,
     compression_of,
     first_line,

@@ -15,7 +15,7 @@ from typing import Any
 # first makes ``import formats.csv`` work as a process's first import (Spark executors
 # unpickling a FileSource), instead of failing on a half-initialised formats.base.
 import listing  # noqa: F401
-from formats.base import (
+from listing.formats.base import (
     CorruptFileError,
     FileFormat,
     FileOpener,
@@ -30,12 +30,12 @@ __all__ = [
 ]
 
 _BUILTIN = {
-    "parquet": "formats.parquet:ParquetFormat",
-    "csv": "formats.csv:CsvFormat",
-    "json": "formats.json:JsonFormat",
-    "ndjson": "formats.json:JsonFormat",
-    "arrow": "formats.arrow:ArrowFormat",
-    "ipc": "formats.arrow:ArrowFormat",
+    "parquet": "listing.formats.parquet:ParquetFormat",
+    "csv": "listing.formats.csv:CsvFormat",
+    "json": "listing.formats.json:JsonFormat",
+    "ndjson": "listing.formats.json:JsonFormat",
+    "arrow": "listing.formats.arrow:ArrowFormat",
+    "ipc": "listing.formats.arrow:ArrowFormat",
 }
 _REGISTRY: dict[str, Callable[..., FileFormat]] = {}
 _LISTENERS: list[Callable[[], None]] = []

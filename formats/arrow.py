@@ -15,7 +15,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
-from formats.base import (
+from listing.formats.base import (
     CorruptFileError,
     FileFormat,
     FileOpener,
@@ -23,8 +23,8 @@ from formats.base import (
     MissingFileError,
     open_input,
 )
-from formats.conform import unify_schemas
-from formats.text import CHUNK, flag
+from listing.formats.conform import unify_schemas
+from listing.formats.text import CHUNK, flag
 from listing.errors import FileReadError
 from listing.files import PartitionedFile
 from listing.storage import StorageSpec

@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 import fsspec
 import pyarrow as pa
 
-from formats.conform import conform_batch
+from listing.formats.conform import conform_batch
 from listing.errors import FileReadError, OptionError
 from listing.expr import Expr
 from listing.files import PartitionedFile

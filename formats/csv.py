@@ -13,7 +13,7 @@ Options (strings accepted, since Spark passes every option as a string):
   split into byte ranges, so this reads each file whole (still streaming);
 - ``block_size`` (1 MiB): bytes pyarrow parses per batch, the unit of memory.
 
-Each range reads only its own lines (see ``formats.text``); the header belongs to offset 0,
+Each range reads only its own lines (see ``listing.formats.text``); the header belongs to offset 0,
 and other ranges fetch the file's first line to learn the column names. Column types come
 from the table schema, so a file is parsed straight into them.
 """
@@ -31,9 +31,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from formats.base import CorruptFileError, FileSource
-from formats.conform import can_widen
-from formats.text import (
+from listing.formats.base import CorruptFileError, FileSource
+from listing.formats.conform import can_widen
+from listing.formats.text import (
     TextFormat,
     TextOpener,
     first_line,

@@ -20,8 +20,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pajson
 
-from formats.base import CorruptFileError, FileSource
-from formats.text import (
+from listing.formats.base import CorruptFileError, FileSource
+from listing.formats.text import (
     TextFormat,
     TextOpener,
     flag,

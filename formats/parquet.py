@@ -9,7 +9,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from formats.base import (
+from listing.formats.base import (
     CorruptFileError,
     FileFormat,
     FileOpener,
@@ -17,7 +17,7 @@ from formats.base import (
     MissingFileError,
     open_input,
 )
-from formats.conform import unify_schemas
+from listing.formats.conform import unify_schemas
 from listing.expr import UNKNOWN, Bounds, Domain, Expr, Known, may_be_true
 from listing.files import PartitionedFile
 from listing.pushdown import Pushdown

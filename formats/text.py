@@ -23,8 +23,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from formats.base import COMPRESSIONS, FileFormat, FileOpener, MissingFileError, open_input
-from formats.conform import spark_type, unify_schemas
+from listing.formats.base import COMPRESSIONS, FileFormat, FileOpener, MissingFileError, open_input
+from listing.formats.conform import spark_type, unify_schemas
 from listing.errors import FileReadError, OptionError
 from listing.files import PartitionedFile
 from listing.storage import StorageSpec

@@ -11,8 +11,8 @@ from __future__ import annotations
 import datetime as dt
 import time
 
-from fixtures import datasets
-from fixtures.s3 import S3Server
+from listing.testing import datasets
+from listing.testing.s3 import S3Server
 
 
 def _counts(cap) -> str:

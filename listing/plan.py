@@ -15,8 +15,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from formats.base import CorruptFileError, FileFormat, FileSource, MissingFileError
-from formats.conform import with_partition_columns
+from listing.formats.base import CorruptFileError, FileFormat, FileSource, MissingFileError
+from listing.formats.conform import with_partition_columns
 from listing.expr import Expr
 from listing.files import FileGroup, PartitionedFile
 from listing.options import ListingOptions

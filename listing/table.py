@@ -16,8 +16,8 @@ from typing import Any
 
 import pyarrow as pa
 
-import formats
-from formats.base import FileFormat
+from listing import formats
+from listing.formats.base import FileFormat
 from listing.errors import FilterError, OptionError, PartitionLayoutError, TableNotFoundError
 from listing.expr import Expr, bind, conjunction, conjuncts, split_by_columns
 from listing.files import PartitionedFile

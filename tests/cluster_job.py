@@ -189,7 +189,7 @@ def spark_payload(spark: Any, options: dict[str, str]) -> tuple[bytes, dict[str,
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    from fixtures.spark_cluster import JVM_OPTS
+    from listing.testing.spark_cluster import JVM_OPTS
     from listing import ListingTable
     from listing.spark.session import session
 

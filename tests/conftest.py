@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-pytest_plugins = ["fixtures.pytest_plugin"]
+pytest_plugins = ["listing.testing.pytest_plugin"]
 
 
 @pytest.fixture(scope="session")

@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 
-from fixtures import datasets
+from listing.testing import datasets
 from listing.cli import main
 
 

@@ -22,9 +22,9 @@ import pytest
 import s3fs
 from botocore.config import Config
 
-from fixtures import datasets
-from fixtures.datasets import add_hidden_files, fast_writer
-from fixtures.s3 import RequestKind, S3Server, classify
+from listing.testing import datasets
+from listing.testing.datasets import add_hidden_files, fast_writer
+from listing.testing.s3 import RequestKind, S3Server, classify
 from listing.hive import DEFAULT_PARTITION_NAME, unescape_path_name
 
 
@@ -201,7 +201,7 @@ def test_second_server_and_reset_in_a_subprocess():
     # server other tests share.
     code = textwrap.dedent(
         """
-        from fixtures.s3 import S3Server
+        from listing.testing.s3 import S3Server
         with S3Server() as a, S3Server() as b:
             assert a.port != b.port
             a.create_bucket("bkt-reset")

@@ -20,13 +20,13 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pytest
 
-import formats
-from fixtures.s3 import S3Server
-from formats.arrow import ArrowFormat
-from formats.base import CorruptFileError, MissingFileError
-from formats.conform import spark_schema
-from formats.csv import CsvFormat
-from formats.json import JsonFormat
+from listing import formats
+from listing.testing.s3 import S3Server
+from listing.formats.arrow import ArrowFormat
+from listing.formats.base import CorruptFileError, MissingFileError
+from listing.formats.conform import spark_schema
+from listing.formats.csv import CsvFormat
+from listing.formats.json import JsonFormat
 from listing.errors import FileReadError, OptionError
 from listing.expr import col
 from listing.files import PartitionedFile

@@ -17,11 +17,11 @@ import fsspec
 import pyarrow as pa
 import pytest
 
-import formats
-from fixtures import datasets
-from fixtures.s3 import S3Server
-from formats.base import CorruptFileError
-from formats.conform import spark_schema
+from listing import formats
+from listing.testing import datasets
+from listing.testing.s3 import S3Server
+from listing.formats.base import CorruptFileError
+from listing.formats.conform import spark_schema
 from listing import ListingTable
 from listing.errors import OptionError
 from listing.files import PartitionedFile

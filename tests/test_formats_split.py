@@ -20,10 +20,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fixtures.s3 import S3Server
-from formats.csv import CsvFormat
-from formats.json import JsonFormat
-from formats.text import LineStream
+from listing.testing.s3 import S3Server
+from listing.formats.csv import CsvFormat
+from listing.formats.json import JsonFormat
+from listing.formats.text import LineStream
 from listing.files import PartitionedFile
 from listing.storage import StorageSpec
 

@@ -13,7 +13,7 @@ import uuid
 import pyarrow as pa
 import pytest
 
-from fixtures import datasets
+from listing.testing import datasets
 from listing import ListingTable, PartitionLayoutError, Pushdown, col
 from listing.expr import conjunction, is_true
 

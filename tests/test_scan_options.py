@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-import formats
+from listing import formats
 from listing import ListingTable
 from listing.errors import FileReadError
 from listing.files import PartitionedFile

@@ -39,9 +39,9 @@ from typing import Any
 
 import pytest
 
-from fixtures import datasets
-from fixtures.s3 import RequestLogEntry, S3Server
-from fixtures.spark_cluster import ClusterError, StandaloneCluster, log_tail, run_bounded
+from listing.testing import datasets
+from listing.testing.s3 import RequestLogEntry, S3Server
+from listing.testing.spark_cluster import ClusterError, StandaloneCluster, log_tail, run_bounded
 from listing import ListingTable
 
 pytestmark = pytest.mark.distributed

@@ -15,8 +15,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-import formats
-from fixtures import datasets
+from listing import formats
+from listing.testing import datasets
 from listing import ListingTable
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -14,7 +14,7 @@ import warnings
 import pyarrow as pa
 import pytest
 
-from fixtures import datasets
+from listing.testing import datasets
 from listing import ListingTable
 from listing.spark.session import register
 

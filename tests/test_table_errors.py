@@ -6,7 +6,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from fixtures import datasets
+from listing.testing import datasets
 from listing import ListingTable
 from listing.errors import (
     FilterError,

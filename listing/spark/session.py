@@ -19,7 +19,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-import formats
+from listing import formats
 from listing.spark.guard import build_guard_jar, guard_conf, is_guard_active
 from listing.spark.source import (
     ListingDataSource,

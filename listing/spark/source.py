@@ -29,8 +29,8 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructType
 
-import formats
-from formats.conform import conform_batch, spark_schema
+from listing import formats
+from listing.formats.conform import conform_batch, spark_schema
 from listing.errors import FilterError, ListingError, OptionError
 from listing.expr import Expr, bind
 from listing.files import FileGroup
@@ -172,7 +172,7 @@ def ship_by_value(cls: type) -> None:
     path = getattr(module, "__file__", None)
     if module is None or path is None or cls.__module__ == "__main__":
         return  # __main__ is pickled by value already
-    if cls.__module__.split(".")[0] in ("formats", "listing", "fixtures"):
+    if cls.__module__.split(".")[0] == "listing":
         return
     installed = {sysconfig.get_paths()[k] for k in ("purelib", "platlib", "stdlib")}
     if not any(os.path.abspath(path).startswith(os.path.abspath(p) + os.sep)
