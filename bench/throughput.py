@@ -240,7 +240,9 @@ def _tree_bytes(root: Path) -> int:
 def _task_reader(root: Path, fmt: str, columns: list[str]) -> tuple[Any, list[Any]]:
     """The exact reader and partitions ``to_spark`` hands to Spark, built in-process."""
     from listing import ListingTable
-    from listing.spark.source import TableSource, spark_struct, table_options
+    from listing.spark.dataframe import table_options
+    from listing.spark.source import TableSource
+    from listing.spark.types import spark_struct
 
     table = ListingTable.open(str(root), format=fmt, schema=SCHEMA if fmt == "csv" else None)
     source = TableSource(table_options(table, [], None))

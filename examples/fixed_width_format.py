@@ -30,19 +30,18 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from listing import formats
+from listing.errors import OptionError
+from listing.files import PartitionedFile
 from listing.formats.base import CorruptFileError, FileFormat, FileOpener, FileSource
 from listing.formats.text import (
     CHUNK,
     compression_of,
     first_line,
-    flag,
     open_lines,
-    positive_int,
     read_sample,
     strip_line,
 )
-from listing.errors import OptionError
-from listing.files import PartitionedFile
+from listing.options import parse_bool, parse_int
 from listing.storage import StorageSpec
 
 #: (name, first character, end character or None for "to the end of the line")
@@ -61,7 +60,7 @@ def parse_columns(spec: Any) -> Layout | None:
     pos = 0
     for item in items:
         name, width = item.rsplit(":", 1) if isinstance(item, str) else item
-        width = positive_int(width, f"columns ({name})")
+        width = parse_int(width, f"columns ({name})", minimum=1)
         layout.append((str(name).strip(), pos, pos + width))
         pos += width
     return layout
@@ -114,8 +113,8 @@ class FixedWidthFormat(FileFormat):
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
         self.layout = parse_columns(self.options["columns"])
-        self.header = flag(self.options["header"], "header")
-        positive_int(self.options["sample_bytes"], "sample_bytes")
+        self.header = parse_bool(self.options["header"], "header")
+        parse_int(self.options["sample_bytes"], "sample_bytes", minimum=1)
         if self.layout is None and not self.header:
             raise OptionError("fixed_width needs a header line or the 'columns' option")
 
@@ -125,7 +124,7 @@ class FixedWidthFormat(FileFormat):
     def infer_schema(self, files: list[PartitionedFile], storage: StorageSpec) -> pa.Schema:
         file = files[0]
         data = read_sample(storage.filesystem(), file,
-                           positive_int(self.options["sample_bytes"], "sample_bytes"),
+                           parse_int(self.options["sample_bytes"], "sample_bytes", minimum=1),
                            compression_of(file.path, self.compressions))
         lines = data.split(b"\n")
         layout = self.layout
@@ -143,7 +142,7 @@ class FixedWidthOpener(FileOpener):
         compression = compression_of(file.path, FixedWidthFormat.compressions)
         with open_lines(self.fs, file, compression=compression) as stream:
             layout = parse_columns(options.get("columns"))
-            if flag(options.get("header", True), "header"):
+            if parse_bool(options.get("header", True), "header"):
                 if file.byte_range is None or file.byte_range[0] == 0:
                     head = strip_line(stream.readline(), first=True)
                 else:  # the header belongs to offset 0; other ranges peek at it

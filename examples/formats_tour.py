@@ -11,9 +11,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # to import examples.*
 
 from examples.tsv_format import TsvFormat  # noqa: E402  (registers format "tsv")
+from listing import ListingTable  # noqa: E402
 from listing.testing import datasets  # noqa: E402
 from listing.testing.s3 import S3Server  # noqa: E402
-from listing import ListingTable  # noqa: E402
 
 with S3Server() as server:
     server.create_bucket("lake")

@@ -5,9 +5,9 @@
 
 from __future__ import annotations
 
+from listing import ListingTable, col
 from listing.testing import datasets
 from listing.testing.s3 import S3Server
-from listing import ListingTable, col
 
 with S3Server() as server:  # moto over HTTP on 127.0.0.1, a free port
     server.create_bucket("lake")

@@ -1,20 +1,24 @@
 """File formats: the FileFormat / FileSource / FileOpener layer and a registry by name.
 
->>> import formats
+>>> from listing import formats
 >>> formats.get("parquet")              # a built-in, by name
 >>> formats.register("tsv", TsvFormat)  # a user's own format, usable as format="tsv"
+
+A format *name* (an option string from Spark, SQL or the CLI) only ever selects from the
+registry: the built-ins, formats registered in this process with :func:`register`, and
+formats that installed packages declare as entry points in the ``listing.formats`` group.
+It never names code to import. Code is given as code: a FileFormat class or instance,
+through the Python API.
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
+from importlib.metadata import entry_points
 from typing import Any
 
-# listing's package init imports formats.base (via its plan/table modules); importing it
-# first makes ``import formats.csv`` work as a process's first import (Spark executors
-# unpickling a FileSource), instead of failing on a half-initialised formats.base.
-import listing  # noqa: F401
+from listing.errors import OptionError
 from listing.formats.base import (
     CorruptFileError,
     FileFormat,
@@ -22,7 +26,6 @@ from listing.formats.base import (
     FileSource,
     MissingFileError,
 )
-from listing.errors import OptionError
 
 __all__ = [
     "CorruptFileError", "FileFormat", "FileOpener", "FileSource", "MissingFileError",
@@ -61,25 +64,35 @@ def on_register(listener: Callable[[], None]) -> None:
     _LISTENERS.append(listener)
 
 
+ENTRY_POINT_GROUP = "listing.formats"
+
+
+def _installed() -> dict[str, Any]:
+    """Formats installed packages declare (entry points in the ``listing.formats`` group)."""
+    return {ep.name.lower(): ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+
+
 def _factory(name: str) -> Callable[..., FileFormat]:
     key = name.lower()
     if key in _REGISTRY:
         return _REGISTRY[key]
     if key in _BUILTIN:
         module, _, attr = _BUILTIN[key].partition(":")
-        return getattr(importlib.import_module(module), attr)
-    if ":" in name or "." in name:  # "package.module:Class" or "package.module.Class"
-        module, _, attr = name.replace(":", ".").rpartition(".")
-        try:
-            return getattr(importlib.import_module(module), attr)
-        except (ImportError, AttributeError) as err:
-            raise OptionError(f"format {name!r} cannot be imported: {err}") from None
-    raise OptionError(f"unknown format {name!r}; known: {', '.join(names())} "
-                      "(or register one with formats.register, or give 'module:Class')")
+        return getattr(importlib.import_module(module), attr)  # type: ignore[no-any-return]
+    installed = _installed()
+    if key in installed:
+        factory = installed[key].load()
+        if not (isinstance(factory, type) and issubclass(factory, FileFormat)):
+            raise OptionError(f"format {name!r} (entry point {installed[key].value!r}) is "
+                              "not a FileFormat subclass")
+        return factory
+    raise OptionError(f"unknown format {name!r}; known: {', '.join(names())} (register "
+                      "your own with listing.formats.register, or pass the FileFormat "
+                      "class or instance through the Python API)")
 
 
 def get(fmt: str | FileFormat, **options: Any) -> FileFormat:
-    """A FileFormat instance from a name, a 'module:Class' path, or an instance."""
+    """A FileFormat instance from a registered name, a FileFormat class, or an instance."""
     if isinstance(fmt, FileFormat):
         if options:
             return type(fmt)(**{**fmt.options, **options})
@@ -92,7 +105,7 @@ def get(fmt: str | FileFormat, **options: Any) -> FileFormat:
 
 
 def names() -> list[str]:
-    return sorted(set(_BUILTIN) | set(_REGISTRY))
+    return sorted(set(_BUILTIN) | set(_REGISTRY) | set(_installed()))
 
 
 def for_path(path: str) -> FileFormat | None:

@@ -15,19 +15,19 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
+from listing.errors import FileReadError
+from listing.files import PartitionedFile
 from listing.formats.base import (
     CorruptFileError,
     FileFormat,
     FileOpener,
     FileSource,
     MissingFileError,
-    open_input,
 )
 from listing.formats.conform import unify_schemas
-from listing.formats.text import CHUNK, flag
-from listing.errors import FileReadError
-from listing.files import PartitionedFile
-from listing.storage import StorageSpec
+from listing.formats.text import CHUNK
+from listing.options import parse_bool
+from listing.storage import StorageSpec, open_input
 
 MAGIC = b"ARROW1"
 
@@ -118,7 +118,7 @@ class ArrowFormat(FileFormat):
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
-        flag(self.options["merge_schema"], "merge_schema")
+        parse_bool(self.options["merge_schema"], "merge_schema")
 
     def infer_schema(self, files: list[PartitionedFile], storage: StorageSpec) -> pa.Schema:
         if not files:
@@ -129,7 +129,7 @@ class ArrowFormat(FileFormat):
             with IpcFile(fs, f) as opened:
                 return f.path, opened.schema.remove_metadata()
 
-        if not flag(self.options["merge_schema"], "merge_schema") or len(files) == 1:
+        if not parse_bool(self.options["merge_schema"], "merge_schema") or len(files) == 1:
             return one(files[0])[1]
         with ThreadPoolExecutor(max_workers=16) as pool:
             return unify_schemas(list(pool.map(one, files)))

@@ -13,87 +13,23 @@ Subclass all three for a custom format; ``formats.register`` makes it available 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-import fsspec
 import pyarrow as pa
 
-from listing.formats.conform import conform_batch
-from listing.errors import FileReadError, OptionError
-from listing.expr import Expr
+from listing.errors import CorruptFileError, FileReadError, MissingFileError, OptionError
+from listing.expressions import Expr, to_arrow
 from listing.files import PartitionedFile
+from listing.formats.conform import conform_batch
+from listing.options import parse_like
 from listing.pushdown import Pushdown
-from listing.stats import Statistics
 from listing.storage import StorageSpec
 
+__all__ = ["CorruptFileError", "FileFormat", "FileOpener", "FileSource", "MissingFileError"]
+
 DEFAULT_BATCH_SIZE = 65_536
-
-
-class MissingFileError(FileReadError):
-    """A listed file is gone when a task opens it."""
-
-
-class CorruptFileError(FileReadError):
-    """A file cannot be decoded by its format."""
-
 COMPRESSIONS = {".gz": "gzip", ".bz2": "bz2", ".zst": "zstd", ".zstd": "zstd", ".xz": "xz"}
-
-
-SMALL_FILE = 8 * 1024 * 1024
-
-
-def open_input(fs: Any, file: PartitionedFile, readahead: int = 0,
-               whole_if_small: bool = False) -> Any:
-    """Open ``file`` for reading without a metadata request.
-
-    No read-ahead by default (readers choose their own read sizes); ``readahead`` bytes for
-    readers that issue many small sequential reads (Arrow IPC). ``whole_if_small``: a file
-    under 8 MiB is fetched in one GET, for readers that would otherwise make several
-    (Parquet: footer, then data).
-    """
-    if whole_if_small and 0 < file.size <= SMALL_FILE and file.byte_range is None:
-        try:
-            data = fs.cat_file(file.fs_path, start=0, end=file.size)  # one ranged GET
-        except FileNotFoundError as err:
-            raise MissingFileError(f"{file.path}: file vanished after listing "
-                                   f"({err})") from None
-        if len(data) != file.size:
-            raise FileReadError(f"{file.path}: changed since listing ({file.size} bytes "
-                                f"listed, {len(data)} read)")
-        return pa.BufferReader(data)
-    if readahead:
-        cache: dict[str, Any] = {"cache_type": "readahead", "block_size": readahead}
-    else:
-        cache = {"cache_type": "none"}
-    try:
-        handle = fs.open(file.fs_path, "rb", size=file.size or None, **cache)
-    except TypeError:  # filesystems whose open() takes no size/cache_type
-        handle = fs.open(file.fs_path, "rb")
-    except FileNotFoundError as err:
-        raise MissingFileError(f"{file.path}: file vanished after listing ({err})") from None
-    _known_details(handle, file)
-    return handle
-
-
-def _known_details(handle: Any, file: PartitionedFile) -> None:
-    """Tell a buffered fsspec file what the listing already knows.
-
-    s3fs asks for the object's details (a HEAD request) on its first read, only to compare
-    ETags; the listed ETag serves the same purpose and makes each ranged GET conditional
-    (``If-Match``), so a file rewritten after listing fails loudly instead of mixing two
-    versions.
-    """
-    if not file.size or not isinstance(handle, fsspec.spec.AbstractBufferedFile):
-        return
-    if getattr(handle, "_details", True) is None:
-        details: dict[str, Any] = {"name": file.fs_path, "size": file.size, "type": "file"}
-        if file.etag:
-            details["ETag"] = f'"{file.etag.strip(chr(34))}"'
-            read_kw = getattr(handle, "read_kw", None)
-            if isinstance(read_kw, dict) and not getattr(handle.fs, "local_expiry_check", 1):
-                handle.read_kw = {**read_kw, "IfMatch": details["ETag"]}  # s3fs: server check
-        handle.details = details
 
 
 class FileFormat:
@@ -111,7 +47,11 @@ class FileFormat:
         if unknown:
             raise OptionError(f"unknown option(s) {', '.join(sorted(unknown))} for format "
                               f"{self.name!r}; known: {', '.join(sorted(self.option_defaults))}")
-        self.options = {**self.option_defaults, **options}
+        # one parser per kind (listing.options), chosen by the default's type, so "on",
+        # "yes" and True mean the same to every format and to the table
+        parsed = {k: parse_like(self.option_defaults[k])(v, k) for k, v in options.items()
+                  if v is not None and self.option_defaults[k] is not None}
+        self.options = {**self.option_defaults, **options, **parsed}
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.options!r})"
@@ -142,9 +82,6 @@ class FileFormat:
     def infer_schema(self, files: list[PartitionedFile], storage: StorageSpec) -> pa.Schema:
         """Schema of the data columns, from the given files (usually one)."""
         raise NotImplementedError
-
-    def infer_stats(self, file: PartitionedFile, storage: StorageSpec) -> Statistics:
-        return Statistics.unknown()
 
     def supports_filter(self, expr: Expr) -> Pushdown:
         """INEXACT when the format can skip data with ``expr``, else UNSUPPORTED."""
@@ -193,9 +130,6 @@ class FileSource:
                       if n in self.predicate.columns() and n not in names]
         return pa.schema([self.file_schema.field(n) for n in names])
 
-    def with_projection(self, projection: list[str] | None) -> FileSource:
-        return replace(self, projection=projection)
-
     def create_opener(self) -> FileOpener:
         return self.opener_class(self)
 
@@ -228,7 +162,7 @@ class FileOpener:
     def _stream(self, file: PartitionedFile) -> Iterator[pa.RecordBatch]:
         src = self.source
         read_schema, out_names = src.read_schema, src.output_schema.names
-        arrow_filter = src.predicate.to_arrow() if src.predicate is not None else None
+        arrow_filter = to_arrow(src.predicate) if src.predicate is not None else None
         batches = self.read_batches(file)
         while True:
             try:

@@ -1,8 +1,10 @@
 """Make every batch match its target schema exactly: the one place types are reconciled.
 
 Files of one table drift (a column added later, int32 written by one job and int64 by
-another) and Spark's Arrow reader accepts only its own spellings (string not
-large_string, timestamp[us, UTC]). Both problems are solved here, once, for every format.
+another), and one type has several Arrow spellings (large_string, string_view, dictionary).
+Table schemas use one canonical spelling per type (string, timestamp[us], …), which is
+also the spelling Spark's Arrow reader accepts. Both problems are solved here, once, for
+every format (DataFusion's schema adapter).
 """
 
 from __future__ import annotations
@@ -15,8 +17,8 @@ import pyarrow as pa
 from listing.errors import FileReadError
 
 
-def spark_type(t: pa.DataType) -> pa.DataType:
-    """The Arrow type Spark expects for a column of type ``t``."""
+def canonical_type(t: pa.DataType) -> pa.DataType:
+    """The one Arrow spelling the toolkit (and Spark) uses for values of type ``t``."""
     if pa.types.is_large_string(t) or pa.types.is_string_view(t):
         return pa.string()
     if (pa.types.is_large_binary(t) or pa.types.is_binary_view(t)
@@ -27,7 +29,7 @@ def spark_type(t: pa.DataType) -> pa.DataType:
     if pa.types.is_date64(t):
         return pa.date32()
     if pa.types.is_dictionary(t):
-        return spark_type(t.value_type)
+        return canonical_type(t.value_type)
     if pa.types.is_float16(t):
         return pa.float32()
     if pa.types.is_unsigned_integer(t):
@@ -36,23 +38,23 @@ def spark_type(t: pa.DataType) -> pa.DataType:
     if pa.types.is_time(t) or pa.types.is_duration(t):
         return pa.int64() if pa.types.is_time(t) else pa.duration("us")
     if pa.types.is_large_list(t) or pa.types.is_list_view(t) or pa.types.is_fixed_size_list(t):
-        return pa.list_(spark_field(t.value_field))
+        return pa.list_(canonical_field(t.value_field))
     if pa.types.is_list(t):
-        return pa.list_(spark_field(t.value_field))
+        return pa.list_(canonical_field(t.value_field))
     if pa.types.is_struct(t):
-        return pa.struct([spark_field(f) for f in t])
+        return pa.struct([canonical_field(f) for f in t])
     if pa.types.is_map(t):
-        return pa.map_(spark_type(t.key_type), spark_type(t.item_type))
+        return pa.map_(canonical_type(t.key_type), canonical_type(t.item_type))
     return t
 
 
-def spark_field(f: pa.Field) -> pa.Field:
-    return pa.field(f.name, spark_type(f.type), nullable=True)
+def canonical_field(f: pa.Field) -> pa.Field:
+    return pa.field(f.name, canonical_type(f.type), nullable=True)
 
 
-def spark_schema(schema: pa.Schema) -> pa.Schema:
-    """Schema with every type spelled as Spark wants it and every field nullable."""
-    return pa.schema([spark_field(f) for f in schema])
+def canonical_schema(schema: pa.Schema) -> pa.Schema:
+    """Schema with every type spelled canonically and every field nullable."""
+    return pa.schema([canonical_field(f) for f in schema])
 
 
 _WIDENING = {
@@ -76,7 +78,7 @@ def can_widen(source: pa.DataType, target: pa.DataType) -> bool:
         return True
     if pa.types.is_dictionary(source):
         return can_widen(source.value_type, target)
-    if spark_type(source) == spark_type(target):
+    if canonical_type(source) == canonical_type(target):
         return True
     if pa.types.is_decimal(source) and pa.types.is_decimal(target):
         return (target.scale >= source.scale

@@ -31,22 +31,19 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
+from listing.errors import FileReadError
+from listing.files import PartitionedFile
 from listing.formats.base import CorruptFileError, FileSource
 from listing.formats.conform import can_widen
 from listing.formats.text import (
     TextFormat,
     TextOpener,
     first_line,
-    flag,
     inferred_schema,
-    positive_int,
-    single_char,
     slices,
-    string_list,
     strip_line,
 )
-from listing.errors import FileReadError
-from listing.files import PartitionedFile
+from listing.options import parse_bool, parse_char, parse_int, parse_list
 
 _COLUMN_ERROR = re.compile(r"In CSV column #(\d+): (.*)", re.DOTALL)
 _BAD_VALUE = re.compile(r"invalid value '(.*)'")
@@ -69,13 +66,13 @@ class CsvOptions:
     @classmethod
     def parse(cls, options: dict[str, Any]) -> CsvOptions:
         return cls(
-            header=flag(options.get("header", True), "header"),
-            delimiter=single_char(options.get("delimiter", ","), "delimiter"),  # type: ignore[arg-type]
-            quote=single_char(options.get("quote", '"'), "quote", allow_none=True),
-            escape=single_char(options.get("escape"), "escape", allow_none=True),
-            null_values=tuple(string_list(options.get("null_values", ("",)))),
-            multiline=flag(options.get("multiline", False), "multiline"),
-            block_size=positive_int(options.get("block_size", 1 << 20), "block_size"),
+            header=parse_bool(options.get("header", True), "header"),
+            delimiter=parse_char(options.get("delimiter", ","), "delimiter"),  # type: ignore[arg-type]
+            quote=parse_char(options.get("quote", '"'), "quote", allow_none=True),
+            escape=parse_char(options.get("escape"), "escape", allow_none=True),
+            null_values=tuple(parse_list(options.get("null_values", ("",)))),
+            multiline=parse_bool(options.get("multiline", False), "multiline"),
+            block_size=parse_int(options.get("block_size", 1 << 20), "block_size", minimum=1),
         )
 
     def parse_options(self, **extra: Any) -> pacsv.ParseOptions:
@@ -107,8 +104,8 @@ class CsvFormat(TextFormat):
     }
 
     def parse_options(self, options: dict[str, Any]) -> CsvOptions:
-        positive_int(options.get("sample_bytes", 1 << 20), "sample_bytes")
-        flag(options.get("merge_schema", False), "merge_schema")
+        parse_int(options.get("sample_bytes", 1 << 20), "sample_bytes", minimum=1)
+        parse_bool(options.get("merge_schema", False), "merge_schema")
         return CsvOptions.parse(options)
 
     def sample_schema(self, data: bytes, file: PartitionedFile) -> pa.Schema:

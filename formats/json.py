@@ -20,17 +20,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pajson
 
+from listing.errors import FileReadError
+from listing.files import PartitionedFile
 from listing.formats.base import CorruptFileError, FileSource
 from listing.formats.text import (
     TextFormat,
     TextOpener,
-    flag,
     inferred_schema,
-    positive_int,
     slices,
 )
-from listing.errors import FileReadError
-from listing.files import PartitionedFile
+from listing.options import parse_bool, parse_int
 
 
 class JsonFormat(TextFormat):
@@ -39,9 +38,9 @@ class JsonFormat(TextFormat):
     option_defaults = {"sample_bytes": 1 << 20, "merge_schema": False, "block_size": 1 << 20}
 
     def parse_options(self, options: dict[str, Any]) -> dict[str, Any]:
-        positive_int(options.get("sample_bytes", 1 << 20), "sample_bytes")
-        positive_int(options.get("block_size", 1 << 20), "block_size")
-        flag(options.get("merge_schema", False), "merge_schema")
+        parse_int(options.get("sample_bytes", 1 << 20), "sample_bytes", minimum=1)
+        parse_int(options.get("block_size", 1 << 20), "block_size", minimum=1)
+        parse_bool(options.get("merge_schema", False), "merge_schema")
         return options
 
     def sample_schema(self, data: bytes, file: PartitionedFile) -> pa.Schema:
@@ -88,7 +87,7 @@ def _refine_temporal(schema: pa.Schema, data: bytes) -> pa.Schema:
 class JsonOpener(TextOpener):
     def read_batches(self, file: PartitionedFile) -> Iterator[pa.RecordBatch]:
         src = self.source
-        block_size = positive_int(src.options.get("block_size", 1 << 20), "block_size")
+        block_size = parse_int(src.options.get("block_size", 1 << 20), "block_size", minimum=1)
         schema = src.read_schema
         # the JSON parser takes dates as day numbers only: parse ISO strings, then cast
         dates = {f.name: f.type for f in schema if pa.types.is_date(f.type)}

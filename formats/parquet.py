@@ -9,20 +9,18 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from listing.expressions import UNKNOWN, Bounds, Domain, Expr, Known, may_be_true
+from listing.files import PartitionedFile
 from listing.formats.base import (
     CorruptFileError,
     FileFormat,
     FileOpener,
     FileSource,
     MissingFileError,
-    open_input,
 )
 from listing.formats.conform import unify_schemas
-from listing.expr import UNKNOWN, Bounds, Domain, Expr, Known, may_be_true
-from listing.files import PartitionedFile
 from listing.pushdown import Pushdown
-from listing.stats import ColumnStatistics, Stat, Statistics
-from listing.storage import StorageSpec
+from listing.storage import StorageSpec, open_input
 
 
 def open_parquet(fs: Any, file: PartitionedFile) -> pq.ParquetFile:
@@ -50,30 +48,10 @@ class ParquetFormat(FileFormat):
         def footer(f: PartitionedFile) -> tuple[str, pa.Schema]:
             return f.path, open_parquet(fs, f).schema_arrow.remove_metadata()
 
-        if not _flag(self.options.get("merge_schema")) or len(files) == 1:
+        if not self.options["merge_schema"] or len(files) == 1:
             return footer(files[0])[1]
         with ThreadPoolExecutor(max_workers=16) as pool:
             return unify_schemas(list(pool.map(footer, files)))
-
-    def infer_stats(self, file: PartitionedFile, storage: StorageSpec) -> Statistics:
-        md = open_parquet(storage.filesystem(), file).metadata
-        columns: dict[str, ColumnStatistics] = {}
-        for j in range(md.num_columns):
-            name = md.schema.column(j).path
-            mins, maxs, nulls = [], [], 0
-            for rg in range(md.num_row_groups):
-                st = md.row_group(rg).column(j).statistics
-                if st is None or not st.has_min_max:
-                    mins = maxs = None  # type: ignore[assignment]
-                    break
-                mins.append(st.min)
-                maxs.append(st.max)
-                nulls += st.null_count or 0
-            if mins:
-                columns[name] = ColumnStatistics(Stat.exact(min(mins)), Stat.exact(max(maxs)),
-                                                 Stat.exact(nulls))
-        size = sum(md.row_group(i).total_byte_size for i in range(md.num_row_groups))
-        return Statistics(Stat.exact(md.num_rows), Stat.exact(size), columns)
 
     def supports_filter(self, expr: Expr) -> Pushdown:
         return Pushdown.INEXACT
@@ -150,10 +128,6 @@ def _midpoint_in(meta: pq.RowGroupMetaData, byte_range: tuple[int, int]) -> bool
         start = min(first.dictionary_page_offset, first.data_page_offset)
     mid = start + meta.total_compressed_size // 2
     return byte_range[0] <= mid < byte_range[1]
-
-
-def _flag(value: Any) -> bool:
-    return value is True or str(value).lower() in ("true", "1", "yes")
 
 
 class ParquetSource(FileSource):

@@ -23,62 +23,18 @@ from typing import Any
 
 import pyarrow as pa
 
-from listing.formats.base import COMPRESSIONS, FileFormat, FileOpener, MissingFileError, open_input
-from listing.formats.conform import spark_type, unify_schemas
-from listing.errors import FileReadError, OptionError
+from listing.errors import FileReadError, MissingFileError
 from listing.files import PartitionedFile
-from listing.storage import StorageSpec
+from listing.formats.base import COMPRESSIONS, FileFormat, FileOpener
+from listing.formats.conform import canonical_type, unify_schemas
+from listing.options import parse_bool, parse_int
+from listing.storage import StorageSpec, is_changed_error, open_input
 
 #: raw bytes fetched per request while inside a range (one GET per chunk on S3)
 CHUNK = 4 << 20
 #: bytes fetched per request past a range's end, looking for the straddling line's end
 TAIL = 64 << 10
 BOM = b"\xef\xbb\xbf"
-
-
-# --- options --------------------------------------------------------------------------------
-
-def flag(value: Any, name: str = "option") -> bool:
-    """A boolean option; Spark passes ``"true"``/``"false"`` strings."""
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in ("true", "1", "yes", "on"):
-        return True
-    if text in ("false", "0", "no", "off", "", "none"):
-        return False
-    raise OptionError(f"option {name!r} must be true or false, got {value!r}")
-
-
-def positive_int(value: Any, name: str) -> int:
-    try:
-        n = int(str(value).strip().replace("_", ""))
-    except ValueError:
-        raise OptionError(f"option {name!r} must be an integer, got {value!r}") from None
-    if n <= 0:
-        raise OptionError(f"option {name!r} must be positive, got {value!r}")
-    return n
-
-
-def single_char(value: Any, name: str, *, allow_none: bool = False) -> str | None:
-    """One character; ``\\t``/``tab`` spell a tab (hard to type in SQL OPTIONS)."""
-    if value is None or (allow_none and str(value).lower() in ("", "none", "null", "false")):
-        if allow_none:
-            return None
-        raise OptionError(f"option {name!r} is required")
-    text = {"\\t": "\t", "tab": "\t", "\\n": "\n"}.get(str(value).lower(), str(value))
-    if len(text) != 1:
-        raise OptionError(f"option {name!r} must be a single character, got {value!r}")
-    return text
-
-
-def string_list(value: Any) -> list[str]:
-    """A list option given as a list or as a comma-separated string (Spark)."""
-    if value is None:
-        return []
-    if isinstance(value, list | tuple | set | frozenset):
-        return [str(v) for v in value]
-    return str(value).split(",")
 
 
 # --- files ----------------------------------------------------------------------------------
@@ -132,7 +88,7 @@ class LineStream(io.RawIOBase):
         try:
             data = self._raw.read(size)
         except OSError as err:  # s3fs' FileExpired: the listed version was replaced
-            if type(err).__name__ == "FileExpired":
+            if is_changed_error(err):
                 raise FileNotFoundError(f"changed since listing: {err}") from None
             raise
         data = bytes(data or b"")
@@ -306,7 +262,7 @@ def where(file: PartitionedFile, number: int, offset: int, compressed: bool) -> 
 
 def inferred_type(t: pa.DataType) -> pa.DataType:
     """A sampled type as a table column type: nulls and times become strings (a sample
-    cannot tell), timestamps become microseconds, everything spelled as Spark wants."""
+    cannot tell), timestamps become microseconds, everything spelled canonically."""
     if pa.types.is_null(t) or pa.types.is_time(t):
         return pa.string()
     if pa.types.is_timestamp(t):
@@ -315,7 +271,7 @@ def inferred_type(t: pa.DataType) -> pa.DataType:
         return pa.struct([pa.field(f.name, inferred_type(f.type)) for f in t])
     if pa.types.is_list(t) or pa.types.is_large_list(t):
         return pa.list_(pa.field(t.value_field.name, inferred_type(t.value_type)))
-    return spark_type(t)
+    return canonical_type(t)
 
 
 def inferred_schema(schema: pa.Schema) -> pa.Schema:
@@ -341,14 +297,14 @@ class TextFormat(FileFormat):
         return compression_of(path, self.compressions)
 
     def is_splittable(self, file: PartitionedFile) -> bool:
-        return self.compression(file.path) is None and not flag(
+        return self.compression(file.path) is None and not parse_bool(
             self.options.get("multiline", False), "multiline")
 
     def infer_schema(self, files: list[PartitionedFile], storage: StorageSpec) -> pa.Schema:
         if not files:
             raise FileReadError(f"no {self.name} files to infer a schema from")
         fs = storage.filesystem()
-        nbytes = positive_int(self.options.get("sample_bytes", 1 << 20), "sample_bytes")
+        nbytes = parse_int(self.options.get("sample_bytes", 1 << 20), "sample_bytes", minimum=1)
 
         def one(f: PartitionedFile) -> tuple[str, pa.Schema]:
             try:
@@ -361,7 +317,8 @@ class TextFormat(FileFormat):
                 raise FileReadError(f"{f.path}: cannot sample as {self.name}: {err}") from None
             return f.path, self.sample_schema(data, f)
 
-        if not flag(self.options.get("merge_schema", False), "merge_schema") or len(files) == 1:
+        if not parse_bool(self.options.get("merge_schema", False), "merge_schema") \
+                or len(files) == 1:
             return one(files[0])[1]
         with ThreadPoolExecutor(max_workers=16) as pool:
             return self.unify(list(pool.map(one, files)))

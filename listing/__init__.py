@@ -20,10 +20,10 @@ from listing.errors import (
     StorageError,
     TableNotFoundError,
 )
-from listing.expr import Expr, col
+from listing.expressions import Expr, col
 from listing.files import FileGroup, PartitionedFile
-from listing.plan import ScanPlan
 from listing.pushdown import Pushdown
+from listing.scan import ScanPlan
 from listing.table import ListingTable
 
 __all__ = [

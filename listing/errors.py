@@ -33,3 +33,11 @@ class FileReadError(ListingError):
 
 class OptionError(ListingError, ValueError):
     """An option has an unknown name or a value that does not parse."""
+
+
+class MissingFileError(FileReadError):
+    """A listed file is gone when a task opens it."""
+
+
+class CorruptFileError(FileReadError):
+    """A file's content cannot be decoded by its format."""

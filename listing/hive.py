@@ -1,22 +1,29 @@
-"""Hive partition paths: escaping, parsing and type inference as Spark does them.
+"""Hive partition paths: escaping, decoding keys, layout errors and type inference.
 
 A partitioned key looks like ``date=2026-03-01/region=us/part-0.parquet``. Values are
 percent-escaped by Spark's ``ExternalCatalogUtils.escapePathName`` and null is spelled
 ``__HIVE_DEFAULT_PARTITION__``. Types are inferred per value (int, long, decimal, double,
 timestamp, date, string) and widened across values the way Spark widens them, so a
 table reads with the same schema here as through ``spark.read.parquet``.
+:class:`HiveLayout` is the one place a listed key is decoded into partition values and
+the one place a key that breaks the table's layout is reported.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import re
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
 import pyarrow as pa
 
-from listing.errors import PartitionValueError
+from listing.errors import OptionError, PartitionLayoutError, PartitionValueError
+
+PartitionColumns = Sequence[tuple[str, pa.DataType]]
 
 DEFAULT_PARTITION_NAME = "__HIVE_DEFAULT_PARTITION__"
 
@@ -219,12 +226,127 @@ def spell_value(value: Any, type_: pa.DataType) -> str | None:
     return None
 
 
-def render_value(value: Any) -> str:
-    """Human-readable partition value for messages and explain()."""
-    if value is None:
-        return "NULL"
-    if isinstance(value, dt.datetime):
-        return value.isoformat(sep=" ")
-    if isinstance(value, dt.date):
-        return value.isoformat()
-    return str(value)
+# --- declared types ------------------------------------------------------------------------
+
+_TYPE_NAMES = {
+    "string": pa.string(), "str": pa.string(), "int": pa.int32(), "integer": pa.int32(),
+    "long": pa.int64(), "bigint": pa.int64(), "double": pa.float64(), "float": pa.float32(),
+    "date": pa.date32(), "timestamp": pa.timestamp("us", tz="UTC"), "boolean": pa.bool_(),
+    "bool": pa.bool_(), "short": pa.int16(), "smallint": pa.int16(), "tinyint": pa.int8(),
+}
+
+
+def partition_type(type_: Any, name: str) -> pa.DataType:
+    """A declared partition column type: a pyarrow type or a Spark SQL type name."""
+    if isinstance(type_, pa.DataType):
+        return type_
+    key = str(type_).strip().lower()
+    if key in _TYPE_NAMES:
+        return _TYPE_NAMES[key]
+    if key.startswith("decimal(") and key.endswith(")"):
+        p, _, s = key[8:-1].partition(",")
+        try:
+            return pa.decimal128(int(p), int(s or 0))
+        except ValueError:
+            pass
+    raise OptionError(f"partition column {name!r}: unknown type {type_!r}; use a pyarrow type "
+                      f"or one of {', '.join(sorted(_TYPE_NAMES))}, decimal(p,s)")
+
+
+# --- the layout of a table's keys ------------------------------------------------------------
+
+@dataclass(frozen=True)
+class HiveLayout:
+    """Keys below ``root`` (a prefix ending in ``/``) laid out as ``k1=v1/…/kN=vN/file``."""
+
+    root: str
+    columns: tuple[tuple[str, pa.DataType], ...]
+
+    @property
+    def names(self) -> list[str]:
+        return [n for n, _ in self.columns]
+
+    def segments(self, path: str) -> list[str] | None:
+        """Segments of ``path`` below the root, or None when any of them is hidden."""
+        rel = path[len(self.root):].split("/")
+        return None if any(is_hidden(s) for s in rel) else rel
+
+    def decode(self, path: str, example: str | None = None) -> dict[str, Any] | None:
+        """Typed partition values of a listed key; None for a hidden key. A key that breaks
+        the layout raises :class:`PartitionLayoutError` (``example``: a good key to show)."""
+        segments = self.segments(path)
+        if segments is None:
+            return None
+        if len(segments) <= len(self.columns):
+            raise PartitionLayoutError(
+                f"file {path} sits above the partition directories "
+                f"({'/'.join(n + '=…' for n in self.names)}) of {self.root}")
+        return {name: self.value(depth, segments[depth], path, example)
+                for depth, (name, _) in enumerate(self.columns)}
+
+    def value(self, depth: int, segment: str, path: str, example: str | None = None) -> Any:
+        """The typed value a directory ``segment`` at ``depth`` holds, or a layout error."""
+        name, type_ = self.columns[depth]
+        parsed = parse_segment(segment)
+        if parsed is None or parsed[0] != name:
+            other = f"; compare {example}" if example else ""
+            if parsed is None:
+                raise PartitionLayoutError(
+                    f"directory level {depth + 1} under {self.root} mixes k=v and plain "
+                    f"names: {path} has {segment!r} where {name}=… was expected{other}")
+            raise PartitionLayoutError(
+                f"paths have different partition column names at level {depth + 1}: {path} "
+                f"has {parsed[0]!r} where {name!r} was expected{other}")
+        return parse_value(parsed[1], type_, column=name, path=path)
+
+
+def discover_columns(root: str, paths: Sequence[str],
+                     declared: Sequence[tuple[str, pa.DataType | None]] | None,
+                     to_url: Callable[[str], str] = str) -> list[tuple[str, pa.DataType]]:
+    """Partition columns from sampled keys: names must agree across paths; types are
+    declared or inferred as Spark infers them (independent of any query). A declared type
+    that a sampled value contradicts fails now, naming the value and the file."""
+    layout = HiveLayout(root, ())
+    layouts: list[tuple[list[str], list[str], str]] = []  # names, raw values, path
+    for path in paths:
+        segments = layout.segments(path)
+        if segments is None:
+            continue
+        names, raws = [], []
+        for seg in segments[:-1]:
+            parsed = parse_segment(seg)
+            if parsed is None:
+                break
+            names.append(parsed[0])
+            raws.append(parsed[1])
+        layouts.append((names, raws, path))
+    if declared is not None:
+        k = len(declared)
+        want = [n for n, _ in declared]
+        for found, _, path in layouts:
+            if found[:k] != want:
+                if [f.lower() for f in found[:k]] == [n.lower() for n in want]:
+                    raise PartitionLayoutError(
+                        f"declared partition columns {want} differ in case from the "
+                        f"directories in {path} ({found[:k]}); declare them as on disk")
+                raise PartitionLayoutError(
+                    f"declared partition columns {want} do not match the directories of "
+                    f"{path} (found {found[:k] or 'no k=v directories'})")
+    else:
+        depth = min((len(n) for n, _, _ in layouts), default=0)
+        first, _, first_path = layouts[0] if layouts else ([], [], "")
+        for found, _, path in layouts:
+            if found[:depth] != first[:depth] or len(found) != len(first):
+                raise PartitionLayoutError(
+                    f"paths have different partition columns: {first_path} has "
+                    f"{first or 'none'} but {path} has {found or 'none'}")
+        declared = [(n, None) for n in first[:depth]]
+    raws: dict[str, list[str]] = defaultdict(list)
+    for _, values, _ in layouts:
+        for (name, _), raw in zip(declared, values, strict=False):
+            raws[name].append(raw)
+    cols = [(n, t if t is not None else infer_column_type(raws[n])) for n, t in declared]
+    for _, values, path in layouts:
+        for (name, type_), raw in zip(cols, values, strict=False):
+            parse_value(raw, type_, column=name, path=to_url(path))
+    return cols

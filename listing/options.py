@@ -1,14 +1,133 @@
-"""ListingOptions: everything about a table that is not the format's own business."""
+"""Option values: one parser per kind, used by every option everywhere.
+
+Options reach the toolkit as Python values (the API) or as strings (Spark, SQL, the
+CLI). Each kind has exactly one parser here, so ``merge_schema="on"`` means the same to a
+format's option check and to the table that acts on it. Every parser names the option
+and the value it refuses.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Any
 
 from listing.errors import OptionError
 
 MB = 1024 * 1024
+
+_TRUE = frozenset({"true", "1", "yes", "on"})
+_FALSE = frozenset({"false", "0", "no", "off"})
+
+
+def parse_bool(value: Any, name: str = "option") -> bool:
+    """``true/false``, ``1/0``, ``yes/no``, ``on/off`` (any case), or a bool."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in _TRUE:
+        return True
+    if text in _FALSE:
+        return False
+    raise OptionError(f"option {name}={value!r} must be true or false "
+                      "(true/false, 1/0, yes/no, on/off)")
+
+
+def parse_int(value: Any, name: str = "option", *, minimum: int | None = None) -> int:
+    """An integer (``1_000`` allowed), at least ``minimum`` when given."""
+    if isinstance(value, bool):
+        raise OptionError(f"option {name}={value!r} must be an integer")
+    try:
+        n = value if isinstance(value, int) else int(str(value).strip().replace("_", ""))
+    except ValueError:
+        raise OptionError(f"option {name}={value!r} must be an integer") from None
+    if minimum is not None and n < minimum:
+        raise OptionError(f"option {name}={value!r} must be at least {minimum}")
+    return n
+
+
+_SIZE_UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "m": MB, "mb": MB,
+               "g": 1024 * MB, "gb": 1024 * MB}
+_SIZE = re.compile(r"(\d[\d_]*)\s*([a-z]*)")
+
+
+def parse_size(value: Any, name: str = "option") -> int:
+    """Bytes: an int, or ``128m`` / ``4MB`` / ``1g`` as Spark spells sizes."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    m = _SIZE.fullmatch(str(value).strip().lower())
+    if m is None or m.group(2) not in _SIZE_UNITS:
+        raise OptionError(f"option {name}={value!r} must be a size in bytes "
+                          "(e.g. 134217728, 128m, 4MB, 1g)")
+    return int(m.group(1).replace("_", "")) * _SIZE_UNITS[m.group(2)]
+
+
+_DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*([a-z]*)")
+
+
+def parse_duration(value: Any, name: str = "option") -> float:
+    """Seconds: a number, or ``250ms`` / ``30s`` / ``5m`` / ``2h`` / ``1d``."""
+    if isinstance(value, dt.timedelta):
+        return value.total_seconds()
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        seconds = float(value)
+    else:
+        m = _DURATION.fullmatch(str(value).strip().lower())
+        if m is None or (m.group(2) and m.group(2) not in _DURATION_UNITS):
+            raise OptionError(f"option {name}={value!r} must be a duration "
+                              "(e.g. 30, 30s, 250ms, 5m, 2h, 1d)")
+        seconds = float(m.group(1)) * _DURATION_UNITS.get(m.group(2), 1.0)
+    if seconds < 0:
+        raise OptionError(f"option {name}={value!r} must not be negative")
+    return seconds
+
+
+def parse_timestamp(value: Any, name: str = "option") -> dt.datetime:
+    """An ISO timestamp (Spark's ``modifiedBefore`` form), read as UTC without a zone."""
+    if isinstance(value, dt.datetime):
+        parsed = value
+    else:
+        try:
+            parsed = dt.datetime.fromisoformat(str(value).strip())
+        except ValueError:
+            raise OptionError(f"option {name}={value!r} must be an ISO timestamp "
+                              "(e.g. 2026-03-01T10:00:00)") from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.UTC)
+
+
+def parse_char(value: Any, name: str = "option", *, allow_none: bool = False) -> str | None:
+    """One character; ``\\t``/``tab`` spell a tab (hard to type in SQL OPTIONS). With
+    ``allow_none``, ``""``/``none``/``null``/``false`` switch the character off."""
+    if value is None or (allow_none and str(value).lower() in ("", "none", "null", "false")):
+        if allow_none:
+            return None
+        raise OptionError(f"option {name!r} is required")
+    text = {"\\t": "\t", "tab": "\t", "\\n": "\n"}.get(str(value).lower(), str(value))
+    if len(text) != 1:
+        raise OptionError(f"option {name}={value!r} must be a single character")
+    return text
+
+
+def parse_list(value: Any) -> list[str]:
+    """A list given as a list or as a comma-separated string (how Spark passes it)."""
+    if value is None:
+        return []
+    if isinstance(value, list | tuple | set | frozenset):
+        return [str(v) for v in value]
+    return str(value).split(",")
+
+
+def parse_like(default: Any) -> Callable[[Any, str], Any]:
+    """The parser for an option whose default is ``default`` (bool, int or anything else
+    kept as given), so formats declare options by their defaults alone."""
+    if isinstance(default, bool):
+        return parse_bool
+    if isinstance(default, int):
+        return parse_int
+    return lambda value, name: value
 
 
 @dataclass(frozen=True)
@@ -36,22 +155,9 @@ class ListingOptions:
         if unknown:
             raise OptionError(f"unknown listing option(s): {', '.join(sorted(unknown))}")
         parsed: dict[str, Any] = {}
-        for f in fields(cls):
-            if f.name not in values or values[f.name] is None:
-                continue
-            raw = values[f.name]
-            kind = f.type if isinstance(f.type, str) else str(f.type)
-            try:
-                if "bool" in kind:
-                    parsed[f.name] = _bool(raw)
-                elif "int" in kind:
-                    parsed[f.name] = _size(raw)
-                elif "datetime" in kind:
-                    parsed[f.name] = _timestamp(raw)
-                else:
-                    parsed[f.name] = str(raw)
-            except (ValueError, TypeError):
-                raise OptionError(f"option {f.name}={raw!r} is not a valid {kind}") from None
+        for name, raw in values.items():
+            if raw is not None:
+                parsed[name] = _PARSERS[name](raw, name)
         opts = cls(**parsed)
         if opts.max_partition_bytes <= 0 or opts.open_cost_in_bytes < 0 or opts.batch_size <= 0:
             raise OptionError("max_partition_bytes and batch_size must be positive, "
@@ -59,32 +165,14 @@ class ListingOptions:
         return opts
 
 
-def _bool(raw: Any) -> bool:
-    if isinstance(raw, bool):
-        return raw
-    text = str(raw).strip().lower()
-    if text in ("true", "1", "yes"):
-        return True
-    if text in ("false", "0", "no"):
-        return False
-    raise ValueError(raw)
-
-
-_UNITS = {"b": 1, "k": 1024, "kb": 1024, "m": MB, "mb": MB, "g": 1024 * MB, "gb": 1024 * MB}
-
-
-def _size(raw: Any) -> int:
-    """An int, or a size such as ``128m`` / ``4MB`` as Spark accepts them."""
-    if isinstance(raw, int) and not isinstance(raw, bool):
-        return raw
-    text = str(raw).strip().lower()
-    for unit in sorted(_UNITS, key=len, reverse=True):
-        if text.endswith(unit) and text[: -len(unit)].strip().isdigit():
-            return int(text[: -len(unit)]) * _UNITS[unit]
-    return int(text)
-
-
-def _timestamp(raw: Any) -> dt.datetime:
-    """Spark's ``modifiedBefore`` format (``2026-03-01T10:00:00``), read as UTC."""
-    value = raw if isinstance(raw, dt.datetime) else dt.datetime.fromisoformat(str(raw).strip())
-    return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
+_PARSERS: dict[str, Callable[[Any, str], Any]] = {
+    "path_glob_filter": lambda value, name: str(value),
+    "modified_before": parse_timestamp,
+    "modified_after": parse_timestamp,
+    "ignore_missing_files": parse_bool,
+    "ignore_corrupt_files": parse_bool,
+    "max_partition_bytes": parse_size,
+    "open_cost_in_bytes": parse_size,
+    "min_partitions": parse_int,
+    "batch_size": parse_size,
+}

@@ -1,10 +1,12 @@
-"""Storage factory and the counting lister.
+"""All storage access: the filesystem factory, the counting lister, opening files.
 
 Filesystems are rebuilt from ``(protocol, options)`` wherever they are needed, driver
 or executor, and never pickled live (DataFusion's object-store registry). Listing is
 done page by page by us rather than by fsspec's helpers, because the planner needs
 requests that fsspec does not expose (a partial-key prefix, ``StartAfter``, an early
-stop) and because every page sent must be counted.
+stop) and because every page sent must be counted. Opening a file uses what the listing
+already knows (size, ETag), so a read costs no metadata request; the s3fs details that
+this needs live here and nowhere else.
 """
 
 from __future__ import annotations
@@ -16,8 +18,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import fsspec
+import pyarrow as pa
 
-from listing.errors import StorageError, TableNotFoundError
+from listing.errors import FileReadError, MissingFileError, StorageError, TableNotFoundError
+from listing.files import PartitionedFile
 
 _SECRET = re.compile(r"secret|token|password|passwd|credential|session|(^|_)key$|signature",
                      re.IGNORECASE)
@@ -73,7 +77,6 @@ class RequestCounter:
 
     list: int = 0
     get: int = 0
-    head: int = 0
 
 
 class Lister:
@@ -174,3 +177,66 @@ def _mtime(entry: dict) -> dt.datetime | None:
     if isinstance(value, int | float):
         return dt.datetime.fromtimestamp(value, tz=dt.UTC)
     return value if isinstance(value, dt.datetime) else None
+
+
+# --- opening files ----------------------------------------------------------------------------
+
+SMALL_FILE = 8 * 1024 * 1024
+
+
+def open_input(fs: Any, file: PartitionedFile, readahead: int = 0,
+               whole_if_small: bool = False) -> Any:
+    """Open ``file`` for reading without a metadata request.
+
+    No read-ahead by default (readers choose their own read sizes); ``readahead`` bytes for
+    readers that issue many small sequential reads (Arrow IPC). ``whole_if_small``: a file
+    under 8 MiB is fetched in one GET, for readers that would otherwise make several
+    (Parquet: footer, then data).
+    """
+    if whole_if_small and 0 < file.size <= SMALL_FILE and file.byte_range is None:
+        try:
+            data = fs.cat_file(file.fs_path, start=0, end=file.size)  # one ranged GET
+        except FileNotFoundError as err:
+            raise MissingFileError(f"{file.path}: file vanished after listing "
+                                   f"({err})") from None
+        if len(data) != file.size:
+            raise FileReadError(f"{file.path}: changed since listing ({file.size} bytes "
+                                f"listed, {len(data)} read)")
+        return pa.BufferReader(data)
+    if readahead:
+        cache: dict[str, Any] = {"cache_type": "readahead", "block_size": readahead}
+    else:
+        cache = {"cache_type": "none"}
+    try:
+        handle = fs.open(file.fs_path, "rb", size=file.size or None, **cache)
+    except TypeError:  # filesystems whose open() takes no size/cache_type
+        handle = fs.open(file.fs_path, "rb")
+    except FileNotFoundError as err:
+        raise MissingFileError(f"{file.path}: file vanished after listing ({err})") from None
+    _known_details(handle, file)
+    return handle
+
+
+def _known_details(handle: Any, file: PartitionedFile) -> None:
+    """Tell a buffered fsspec file what the listing already knows.
+
+    s3fs asks for the object's details (a HEAD request) on its first read, only to compare
+    ETags; the listed ETag serves the same purpose and makes each ranged GET conditional
+    (``If-Match``), so a file rewritten after listing fails loudly instead of mixing two
+    versions.
+    """
+    if not file.size or not isinstance(handle, fsspec.spec.AbstractBufferedFile):
+        return
+    if getattr(handle, "_details", True) is None:
+        details: dict[str, Any] = {"name": file.fs_path, "size": file.size, "type": "file"}
+        if file.etag:
+            details["ETag"] = f'"{file.etag.strip(chr(34))}"'
+            read_kw = getattr(handle, "read_kw", None)
+            if isinstance(read_kw, dict) and not getattr(handle.fs, "local_expiry_check", 1):
+                handle.read_kw = {**read_kw, "IfMatch": details["ETag"]}  # s3fs: server check
+        handle.details = details
+
+
+def is_changed_error(err: BaseException) -> bool:
+    """s3fs' ``FileExpired``: the listed version was replaced while being read."""
+    return type(err).__name__ == "FileExpired"

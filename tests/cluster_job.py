@@ -189,9 +189,9 @@ def spark_payload(spark: Any, options: dict[str, str]) -> tuple[bytes, dict[str,
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    from listing.testing.spark_cluster import JVM_OPTS
     from listing import ListingTable
     from listing.spark.session import session
+    from listing.testing.spark_cluster import JVM_OPTS
 
     storage = {"endpoint_url": args.endpoint, "key": "testing", "secret": "testing",
                "client_kwargs": {"region_name": "us-east-1"}}

@@ -8,8 +8,8 @@ import uuid
 
 import pytest
 
-from listing.testing import datasets
 from listing.cli import main
+from listing.testing import datasets
 
 
 @pytest.fixture(scope="module")

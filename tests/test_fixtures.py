@@ -22,10 +22,10 @@ import pytest
 import s3fs
 from botocore.config import Config
 
+from listing.hive import DEFAULT_PARTITION_NAME, unescape_path_name
 from listing.testing import datasets
 from listing.testing.datasets import add_hidden_files, fast_writer
 from listing.testing.s3 import RequestKind, S3Server, classify
-from listing.hive import DEFAULT_PARTITION_NAME, unescape_path_name
 
 
 def _fs(storage_options: dict[str, Any]) -> s3fs.S3FileSystem:

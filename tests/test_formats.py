@@ -21,16 +21,16 @@ import pyarrow.csv as pacsv
 import pytest
 
 from listing import formats
-from listing.testing.s3 import S3Server
+from listing.errors import FileReadError, OptionError
+from listing.expressions import col
+from listing.files import PartitionedFile
 from listing.formats.arrow import ArrowFormat
 from listing.formats.base import CorruptFileError, MissingFileError
-from listing.formats.conform import spark_schema
 from listing.formats.csv import CsvFormat
 from listing.formats.json import JsonFormat
-from listing.errors import FileReadError, OptionError
-from listing.expr import col
-from listing.files import PartitionedFile
+from listing.spark.types import spark_schema
 from listing.storage import StorageSpec
+from listing.testing.s3 import S3Server
 
 UTC = dt.UTC
 SCHEMA = pa.schema([

@@ -17,15 +17,14 @@ import fsspec
 import pyarrow as pa
 import pytest
 
-from listing import formats
-from listing.testing import datasets
-from listing.testing.s3 import S3Server
-from listing.formats.base import CorruptFileError
-from listing.formats.conform import spark_schema
-from listing import ListingTable
+from listing import ListingTable, formats
 from listing.errors import OptionError
 from listing.files import PartitionedFile
+from listing.formats.base import CorruptFileError
+from listing.spark.types import spark_schema
 from listing.storage import StorageSpec
+from listing.testing import datasets
+from listing.testing.s3 import S3Server
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # examples/ is not an installed package

@@ -20,12 +20,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from listing.testing.s3 import S3Server
+from listing.files import PartitionedFile
 from listing.formats.csv import CsvFormat
 from listing.formats.json import JsonFormat
 from listing.formats.text import LineStream
-from listing.files import PartitionedFile
 from listing.storage import StorageSpec
+from listing.testing.s3 import S3Server
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
 # any text on one line: delimiters, quotes, spaces and non-ASCII included

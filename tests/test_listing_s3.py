@@ -13,9 +13,9 @@ import uuid
 import pyarrow as pa
 import pytest
 
-from listing.testing import datasets
 from listing import ListingTable, PartitionLayoutError, Pushdown, col
-from listing.expr import conjunction, is_true
+from listing.expressions import conjunction, is_true
+from listing.testing import datasets
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -81,7 +81,7 @@ def test_unselective_filters_cost_no_more_than_a_flat_listing(s3_server, daily, 
                                                               where):
     plan, lists = scan_counted(s3_server, daily_table, where=where)
     assert lists <= flat_pages(daily)
-    bound = conjunction(daily_table.parse_filters(where))
+    bound = conjunction(b.expr for b in daily_table.bind(where))
     assert sorted(f.path for f in plan.files) == expected(daily, lambda v: is_true(bound, v))
 
 
@@ -247,7 +247,7 @@ def test_multi_prefix_filters_never_cost_more_than_flat_on_a_fresh_table(s3_serv
     table = ListingTable.open(daily.root, storage_options=daily.storage_options, **DECLARED)
     plan, lists = scan_counted(s3_server, table, where=where)
     assert lists <= flat_pages(daily)
-    bound = conjunction(table.parse_filters(where))
+    bound = conjunction(b.expr for b in table.bind(where))
     assert sorted(f.path for f in plan.files) == expected(daily, lambda v: is_true(bound, v))
 
 

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from listing import ListingTable, col
-from listing.expr import Expr, is_true
+from listing.expressions import Expr, is_true
 from listing.hive import DEFAULT_PARTITION_NAME, escape_path_name
 
 STRINGS = ["a", "b", "ab", "abc", "a/b", "x:y", "100%", "New York", "us", "u", None]
@@ -105,7 +105,7 @@ def check_tree(s3_server, bucket, data, tree):
     flat = table.scan().metrics["list_requests"]
     for _ in range(3):
         predicate = data.draw(predicates(names))
-        bound = table.parse_filters(predicate)
+        bound = [b.expr for b in table.bind(predicate)]
         plan = table.scan(where=predicate)
         want = sorted(path for path, values in truth if all(is_true(c, values) for c in bound))
         assert sorted(f.path for f in plan.files) == want, (str(predicate), plan.listing_plan)

@@ -10,12 +10,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from listing import formats
-from listing import ListingTable
+from listing import ListingTable, formats
 from listing.errors import FileReadError
 from listing.files import PartitionedFile
 from listing.options import MB, ListingOptions
-from listing.plan import pack_file_groups
+from listing.packing import pack_file_groups
 
 
 def files(*sizes: int) -> list[PartitionedFile]:

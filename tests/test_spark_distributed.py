@@ -39,10 +39,10 @@ from typing import Any
 
 import pytest
 
+from listing import ListingTable
 from listing.testing import datasets
 from listing.testing.s3 import RequestLogEntry, S3Server
 from listing.testing.spark_cluster import ClusterError, StandaloneCluster, log_tail, run_bounded
-from listing import ListingTable
 
 pytestmark = pytest.mark.distributed
 

@@ -15,9 +15,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from listing import formats
+from listing import ListingTable, formats
 from listing.testing import datasets
-from listing import ListingTable
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # examples/ is a user's project folder, not an installed package

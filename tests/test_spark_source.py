@@ -14,9 +14,9 @@ import warnings
 import pyarrow as pa
 import pytest
 
-from listing.testing import datasets
 from listing import ListingTable
 from listing.spark.session import register
+from listing.testing import datasets
 
 DAYS = 40
 

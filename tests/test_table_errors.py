@@ -6,7 +6,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from listing.testing import datasets
 from listing import ListingTable
 from listing.errors import (
     FilterError,
@@ -16,6 +15,7 @@ from listing.errors import (
     PartitionValueError,
     TableNotFoundError,
 )
+from listing.testing import datasets
 
 SCHEMA = pa.schema([("id", pa.int64())])
 

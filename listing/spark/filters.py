@@ -4,16 +4,12 @@ from __future__ import annotations
 
 from pyspark.sql import datasource as sds
 
-from listing.expr import And, Compare, Expr, In, IsNull, Like, Not
+from listing.expressions import And, Compare, Expr, In, IsNull, Like, Not, like_escape
 
 _COMPARE = {
     sds.EqualTo: "=", sds.GreaterThan: ">", sds.GreaterThanOrEqual: ">=",
     sds.LessThan: "<", sds.LessThanOrEqual: "<=",
 }
-
-
-def _like_escape(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 def from_spark(f: sds.Filter) -> Expr | None:
@@ -39,9 +35,9 @@ def from_spark(f: sds.Filter) -> Expr | None:
     if isinstance(f, sds.IsNotNull):
         return Not(IsNull(name))
     if isinstance(f, sds.StringStartsWith):
-        return Like(name, _like_escape(f.value) + "%")
+        return Like(name, like_escape(f.value) + "%")
     if isinstance(f, sds.StringEndsWith):
-        return Like(name, "%" + _like_escape(f.value))
+        return Like(name, "%" + like_escape(f.value))
     if isinstance(f, sds.StringContains):
-        return Like(name, "%" + _like_escape(f.value) + "%")
+        return Like(name, "%" + like_escape(f.value) + "%")
     return None

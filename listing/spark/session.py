@@ -24,8 +24,7 @@ from listing.spark.guard import build_guard_jar, guard_conf, is_guard_active
 from listing.spark.source import (
     ListingDataSource,
     UnguardedListingDataSource,
-    ship_by_value,
-    with_parallelism,
+    with_formats,
 )
 
 log = logging.getLogger("listing.spark")
@@ -117,9 +116,4 @@ def register(spark: SparkSession) -> Registration:
 
 def _register_source(spark: SparkSession, pruning: bool) -> None:
     base: type[Any] = ListingDataSource if pruning else UnguardedListingDataSource
-    # a subclass pickled by value carries the driver's format registry to the workers
-    for factory in formats.registered().values():
-        if isinstance(factory, type):
-            ship_by_value(factory)
-    spark.dataSource.register(with_parallelism(base, spark,
-                                               user_formats=formats.registered()))
+    spark.dataSource.register(with_formats(base, spark))

@@ -12,12 +12,10 @@ shaped exactly as Spark's Arrow reader wants them.
 
 from __future__ import annotations
 
-import base64
 import dataclasses
 import json
 import logging
 import os
-import pickle
 import sys
 import sysconfig
 from collections.abc import Iterator
@@ -26,19 +24,21 @@ from typing import Any, ClassVar
 import pyarrow as pa
 from pyspark import cloudpickle
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
-from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructType
 
 from listing import formats
-from listing.formats.conform import conform_batch, spark_schema
-from listing.errors import FilterError, ListingError, OptionError
-from listing.expr import Expr, bind
+from listing.errors import ListingError, OptionError
+from listing.expressions import Bound, bind
 from listing.files import FileGroup
+from listing.formats.conform import conform_batch
 from listing.options import ListingOptions
-from listing.plan import ScanPlan
 from listing.pushdown import Pushdown
+from listing.scan import ScanPlan
+from listing.spark.dataframe import TableSpec
 from listing.spark.filters import from_spark
+from listing.spark.types import arrow_schema, spark_struct
 from listing.storage import redact
+from listing.stream import ReadSpec, read_group
 from listing.table import ListingTable
 
 log = logging.getLogger("listing.spark")
@@ -54,7 +54,7 @@ SPARK_NAMES = {
 CATALOG_KEYS = {"location", "owner", "provider", "comment", "external", "is_managed_location",
                 "collation"}
 SOURCE_OPTIONS = {"path", "paths", "format", "partition_cols", "storage_options", "where",
-                  "limit", "table_object"}
+                  "limit", "table_spec"}
 
 
 @dataclasses.dataclass
@@ -62,9 +62,9 @@ class SourceConfig:
     """Validated options of one ``spark.read.format("listing")`` call."""
 
     url: str
-    format: Any  # a name, or a FileFormat instance (from to_spark)
+    format: str  # a registry name: options never name code
     storage_options: dict[str, Any]
-    partition_cols: list[tuple[str, str | None]] | None
+    partition_cols: list[tuple[str, Any]] | None
     listing_options: dict[str, Any]
     format_options: dict[str, Any]
     where: list[Any] | None = None
@@ -98,14 +98,15 @@ class SourceConfig:
                 listing[SPARK_NAMES.get(key, key)] = value
             else:
                 fmt_opts[key] = value
-        fmt: Any = opts.get("format", "parquet")
+        fmt = opts.get("format", "parquet")
         cols: list[Any] | None = _partition_cols(opts.get("partition_cols"))
         where: list[Any] = [opts["where"]] if opts.get("where") else []
         schema = None
-        if "table_object" in opts:  # written by ListingTable.to_spark
-            table = _unpickle(opts["table_object"])
-            fmt, cols, schema = table["format"], table["partition_cols"], table["schema"]
-            where += table["where"]
+        if "table_spec" in opts:  # written by ListingTable.to_spark: data, never code
+            spec = TableSpec.parse(opts["table_spec"])
+            fmt, cols, schema = spec.format, list(spec.partition_cols), spec.schema
+            fmt_opts = {**spec.format_options, **fmt_opts}
+            where += spec.where
         limit = None
         if opts.get("limit"):
             try:
@@ -157,13 +158,6 @@ def _partition_cols(value: str | None) -> list[tuple[str, str | None]] | None:
     return out
 
 
-def _unpickle(text: str) -> Any:
-    try:
-        return pickle.loads(base64.b64decode(text))
-    except Exception as err:  # noqa: BLE001 - any failure means the option is unusable
-        raise OptionError(f"option table_object cannot be decoded: {err}") from None
-
-
 def ship_by_value(cls: type) -> None:
     """Make cloudpickle send ``cls``'s module by value when Spark's Python workers could
     not import it (a user's script or project folder on the driver's ``sys.path`` only).
@@ -178,25 +172,6 @@ def ship_by_value(cls: type) -> None:
     if not any(os.path.abspath(path).startswith(os.path.abspath(p) + os.sep)
                for p in installed):
         cloudpickle.register_pickle_by_value(module)
-
-
-def table_options(table: ListingTable, where: list[Expr], limit: int | None) -> dict[str, str]:
-    """Options that make the source rebuild ``table`` in a worker without re-inferring
-    anything: format object, partition columns and schema travel pickled (by value where
-    needed, so a format class defined in ``__main__`` works too)."""
-    ship_by_value(type(table.format))
-    payload = {"format": table.format, "partition_cols": table.partition_cols,
-               "schema": table.file_schema, "where": where}
-    opts = {"path": str(table.url) if table.url.protocol != "file" else table.url.root,
-            "table_object": base64.b64encode(cloudpickle.dumps(payload)).decode(),
-            "storage_options": json.dumps(table.storage.options)}
-    if limit is not None:
-        opts["limit"] = str(limit)
-    for f in dataclasses.fields(ListingOptions):
-        value = getattr(table.options, f.name)
-        if value != f.default and value is not None:
-            opts[f.name] = value.isoformat() if hasattr(value, "isoformat") else str(value)
-    return opts
 
 
 # --- the data source ----------------------------------------------------------------------
@@ -215,8 +190,6 @@ class ListingDataSource(DataSource):
 
     def __init__(self, options: dict[str, str]) -> None:
         super().__init__(options)
-        for fmt_name, factory in self.user_formats.items():
-            formats.register(fmt_name, factory)
         self.config = SourceConfig.parse(dict(options))
         self._table: ListingTable | None = None
 
@@ -224,9 +197,16 @@ class ListingDataSource(DataSource):
         storage = redact(self.config.storage_options)
         return f"ListingDataSource({self.config.url}, storage={storage})"
 
+    def _open(self, data_schema: pa.Schema | None) -> ListingTable:
+        # Spark may unpickle this source in another worker than the one that built it:
+        # the formats travel on the class, so register them wherever a table is opened
+        for fmt_name, factory in self.user_formats.items():
+            formats.register(fmt_name, factory)
+        return self.config.open(data_schema)
+
     def table(self, data_schema: pa.Schema | None = None) -> ListingTable:
         if self._table is None:
-            self._table = self.config.open(data_schema)
+            self._table = self._open(data_schema)
         return self._table
 
     def schema(self) -> StructType:
@@ -240,10 +220,10 @@ class ListingDataSource(DataSource):
         """With a user schema, open the table with it: no data file is read to plan."""
         if self._table is not None:
             return self._table
-        requested = to_arrow_schema(schema, timezone="UTC")
+        requested = arrow_schema(schema)
         parts = {n.lower() for n, _ in (self.config.partition_cols or [])}
         data = pa.schema([f for f in requested if f.name.lower() not in parts])
-        table = self.config.open(self.config.table_schema or data)
+        table = self._open(self.config.table_schema or data)
         missing = [n for n in schema.fieldNames() if n not in table.schema.names]
         if missing:
             raise OptionError(f"schema columns {missing} are neither data nor partition columns "
@@ -275,7 +255,16 @@ class TableSource(UnguardedListingDataSource):
 def register_table_source(spark: Any) -> None:
     """Register ``listing_table`` with the session's current default parallelism (read
     now, not at session start: on a cluster, executors register after the session)."""
-    spark.dataSource.register(with_parallelism(TableSource, spark))
+    spark.dataSource.register(with_formats(TableSource, spark))
+
+
+def with_formats(base: type, spark: Any) -> type:
+    """``base`` carrying the driver's registered formats to the Python workers (classes
+    the workers cannot import are pickled by value with the source class)."""
+    for factory in formats.registered().values():
+        if isinstance(factory, type):
+            ship_by_value(factory)
+    return with_parallelism(base, spark, user_formats=formats.registered())
 
 
 def with_parallelism(base: type, spark: Any, **attrs: Any) -> type:
@@ -290,21 +279,16 @@ def with_parallelism(base: type, spark: Any, **attrs: Any) -> type:
         "__qualname__": base.__qualname__ + "_registered", **attrs})
 
 
-def spark_struct(schema: pa.Schema) -> StructType:
-    """The Spark schema for an Arrow schema, after Spark's type spelling."""
-    return from_arrow_schema(spark_schema(schema))
-
-
 @dataclasses.dataclass
 class GroupPartition(InputPartition):
     """One Spark task: its file group and the plan's read settings (files excluded)."""
 
-    plan: ScanPlan
+    spec: ReadSpec
     group: FileGroup
 
-    def __init__(self, plan: ScanPlan, group: FileGroup) -> None:
+    def __init__(self, spec: ReadSpec, group: FileGroup) -> None:
         super().__init__(group.index)
-        self.plan = plan
+        self.spec = spec
         self.group = group
 
 
@@ -316,8 +300,8 @@ class PlainListingReader(DataSourceReader):
         self.table = table
         self.config = config
         self.columns = [_resolve(table, n) for n in schema.fieldNames()]
-        self.target = to_arrow_schema(schema, timezone="UTC")
-        self.pushed: list[Expr] = []
+        self.target = arrow_schema(schema)
+        self.pushed: list[Bound] = []
         self.min_partitions = min_partitions
 
     def plan(self) -> ScanPlan:
@@ -328,13 +312,12 @@ class PlainListingReader(DataSourceReader):
     def partitions(self) -> list[InputPartition]:
         plan = self.plan()
         log.info("%s", plan.explain())
-        slim = dataclasses.replace(plan, files=[], file_groups=[])
-        return [GroupPartition(slim, group) for group in plan.file_groups]
+        return [GroupPartition(plan.read, group) for group in plan.file_groups]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, GroupPartition):  # no files matched: Spark's empty task
             return
-        for batch in partition.plan.read_group(partition.group):
+        for batch in read_group(partition.spec, partition.group):
             yield conform_batch(batch.rename_columns(self.target.names), self.target,
                                 partition.group.files[0].path)
 
@@ -350,8 +333,8 @@ class ListingReader(PlainListingReader):
                 yield f
                 continue
             try:
-                bound = bind(expr, self.table.schema)
-            except (FilterError, ListingError):
+                bound = bind(expr, self.table.schema)  # once: classify and scan take it as is
+            except ListingError:
                 yield f
                 continue
             kind = self.table.classify([bound])[0]

@@ -1,7 +1,7 @@
 """Parse a SQL predicate in Spark's dialect into the expression model.
 
 sqlglot does the parsing (it knows Spark's quoting, ``<>``, ``BETWEEN``, ``DATE '…'``
-literals); this module only maps its tree onto :mod:`listing.expr` and names what it
+literals); this module only maps its tree onto :mod:`listing.expressions.model` and names what it
 cannot map, with the position in the text.
 """
 
@@ -16,7 +16,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
 from listing.errors import FilterError
-from listing.expr import And, Compare, Const, Expr, In, IsNull, Like, Not, Or
+from listing.expressions.model import And, Compare, Const, Expr, In, IsNull, Like, Not, Or
 
 _COMPARE = {exp.EQ: "=", exp.NEQ: "!=", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
 _FLIP = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
@@ -52,38 +52,50 @@ class _Converter:
                            "LIKE, AND, OR, NOT")
 
     def convert(self, node: exp.Expression) -> Expr:
-        if isinstance(node, exp.Paren):
-            return self.convert(node.this)
-        if isinstance(node, exp.And):
-            return And((self.convert(node.this), self.convert(node.expression)))
-        if isinstance(node, exp.Or):
-            return Or((self.convert(node.this), self.convert(node.expression)))
-        if isinstance(node, exp.Not):
-            return Not(self.convert(node.this))
-        if isinstance(node, exp.Boolean):
-            return Const(bool(node.this))
         if type(node) in _COMPARE:
             return self.compare(node, _COMPARE[type(node)])
-        if isinstance(node, exp.In):
-            column = self.column(node.this, node)
-            if node.args.get("query") or not node.expressions:
-                raise self.unsupported(node, "IN needs a list of literals:")
-            return In(column, tuple(self.literal(v) for v in node.expressions))
-        if isinstance(node, exp.Between):
-            column = self.column(node.this, node)
-            low, high = self.literal(node.args["low"]), self.literal(node.args["high"])
-            return And((Compare(column, ">=", low), Compare(column, "<=", high)))
-        if isinstance(node, exp.Is):
-            if not isinstance(node.expression, exp.Null):
-                raise self.unsupported(node)
-            return IsNull(self.column(node.this, node))
-        if isinstance(node, exp.Like):
-            pattern = self.literal(node.expression)
-            if not isinstance(pattern, str):
-                raise self.unsupported(node, "LIKE needs a string pattern:")
-            like = Like(self.column(node.this, node), pattern)
-            return Not(like) if node.args.get("negate") else like
-        raise self.unsupported(node)
+        handler = _HANDLERS.get(type(node))
+        if handler is None:
+            raise self.unsupported(node)
+        return handler(self, node)
+
+    def paren(self, node: exp.Paren) -> Expr:
+        return self.convert(node.this)
+
+    def and_(self, node: exp.And) -> Expr:
+        return And((self.convert(node.this), self.convert(node.expression)))
+
+    def or_(self, node: exp.Or) -> Expr:
+        return Or((self.convert(node.this), self.convert(node.expression)))
+
+    def not_(self, node: exp.Not) -> Expr:
+        return Not(self.convert(node.this))
+
+    def boolean(self, node: exp.Boolean) -> Expr:
+        return Const(bool(node.this))
+
+    def in_(self, node: exp.In) -> Expr:
+        column = self.column(node.this, node)
+        if node.args.get("query") or not node.expressions:
+            raise self.unsupported(node, "IN needs a list of literals:")
+        return In(column, tuple(self.literal(v) for v in node.expressions))
+
+    def between(self, node: exp.Between) -> Expr:
+        column = self.column(node.this, node)
+        low, high = self.literal(node.args["low"]), self.literal(node.args["high"])
+        return And((Compare(column, ">=", low), Compare(column, "<=", high)))
+
+    def is_(self, node: exp.Is) -> Expr:
+        if not isinstance(node.expression, exp.Null):
+            raise self.unsupported(node)
+        return IsNull(self.column(node.this, node))
+
+    def like(self, node: exp.Like) -> Expr:
+        pattern = self.literal(node.expression)
+        if not isinstance(pattern, str):
+            raise self.unsupported(node, "LIKE needs a string pattern:")
+        like = Like(self.column(node.this, node), pattern)
+        return Not(like) if node.args.get("negate") else like
 
     def compare(self, node: exp.Expression, op: str) -> Expr:
         left, right = node.this, node.expression
@@ -128,6 +140,13 @@ class _Converter:
             except ValueError:
                 raise self.unsupported(node, "malformed date/time literal") from None
         raise self.unsupported(node, "expected a literal, got")
+
+
+_HANDLERS: dict[type, Any] = {
+    exp.Paren: _Converter.paren, exp.And: _Converter.and_, exp.Or: _Converter.or_,
+    exp.Not: _Converter.not_, exp.Boolean: _Converter.boolean, exp.In: _Converter.in_,
+    exp.Between: _Converter.between, exp.Is: _Converter.is_, exp.Like: _Converter.like,
+}
 
 
 def _is_column(node: exp.Expression) -> bool:

@@ -1,0 +1,51 @@
+"""Filters: the expression model, its visitors, and the SQL front end.
+
+>>> from listing.expressions import col, bind, to_arrow
+>>> bound = bind((col("date") >= "2026-03-01") & col("region").isin(["us"]), schema)
+"""
+
+from listing.expressions.model import (
+    UNKNOWN,
+    And,
+    Bound,
+    Bounds,
+    Column,
+    Compare,
+    Const,
+    Domain,
+    Expr,
+    ExprVisitor,
+    In,
+    IsNull,
+    Known,
+    Like,
+    Not,
+    Or,
+    col,
+    conjunction,
+    conjuncts,
+    like_escape,
+    split_by_columns,
+)
+from listing.expressions.sql import parse_predicate
+from listing.expressions.visitors import (
+    ANY,
+    bind,
+    coerce_literal,
+    finite_values,
+    is_true,
+    knowns,
+    like_prefix,
+    may_be_true,
+    outcomes,
+    range_bounds,
+    to_arrow,
+)
+
+__all__ = [
+    "ANY", "UNKNOWN", "And", "Bound", "Bounds", "Column", "Compare", "Const", "Domain", "Expr",
+    "ExprVisitor", "In", "IsNull", "Known", "Like", "Not", "Or", "bind", "coerce_literal",
+    "col", "conjunction", "conjuncts", "finite_values", "is_true", "knowns", "like_escape",
+    "like_prefix", "may_be_true", "outcomes", "parse_predicate", "range_bounds",
+    "split_by_columns", "to_arrow",
+]

@@ -1,0 +1,33 @@
+"""The listing planner: list only the keys that can match a partition filter.
+
+Choosing (:mod:`.choose`, a plan of :mod:`.nodes` from the filter and the table's
+:mod:`.profile`) is separate from running (:mod:`.run`: requests, key decoding, metrics).
+
+Object stores answer LIST with at most 1000 keys a page and charge per request. The
+planner turns the partition filter into the cheapest requests it can justify:
+
+- **enumerate**: ``date = X``, ``IN``, ``OR`` of ``=``, short date ranges become exact
+  prefixes ``date=X/`` when the value has one on-disk spelling;
+- **narrow**: a range on strings or ISO dates lists only the common prefix of its bounds,
+  and for dates starts after the lower bound and stops past the upper one;
+- **walk**: list one level with a delimiter and decide each child directory;
+- **flat**: list everything below a prefix, 1000 keys a page.
+
+A plan that lists one prefix lists a subset of the table, so it is taken at once. Any
+other choice depends on the table's size, which nobody knows before listing: the scan
+then starts the flat listing itself and uses its first page as a fresh sample. A walk
+that is cheaper per directory wins whatever the size; an enumeration of several prefixes
+gets a budget (ski rental): the flat listing goes on while it has cost less than the
+enumeration would, and only then does the scan switch to the enumeration, for the keys
+after the last one listed. A small table therefore costs exactly one flat listing, and no
+key is listed twice. Whatever was listed, every key is checked against the filter on its
+parsed partition values, so an estimate can only cost requests, never correctness.
+"""
+
+from listing.planner.file_filter import FileFilter
+from listing.planner.nodes import describe
+from listing.planner.profile import ProfileBuilder, TableProfile
+from listing.planner.run import ListedFile, ListingMetrics, ListingRun
+
+__all__ = ["FileFilter", "ListedFile", "ListingMetrics", "ListingRun", "ProfileBuilder",
+           "TableProfile", "describe"]

@@ -1,0 +1,206 @@
+"""Choosing a listing plan: which prefixes to enumerate, narrow, walk or list flat.
+
+The chooser turns the partition filter and what the profile knows of the table into a
+plan (:mod:`.nodes`); it sends no request. See :mod:`listing.planner` for the strategy.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from typing import Any
+
+import pyarrow as pa
+
+from listing.expressions import (
+    Expr,
+    Like,
+    conjuncts,
+    finite_values,
+    knowns,
+    like_prefix,
+    may_be_true,
+    range_bounds,
+)
+from listing.hive import escape_path_name, is_safe_spelling, parse_value, spell_value
+from listing.planner.nodes import END, Enumerate, Flat, Node, Walk
+from listing.planner.profile import TableProfile, pages
+from listing.storage import PAGE_SIZE
+
+MAX_ENUMERATED = 4096  # prefixes one query may enumerate before listing is cheaper anyway
+MAX_DATE_RANGE = 1000  # days a date range may span to be enumerated day by day
+
+
+class Chooser:
+    """Plans for one partition filter over one table; ``profile`` sharpens as pages arrive."""
+
+    def __init__(self, root: str, partition_cols: list[tuple[str, pa.DataType]],
+                 profile: TableProfile | None, predicate: Expr | None) -> None:
+        self.root = root
+        self.cols = partition_cols
+        self.profile = profile
+        self.predicate = predicate
+
+    def direct(self) -> Node | None:
+        """The plan when the filter pins the listing to one prefix (or to none): exact
+        values down the levels, then a narrowed range. It lists a subset of the table, so
+        it needs no estimate of the table's size."""
+        prefix, known = self.root, {}
+        for depth, (name, type_) in enumerate(self.cols):
+            values = self.candidates(depth, known)
+            if values == []:
+                return Enumerate([], 0)  # contradictory filter: nothing to list
+            spelled = spell_value(values[0], type_) if values and len(values) == 1 else None
+            if spelled is None:
+                if depth == 0:
+                    return self.narrow(prefix, depth, known)
+                if self.profile is not None:  # deeper levels: the sample knows their size
+                    return self.best(prefix, depth, known)
+                return self.narrow(prefix, depth, known) or Flat(prefix, depth, known, 1)
+            prefix = f"{prefix}{escape_path_name(name)}={spelled}/"
+            known = {**known, name: values[0]}
+        return Flat(prefix, len(self.cols), known, 1)
+
+    def root_alternative(self) -> tuple[Node | None, bool]:
+        """The best plan other than listing the whole table, and whether it is cheaper per
+        first-level directory (then it wins whatever the table's size)."""
+        enumerated = self.enumerate(self.root, 0, {})
+        if enumerated is not None:
+            return enumerated, False
+        if self.prunes_below(0, {}):
+            child = self.best(self.root, 1, {})  # for its estimate only
+            flat_per_dir = self.profile.keys_per_dir[0] / PAGE_SIZE
+            if child.est < flat_per_dir:
+                return Walk(self.root, 0, {}, math.nan), True
+        return None, False
+
+    def best(self, prefix: str, depth: int, known: dict[str, Any]) -> Node:
+        flat = Flat(prefix, depth, known, pages(self.profile.keys_under(depth)))
+        if depth == len(self.cols):
+            return flat
+        options: list[Node] = []
+        enumerated = self.enumerate(prefix, depth, known)
+        if enumerated is not None:
+            options.append(enumerated)
+        narrowed = self.narrow(prefix, depth, known)
+        if narrowed is not None:
+            options.append(narrowed)
+        if self.prunes_below(depth, known):
+            child = self.best(prefix, depth + 1, known)  # for its estimate only
+            sel = self.selectivity(depth, known)
+            fanout = self.profile.fanout(depth)
+            options.append(Walk(prefix, depth, known, pages(fanout) + sel * fanout * child.est))
+        options.append(flat)
+        # ties go to the earlier, more selective option: it never lists more keys
+        return min(options, key=lambda n: n.est)
+
+    def enumerate(self, prefix: str, depth: int, known: dict[str, Any]) -> Enumerate | None:
+        """One child plan per value the filter allows at this level, when every value has
+        a single on-disk spelling."""
+        name, type_ = self.cols[depth]
+        values = self.candidates(depth, known)
+        if values is None or len(values) > MAX_ENUMERATED:
+            return None
+        spelled = [spell_value(v, type_) for v in values]
+        if any(x is None for x in spelled):
+            return None
+        children = [self.best(f"{prefix}{escape_path_name(name)}={x}/", depth + 1,
+                               {**known, name: v}) for v, x in zip(values, spelled, strict=True)]
+        return Enumerate(children, sum(c.est for c in children))
+
+    def candidates(self, depth: int, known: dict[str, Any]) -> list[Any] | None:
+        """Finite values the filter allows for this level's column, or None."""
+        name, type_ = self.cols[depth]
+        decidable = set(known) | {name}
+        sets: list[set] = []
+        for c in conjuncts(self.predicate):
+            if name in c.columns() and c.columns() <= decidable:
+                s = finite_values(c, name)
+                if s is not None:
+                    sets.append(s)
+        lo, hi = range_bounds(self.predicate, name, type_)
+        if pa.types.is_date(type_) and lo is not None and hi is not None:
+            days = (hi - lo).days  # negative: a contradiction, nothing to list
+            if days <= MAX_DATE_RANGE:
+                sets.append({lo + dt.timedelta(days=i) for i in range(days + 1)})
+        if not sets:
+            return None
+        values = set.intersection(*sets)
+        keep = [v for v in values
+                if may_be_true(self.predicate, knowns({**known, name: v}))]
+        return sorted(keep, key=lambda v: (v is None, v if v is not None else 0))
+
+    def narrow(self, prefix: str, depth: int, known: dict[str, Any]) -> Flat | None:
+        """One listing bounded by the common prefix of a range (and key bounds for dates)."""
+        name, type_ = self.cols[depth]
+        lo, hi = range_bounds(self.predicate, name, type_)
+        head = f"{prefix}{escape_path_name(name)}="
+        common = ""
+        if pa.types.is_string(type_):
+            if isinstance(lo, str) and isinstance(hi, str):
+                common = _common_prefix(lo, hi)
+            for c in conjuncts(self.predicate):
+                prefix = like_prefix(c.pattern) if isinstance(c, Like) else None
+                if isinstance(c, Like) and c.column == name and prefix and len(prefix) > len(
+                        common):
+                    common = prefix
+            common = _safe_head(common)
+            if not common:
+                return None
+            return Flat(head + common, depth, known, pages(self.keys_under(depth) / 2))
+        if pa.types.is_date(type_) and (lo is not None or hi is not None):
+            if lo is not None and hi is not None:
+                if hi < lo:
+                    return None  # the enumeration of no dates costs nothing
+                common = _common_prefix(lo.isoformat(), hi.isoformat())
+                est = pages(((hi - lo).days + 1) * self.keys_under(depth + 1))
+            else:
+                est = pages(self.keys_under(depth) / 2)
+            return Flat(head + common, depth, known, est,
+                        start_after=head + lo.isoformat() if lo is not None else None,
+                        stop_after=head + hi.isoformat() + "/" + END if hi is not None else None)
+        return None
+
+    def keys_under(self, depth: int) -> float:
+        return self.profile.keys_under(depth) if self.profile is not None else math.inf
+
+    def prunes_below(self, depth: int, known: dict[str, Any]) -> bool:
+        """Whether some conjunct becomes decidable at or below this level."""
+        names = {n for n, _ in self.cols[depth:]}
+        return any(c.columns() & names and c.columns() <= names | set(known)
+                   for c in conjuncts(self.predicate))
+
+    def selectivity(self, depth: int, known: dict[str, Any]) -> float:
+        """Share of a level's children the filter keeps, judged on sampled values.
+
+        The first level's sample covers only its first few values, so it is not trusted.
+        """
+        sampled = self.profile.sample_values if self.profile is not None else []
+        raws = sampled[depth] if depth < len(sampled) else []
+        if depth == 0 or len(raws) < 2:
+            return 1.0
+        name, type_ = self.cols[depth]
+        kept = 0
+        for raw in raws:
+            try:
+                value = parse_value(raw, type_, column=name, path=raw)
+            except ValueError:
+                kept += 1
+                continue
+            kept += may_be_true(self.predicate, knowns({**known, name: value}))
+        return max(kept / len(raws), 1.0 / len(raws))
+
+
+def _common_prefix(a: str, b: str) -> str:
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    return a[:n]
+
+
+def _safe_head(text: str) -> str:
+    """Longest prefix of ``text`` that every writer spells without escaping."""
+    n = 0
+    while n < len(text) and is_safe_spelling(text[n]):
+        n += 1
+    return text[:n]

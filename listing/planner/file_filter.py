@@ -1,0 +1,34 @@
+"""Which listed files a scan keeps, apart from partitions: format, globs, modification time."""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from listing.options import ListingOptions
+from listing.storage import ObjectMeta
+from listing.url import TableUrl
+
+
+@dataclass(frozen=True)
+class FileFilter:
+    """A value the planner applies to every matching key (no call back into the table)."""
+
+    url: TableUrl
+    options: ListingOptions
+    is_format_file: Callable[[str], bool] = lambda path: True
+
+    def accepts(self, meta: ObjectMeta) -> bool:
+        opts = self.options
+        if not self.is_format_file(meta.path) or not self.url.matches_glob(meta.path):
+            return False
+        name = meta.path.rsplit("/", 1)[-1]
+        if opts.path_glob_filter and not fnmatch.fnmatchcase(name, opts.path_glob_filter):
+            return False
+        if meta.last_modified is not None:
+            if opts.modified_before and meta.last_modified >= opts.modified_before:
+                return False
+            if opts.modified_after and meta.last_modified <= opts.modified_after:
+                return False
+        return True

@@ -1,0 +1,79 @@
+"""The table's shape as seen in listed pages: what the planner's cost model knows."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from listing.hive import parse_segment
+from listing.storage import PAGE_SIZE, Page
+
+
+@dataclass
+class TableProfile:
+    """The table's shape as seen in one listed page, for estimating request counts."""
+
+    complete: bool = True  # the page held every key, so one request lists the table
+    keys: int = 0
+    keys_per_dir: list[float] = field(default_factory=list)  # keys under one depth-d+1 dir
+    sample_values: list[list[str]] = field(default_factory=list, repr=False)  # raw, per level
+
+    @classmethod
+    def from_page(cls, root: str, page: Page, k: int) -> TableProfile:
+        builder = ProfileBuilder(root, k)
+        builder.add(page)
+        return builder.profile()
+
+    def keys_under(self, depth: int) -> float:
+        """Keys under one directory of ``depth`` partition levels; the whole table (depth
+        0) is unknown unless the page held it all."""
+        if depth == 0:
+            return float(self.keys) if self.complete else math.inf
+        return self.keys_per_dir[depth - 1]
+
+    def fanout(self, depth: int) -> float:
+        return self.keys_under(depth) / max(self.keys_under(depth + 1), 1.0)
+
+
+class ProfileBuilder:
+    """Accumulates a profile over consecutive pages of one flat listing (key order), so
+    the planner's view of the tree sharpens with every page it reads anyway."""
+
+    def __init__(self, root: str, k: int) -> None:
+        self.root, self.k = root, k
+        self.counts: list[dict[str, int]] = [{} for _ in range(k)]
+        self.values: list[list[str]] = [[] for _ in range(k)]
+        self.keys = 0
+        self.truncated = True
+
+    def add(self, page: Page) -> None:
+        self.keys += len(page.files)
+        self.truncated = page.truncated
+        for meta in page.files:
+            rel = meta.path[len(self.root):].split("/")
+            for d in range(min(self.k, len(rel) - 1)):
+                key = "/".join(rel[: d + 1])
+                counts = self.counts[d]
+                if key not in counts:
+                    counts[key] = 0
+                    parsed = parse_segment(rel[d])
+                    if parsed:
+                        self.values[d].append(parsed[1])
+                counts[key] += 1
+
+    def profile(self) -> TableProfile:
+        keys_per_dir = []
+        for counts in self.counts:
+            sizes = list(counts.values())
+            if self.truncated and len(sizes) > 1:
+                sizes = sizes[:-1]  # the last directory may go on in the next page
+            keys_per_dir.append(sum(sizes) / max(len(sizes), 1))
+        return TableProfile(not self.truncated, self.keys, keys_per_dir,
+                            [list(v) for v in self.values])
+
+
+
+
+def pages(keys: float) -> float:
+    """LIST requests needed for ``keys`` keys (1000 a page)."""
+    return max(1, math.ceil(keys / PAGE_SIZE)) if keys != math.inf else math.inf

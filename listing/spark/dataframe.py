@@ -1,0 +1,119 @@
+"""``ListingTable.to_spark``: a DataFrame that reads chosen columns of a planned table.
+
+Python sources get no column pruning from Spark, so this is the projection path. The
+table travels to Spark's planning worker as *data* in one option (``table_spec``): the
+format's registry name and options, partition columns and schema as an Arrow IPC schema,
+filters as JSON. The worker rebuilds the table from it without listing or reading a
+file, and nothing in it can name code: a format not in the registry is registered (and
+shipped to the workers with the source class) before the DataFrame is built.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from listing import formats
+from listing.errors import OptionError
+from listing.expressions import Bound
+from listing.expressions.codec import from_json, to_json
+from listing.options import ListingOptions
+from listing.spark.types import spark_struct
+
+if TYPE_CHECKING:
+    from listing.table import ListingTable, Where
+
+SPEC_VERSION = 1
+
+
+def to_spark(table: ListingTable, spark: Any, columns: Sequence[str] | None = None,
+             where: Where = None, limit: int | None = None) -> Any:
+    """A DataFrame reading only ``columns`` of the files matching ``where``.
+
+    The filter and limit travel with the relation (not through pushdown), so they prune
+    with or without the stale-pushdown guard. A limit also stops each task early.
+    """
+    from listing.spark.source import register_table_source
+
+    if limit is not None and (not isinstance(limit, int) or limit < 0):
+        raise OptionError(f"limit must be a non-negative int, got {limit!r}")
+    projection = [table.schema.field(n) for n in table.projection(columns)]
+    filters = table.bind(where)  # errors surface here, in the driver
+    options = table_options(table, filters, limit)  # registers an instance's format class
+    register_table_source(spark)
+    reader = spark.read.format("listing_table").options(**options)
+    df = reader.schema(spark_struct(pa.schema(projection))).load()
+    return df.limit(limit) if limit is not None else df
+
+
+def table_options(table: ListingTable, where: Sequence[Bound], limit: int | None
+                  ) -> dict[str, str]:
+    """Options that make the ``listing_table`` source rebuild ``table`` in a worker."""
+    fmt = table.format
+    name = fmt.name or type(fmt).__name__
+    try:
+        known = formats.get(name)
+    except OptionError:
+        known = None
+    if type(known) is not type(fmt):  # a format given as an instance: make it a name
+        formats.register(name, type(fmt))
+    spec = {
+        "version": SPEC_VERSION,
+        "format": name,
+        "format_options": {k: v for k, v in fmt.options.items() if v is not None},
+        "partition_schema": _schema_text(pa.schema(
+            [pa.field(n, t) for n, t in table.partition_cols])),
+        "schema": _schema_text(table.file_schema),
+        "where": [to_json(b.expr) for b in where],
+    }
+    opts = {"path": str(table.url) if table.url.protocol != "file" else table.url.root,
+            "table_spec": json.dumps(spec),
+            "storage_options": json.dumps(table.storage.options)}
+    if limit is not None:
+        opts["limit"] = str(limit)
+    for f in dataclasses.fields(ListingOptions):
+        value = getattr(table.options, f.name)
+        if value != f.default and value is not None:
+            opts[f.name] = value.isoformat() if hasattr(value, "isoformat") else str(value)
+    return opts
+
+
+@dataclasses.dataclass(frozen=True)
+class TableSpec:
+    """A decoded ``table_spec`` option."""
+
+    format: str
+    format_options: dict[str, Any]
+    partition_cols: list[tuple[str, pa.DataType]]
+    schema: pa.Schema
+    where: list[Any]
+
+    @classmethod
+    def parse(cls, text: str) -> TableSpec:
+        """Decode and validate; anything unexpected is an :class:`OptionError`."""
+        try:
+            spec = json.loads(text)
+            if not isinstance(spec, dict) or spec.get("version") != SPEC_VERSION:
+                raise ValueError(f"expected a version {SPEC_VERSION} table spec")
+            if not isinstance(spec["format"], str) or not isinstance(spec["format_options"],
+                                                                     dict):
+                raise ValueError("format must be a name and format_options an object")
+            parts = _schema(spec["partition_schema"])
+            return cls(spec["format"], spec["format_options"],
+                       [(f.name, f.type) for f in parts], _schema(spec["schema"]),
+                       [from_json(w) for w in spec["where"]])
+        except (ValueError, KeyError, TypeError, pa.ArrowException) as err:
+            raise OptionError(f"option table_spec is not a valid table spec: {err}") from None
+
+
+def _schema_text(schema: pa.Schema) -> str:
+    return base64.b64encode(schema.serialize().to_pybytes()).decode()
+
+
+def _schema(text: str) -> pa.Schema:
+    return pa.ipc.read_schema(pa.py_buffer(base64.b64decode(text, validate=True)))
