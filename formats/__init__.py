@@ -78,7 +78,7 @@ def _factory(name: str) -> Callable[..., FileFormat]:
         return _REGISTRY[key]
     if key in _BUILTIN:
         module, _, attr = _BUILTIN[key].partition(":")
-        return getattr(importlib.import_module(module), attr)  # type: ignore[no-any-return]
+        return getattr(importlib.import_module(module), attr)
     installed = _installed()
     if key in installed:
         factory = installed[key].load()

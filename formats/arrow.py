@@ -27,7 +27,7 @@ from listing.formats.base import (
 from listing.formats.conform import unify_schemas
 from listing.formats.text import CHUNK
 from listing.options import parse_bool
-from listing.storage import StorageSpec, open_input
+from listing.storage import StorageSpec, open_input, read_failure
 
 MAGIC = b"ARROW1"
 
@@ -50,7 +50,7 @@ class IpcFile:
             # an empty ``included_fields`` means "all", so keep one column to count rows
             if len(indices) < len(self.schema):
                 self.reader = self._open(ipc.IpcReadOptions(included_fields=indices or [0]))
-                self._select = [self.schema.field(i).name for i in indices]
+                self._select: list[str] | None = [self.schema.field(i).name for i in indices]
                 return
         self._select = None
 
@@ -72,12 +72,12 @@ class IpcFile:
                 self.is_file_format = True
                 return ipc.open_file(raw, options=options)
             return ipc.open_stream(raw, options=options)
-        except FileNotFoundError as err:
-            raise MissingFileError(f"{self.path}: file vanished after listing ({err})") from None
-        except (pa.ArrowInvalid, OSError) as err:
+        except Exception as err:  # noqa: BLE001 - classified, never swallowed
             kind = "file" if magic == MAGIC else "stream"
-            raise CorruptFileError(f"{self.path}: not a readable Arrow IPC {kind}: "
-                                   f"{err}") from None
+            failure = read_failure(self.path, err, f"not a readable Arrow IPC {kind}")
+            if failure is err:
+                raise
+            raise failure from None
 
     def _check_stream_prefix(self, head: bytes) -> None:
         """Reject garbage before pyarrow trusts its first four bytes as a metadata length

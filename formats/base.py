@@ -18,13 +18,13 @@ from typing import Any, ClassVar
 
 import pyarrow as pa
 
-from listing.errors import CorruptFileError, FileReadError, MissingFileError, OptionError
+from listing.errors import CorruptFileError, MissingFileError, OptionError
 from listing.expressions import Expr, to_arrow
 from listing.files import PartitionedFile
 from listing.formats.conform import conform_batch
 from listing.options import parse_like
 from listing.pushdown import Pushdown
-from listing.storage import StorageSpec
+from listing.storage import StorageSpec, read_failure
 
 __all__ = ["CorruptFileError", "FileFormat", "FileOpener", "FileSource", "MissingFileError"]
 
@@ -169,14 +169,11 @@ class FileOpener:
                 batch = next(batches)
             except StopIteration:
                 return
-            except FileReadError:
-                raise
-            except FileNotFoundError as err:
-                raise MissingFileError(f"{file.path}: file vanished after listing "
-                                       f"({err})") from None
-            except (OSError, pa.ArrowException, ValueError, EOFError) as err:
-                raise CorruptFileError(f"{file.path}: cannot read as {src.format.name}: "
-                                       f"{err}") from None
+            except Exception as err:  # noqa: BLE001 - classified, never swallowed
+                failure = read_failure(file.path, err, f"cannot read as {src.format.name}")
+                if failure is err:
+                    raise
+                raise failure from None
             batch = conform_batch(batch, read_schema, file.path)
             if arrow_filter is not None:
                 batch = batch.filter(arrow_filter)

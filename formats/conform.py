@@ -10,7 +10,7 @@ every format (DataFusion's schema adapter).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import pyarrow as pa
 
@@ -135,7 +135,7 @@ def conform_batch(batch: pa.RecordBatch, schema: pa.Schema, path: str) -> pa.Rec
 def _cast(arr: pa.Array, target: pa.DataType, name: str, path: str) -> pa.Array:
     try:
         if pa.types.is_dictionary(arr.type):
-            arr = arr.dictionary_decode()
+            arr = cast(pa.DictionaryArray, arr).dictionary_decode()
         if pa.types.is_timestamp(arr.type) and pa.types.is_timestamp(target):
             if arr.type.tz is None and target.tz is not None:
                 arr = arr.cast(pa.timestamp(arr.type.unit, tz=target.tz))

@@ -87,10 +87,10 @@ class CsvOptions:
     def split_fields(self, line: bytes) -> list[str]:
         """Fields of one line, the way the reader would see them (for names and errors)."""
         text = line.decode("utf-8", "replace").rstrip("\r\n")
-        quoting = pycsv.QUOTE_NONE if self.quote is None else pycsv.QUOTE_MINIMAL
         reader = pycsv.reader([text], delimiter=self.delimiter, quotechar=self.quote or '"',
-                              escapechar=self.escape, quoting=quoting, doublequote=True,
-                              strict=False)
+                              escapechar=self.escape,
+                              quoting=pycsv.QUOTE_NONE if self.quote is None
+                              else pycsv.QUOTE_MINIMAL, doublequote=True, strict=False)
         return next(reader, [])
 
 
@@ -166,7 +166,7 @@ class CsvOpener(TextOpener):
             types = {f.name: (pa.string() if f.name in post else f.type) for f in wanted}
             try:
                 reader = pacsv.open_csv(
-                    stream,
+                    stream,  # type: ignore[arg-type]  # any readable file object will do
                     read_options=pacsv.ReadOptions(column_names=names, use_threads=False,
                                                    block_size=opts.block_size),
                     parse_options=opts.parse_options(),
@@ -224,7 +224,7 @@ def _field(opts: CsvOptions, line: bytes, index: int) -> str | None:
     return fields[index] if index < len(fields) else None
 
 
-def _parse_zoned(batch: pa.RecordBatch, types: dict[str, pa.DataType],
+def _parse_zoned(batch: pa.RecordBatch, types: dict[str, pa.TimestampType],
                  file: PartitionedFile) -> pa.RecordBatch:
     """Timestamps for zoned columns: values with an offset are converted to UTC, values
     without one are taken as UTC (pyarrow's CSV parser rejects those for a zoned type)."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pyarrow as pa
@@ -98,7 +98,7 @@ class JsonOpener(TextOpener):
                 return
             try:
                 reader = pajson.open_json(
-                    stream,
+                    stream,  # type: ignore[arg-type]  # any readable file object will do
                     read_options=pajson.ReadOptions(use_threads=False, block_size=block_size),
                     parse_options=pajson.ParseOptions(explicit_schema=parse_schema,
                                                       unexpected_field_behavior="ignore"))
@@ -119,7 +119,7 @@ class JsonOpener(TextOpener):
                 raise CorruptFileError(f"{file.path}: cannot read as json: {err}") from None
 
 
-def _cast_dates(batch: pa.RecordBatch, dates: dict[str, pa.DataType],
+def _cast_dates(batch: pa.RecordBatch, dates: Mapping[str, pa.DataType],
                 file: PartitionedFile) -> pa.RecordBatch:
     columns = list(batch.columns)
     for name, target in dates.items():

@@ -12,26 +12,25 @@ import pyarrow.parquet as pq
 from listing.expressions import UNKNOWN, Bounds, Domain, Expr, Known, may_be_true
 from listing.files import PartitionedFile
 from listing.formats.base import (
-    CorruptFileError,
     FileFormat,
     FileOpener,
     FileSource,
-    MissingFileError,
 )
 from listing.formats.conform import unify_schemas
 from listing.pushdown import Pushdown
-from listing.storage import StorageSpec, open_input
+from listing.storage import StorageSpec, open_input, read_failure
 
 
 def open_parquet(fs: Any, file: PartitionedFile) -> pq.ParquetFile:
     """ParquetFile over an fsspec file, opened without a metadata request."""
-    handle = open_input(fs, file, whole_if_small=True)
     try:
+        handle = open_input(fs, file, whole_if_small=True)
         return pq.ParquetFile(handle, pre_buffer=True)
-    except FileNotFoundError as err:
-        raise MissingFileError(f"{file.path}: file vanished after listing ({err})") from None
-    except (pa.ArrowException, OSError, ValueError) as err:
-        raise CorruptFileError(f"{file.path}: not a readable Parquet file: {err}") from None
+    except Exception as err:  # noqa: BLE001 - classified, never swallowed
+        failure = read_failure(file.path, err, "not a readable Parquet file")
+        if failure is err:
+            raise
+        raise failure from None
 
 
 class ParquetFormat(FileFormat):
@@ -107,7 +106,8 @@ class ParquetOpener(FileOpener):
             if st is None:
                 domains[name] = UNKNOWN
                 continue
-            nulls = st.null_count if st.has_null_count else None
+            # pyarrow-stubs misspell has_null_count as hash_null_count
+            nulls = st.null_count if st.has_null_count else None  # type: ignore[attr-defined]
             all_null = nulls is not None and nulls == meta.num_rows
             if not st.has_min_max:
                 domains[name] = Bounds(all_null=all_null)
@@ -126,7 +126,9 @@ def _midpoint_in(meta: pq.RowGroupMetaData, byte_range: tuple[int, int]) -> bool
     start = first.dictionary_page_offset or first.data_page_offset
     if first.dictionary_page_offset is not None:
         start = min(first.dictionary_page_offset, first.data_page_offset)
-    mid = start + meta.total_compressed_size // 2
+    # RowGroupMetaData has no total_compressed_size: sum the column chunks' (as parquet-mr)
+    size = sum(meta.column(i).total_compressed_size for i in range(meta.num_columns))
+    mid = start + size // 2
     return byte_range[0] <= mid < byte_range[1]
 
 

@@ -23,12 +23,12 @@ from typing import Any
 
 import pyarrow as pa
 
-from listing.errors import FileReadError, MissingFileError
+from listing.errors import FileReadError
 from listing.files import PartitionedFile
 from listing.formats.base import COMPRESSIONS, FileFormat, FileOpener
 from listing.formats.conform import canonical_type, unify_schemas
 from listing.options import parse_bool, parse_int
-from listing.storage import StorageSpec, is_changed_error, open_input
+from listing.storage import StorageSpec, open_input, read_failure
 
 #: raw bytes fetched per request while inside a range (one GET per chunk on S3)
 CHUNK = 4 << 20
@@ -85,13 +85,9 @@ class LineStream(io.RawIOBase):
             size = self._chunk if self._end is None else min(self._chunk, self._end - self._pos)
         else:
             size = TAIL
-        try:
-            data = self._raw.read(size)
-        except OSError as err:  # s3fs' FileExpired: the listed version was replaced
-            if is_changed_error(err):
-                raise FileNotFoundError(f"changed since listing: {err}") from None
-            raise
-        data = bytes(data or b"")
+        # s3fs' FileExpired (the listed version was replaced) propagates to the opener,
+        # which names the file (listing.storage.read_failure)
+        data = bytes(self._raw.read(size) or b"")
         self._pos += len(data)
         return data
 
@@ -190,7 +186,9 @@ def open_lines(fs: Any, file: PartitionedFile, *, compression: str | None = None
                 raise FileReadError(f"{file.path}: a compressed file cannot be read from byte "
                                     f"{file.byte_range[0]}; it is not splittable")
             buffered = pa.BufferedInputStream(pa.PythonFile(raw, mode="r"), chunk)
-            return LineStream(pa.CompressedInputStream(buffered, compression), chunk=chunk)
+            # pyarrow-stubs want a Literal codec name; this one comes from COMPRESSIONS
+            stream = pa.CompressedInputStream(buffered, compression)  # type: ignore[arg-type]
+            return LineStream(stream, chunk=chunk)
         if file.byte_range is None:
             return LineStream(raw, chunk=chunk)
         start, end = file.byte_range
@@ -309,12 +307,11 @@ class TextFormat(FileFormat):
         def one(f: PartitionedFile) -> tuple[str, pa.Schema]:
             try:
                 data = read_sample(fs, f, nbytes, self.compression(f.path))
-            except FileReadError:
-                raise
-            except FileNotFoundError as err:
-                raise MissingFileError(f"{f.path}: file vanished after listing ({err})") from None
-            except (OSError, pa.ArrowException, ValueError, EOFError) as err:
-                raise FileReadError(f"{f.path}: cannot sample as {self.name}: {err}") from None
+            except Exception as err:  # noqa: BLE001 - classified, never swallowed
+                failure = read_failure(f.path, err, f"cannot sample as {self.name}")
+                if failure is err:
+                    raise
+                raise failure from None
             return f.path, self.sample_schema(data, f)
 
         if not parse_bool(self.options.get("merge_schema", False), "merge_schema") \

@@ -121,7 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("url", help="table root: s3://bucket/prefix/, any fsspec URL, or a path")
         p.add_argument("--format", default="parquet",
                        help="file format: parquet, csv, json, arrow, or a registered/"
-                            "'module:Class' format (default: parquet)")
+                            "entry-point format name (default: parquet)")
         p.add_argument("--storage-option", action="append", default=[], metavar="KEY=VALUE",
                        help="an fsspec storage option; repeat for several")
         p.add_argument("--partition-cols", metavar="NAME[:TYPE],...",

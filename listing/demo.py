@@ -12,10 +12,10 @@ import datetime as dt
 import time
 
 from listing.testing import datasets
-from listing.testing.s3 import S3Server
+from listing.testing.s3 import Capture, S3Server
 
 
-def _counts(cap) -> str:
+def _counts(cap: Capture) -> str:
     c = cap.counts()
     return ", ".join(f"{k}={c.get(k, 0)}" for k in ("LIST", "GET", "HEAD"))
 

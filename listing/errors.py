@@ -41,3 +41,8 @@ class MissingFileError(FileReadError):
 
 class CorruptFileError(FileReadError):
     """A file's content cannot be decoded by its format."""
+
+
+class FileChangedError(FileReadError):
+    """A listed file was rewritten between listing and reading; never skipped as missing
+    or corrupt, since neither is true."""

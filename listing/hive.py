@@ -128,6 +128,7 @@ def widen(a: pa.DataType | None, b: pa.DataType | None) -> pa.DataType | None:
             return pa.decimal128(max(a.precision, b.precision), 0)
         other = b if pa.types.is_decimal(a) else a
         dec = a if pa.types.is_decimal(a) else b
+        assert pa.types.is_decimal(dec)  # one of the two is, by the test above
         if pa.types.is_integer(other):
             return pa.decimal128(max(dec.precision, 10 if other == pa.int32() else 20), 0)
         return pa.string()
@@ -228,7 +229,7 @@ def spell_value(value: Any, type_: pa.DataType) -> str | None:
 
 # --- declared types ------------------------------------------------------------------------
 
-_TYPE_NAMES = {
+_TYPE_NAMES: dict[str, pa.DataType] = {
     "string": pa.string(), "str": pa.string(), "int": pa.int32(), "integer": pa.int32(),
     "long": pa.int64(), "bigint": pa.int64(), "double": pa.float64(), "float": pa.float32(),
     "date": pa.date32(), "timestamp": pa.timestamp("us", tz="UTC"), "boolean": pa.bool_(),
@@ -341,11 +342,11 @@ def discover_columns(root: str, paths: Sequence[str],
                     f"paths have different partition columns: {first_path} has "
                     f"{first or 'none'} but {path} has {found or 'none'}")
         declared = [(n, None) for n in first[:depth]]
-    raws: dict[str, list[str]] = defaultdict(list)
+    by_column: dict[str, list[str]] = defaultdict(list)
     for _, values, _ in layouts:
         for (name, _), raw in zip(declared, values, strict=False):
-            raws[name].append(raw)
-    cols = [(n, t if t is not None else infer_column_type(raws[n])) for n, t in declared]
+            by_column[name].append(raw)
+    cols = [(n, t if t is not None else infer_column_type(by_column[n])) for n, t in declared]
     for _, values, path in layouts:
         for (name, type_), raw in zip(cols, values, strict=False):
             parse_value(raw, type_, column=name, path=to_url(path))

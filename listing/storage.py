@@ -12,7 +12,6 @@ this needs live here and nowhere else.
 from __future__ import annotations
 
 import datetime as dt
-import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,20 +19,19 @@ from typing import Any
 import fsspec
 import pyarrow as pa
 
-from listing.errors import FileReadError, MissingFileError, StorageError, TableNotFoundError
+from listing.errors import (
+    CorruptFileError,
+    FileChangedError,
+    FileReadError,
+    ListingError,
+    MissingFileError,
+    StorageError,
+    TableNotFoundError,
+)
 from listing.files import PartitionedFile
+from listing.redact import redact, redact_url  # noqa: F401 - re-exported for callers
 
-_SECRET = re.compile(r"secret|token|password|passwd|credential|session|(^|_)key$|signature",
-                     re.IGNORECASE)
 PAGE_SIZE = 1000
-
-
-def redact(options: Any) -> Any:
-    """Options with every secret-looking value replaced, for repr, explain and errors."""
-    if isinstance(options, dict):
-        return {k: ("***" if _SECRET.search(str(k)) and v is not None else redact(v))
-                for k, v in options.items()}
-    return options
 
 
 @dataclass(frozen=True)
@@ -240,3 +238,33 @@ def _known_details(handle: Any, file: PartitionedFile) -> None:
 def is_changed_error(err: BaseException) -> bool:
     """s3fs' ``FileExpired``: the listed version was replaced while being read."""
     return type(err).__name__ == "FileExpired"
+
+
+#: packages whose exceptions mean "the store or the network failed", not "bad content"
+_STORAGE_MODULES = ("botocore", "aiobotocore", "aiohttp", "s3fs", "fsspec", "urllib3",
+                    "requests", "gcsfs", "adlfs")
+
+
+def read_failure(path: str, err: BaseException, what: str) -> BaseException:
+    """The error to raise for ``err``, met while reading ``path``: only content that does
+    not decode is corrupt (``what`` says as what it failed to decode); a vanished file is
+    missing, a rewritten one changed, and anything the store or network raised (after
+    the client's retries) is a :class:`StorageError`, which no ``ignore_*`` option skips.
+    Errors of other kinds (a bug) are returned as they are."""
+    if isinstance(err, ListingError):
+        return err
+    if is_changed_error(err):
+        return FileChangedError(f"{path}: changed since listing ({err})")
+    if isinstance(err, FileNotFoundError):
+        return MissingFileError(f"{path}: file vanished after listing ({err})")
+    # pyarrow reports undecodable bytes as ArrowInvalid/ValueError/EOFError, or as an
+    # OSError without an errno ("Truncated compressed stream"); stores and the OS set one
+    from_store = (type(err).__module__.split(".")[0] in _STORAGE_MODULES
+                  or isinstance(err, TimeoutError)
+                  or (isinstance(err, OSError) and err.errno is not None))
+    if from_store:
+        return StorageError(f"reading {path} failed (a storage error, not bad content; "
+                            f"after the client's retries): {type(err).__name__}: {err}")
+    if isinstance(err, pa.ArrowException | ValueError | EOFError | OSError):
+        return CorruptFileError(f"{path}: {what}: {err}")
+    return err

@@ -84,7 +84,7 @@ class ListingTable:
         profile: TableProfile | None = None
         if declared is not None and schema is not None and all(t for _, t in declared):
             # everything is declared: no request now; the first scan samples if it must
-            cols = [(n, t) for n, t in declared]  # type: ignore[misc]
+            cols: list[tuple[str, pa.DataType]] = [(n, t) for n, t in declared if t is not None]
             sample = None
         else:
             sample = _first_page(lister, table_url)

@@ -7,6 +7,7 @@ import os
 from dataclasses import dataclass
 
 from listing.errors import ListingError
+from listing.redact import redact_url
 
 _GLOB_CHARS = "*?["
 
@@ -28,6 +29,9 @@ class TableUrl:
         if not isinstance(url, str) or not url.strip():
             raise ListingError(f"table URL must be a non-empty string, got {url!r}")
         text = url.strip()
+        if "://" in text and "@" in text.split("://", 1)[1].split("/", 1)[0]:
+            raise ListingError(f"table URL {redact_url(text)!r} carries credentials; pass "
+                               "them as storage options (key/secret/token), never in a URL")
         glob = None
         cut = min((text.find(c) for c in _GLOB_CHARS if c in text), default=-1)
         if cut >= 0:

@@ -21,7 +21,7 @@ import pyarrow.csv as pacsv
 import pytest
 
 from listing import formats
-from listing.errors import FileReadError, OptionError
+from listing.errors import FileChangedError, FileReadError, OptionError
 from listing.expressions import col
 from listing.files import PartitionedFile
 from listing.formats.arrow import ArrowFormat
@@ -488,5 +488,6 @@ def test_file_changed_since_listing_is_an_error(store: Store) -> None:
     schema = pa.schema([("a", pa.int64())])
     assert read(CsvFormat(), listed, store, schema=schema).num_rows == 2
     store.fs.pipe(file.fs_path, b"a\n3\n4\n")  # same size, new content
-    with pytest.raises(MissingFileError, match=f"{file.path}.*changed since listing"):
+    # neither missing nor corrupt: its own error, which no ignore_* option skips
+    with pytest.raises(FileChangedError, match=f"{file.path}.*changed since listing"):
         read(CsvFormat(), listed, store, schema=schema)

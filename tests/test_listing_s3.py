@@ -13,7 +13,7 @@ import uuid
 import pyarrow as pa
 import pytest
 
-from listing import ListingTable, PartitionLayoutError, Pushdown, col
+from listing import ListingTable, OptionError, PartitionLayoutError, Pushdown, col
 from listing.expressions import conjunction, is_true
 from listing.testing import datasets
 
@@ -273,3 +273,19 @@ def test_walk_wins_when_leaf_partitions_are_large(s3_server, s3_bucket):
     # and 3 pages under each remaining date=…/region=us/
     assert lists <= 0.75 * flat
     assert any("walk" in step for step in plan.listing_plan)
+
+
+@pytest.mark.parametrize("spelling", ["on", "yes", "1", "TRUE", True])
+def test_merge_schema_spellings_mean_the_same_everywhere(s3_server, s3_bucket, spelling):
+    """One boolean parser: a spelling the format accepts is the one the table acts on
+    (``merge_schema="on"`` used to pass the CSV check and be read as false by the table)."""
+    old = datasets.encode(pa.table({"id": pa.array([1], pa.int32())}), "parquet")
+    new = datasets.encode(pa.table({"id": pa.array([2], pa.int64()), "extra": ["x"]}),
+                          "parquet")
+    s3_server.put_objects_fast(s3_bucket, {"t/d=1/a.parquet": old, "t/d=2/b.parquet": new})
+    merged = ListingTable.open(f"s3://{s3_bucket}/t", storage_options=s3_server.storage_options,
+                               merge_schema=spelling)
+    assert merged.file_schema == pa.schema([("id", pa.int64()), ("extra", pa.string())])
+    with pytest.raises(OptionError, match=r"merge_schema='maybe'"):
+        ListingTable.open(f"s3://{s3_bucket}/t", storage_options=s3_server.storage_options,
+                          merge_schema="maybe")

@@ -90,3 +90,19 @@ def test_to_spark_count_without_columns(spark, tmp_path):
     for d, n in (("2026-01-01", 3), ("2026-01-02", 5)):
         write(f"{tmp_path}/date={d}/a.parquet", n)
     assert ListingTable.open(str(tmp_path)).to_spark(spark, columns=[]).count() == 8
+
+
+def test_a_parquet_file_split_into_ranges_reads_each_row_group_once(tmp_path):
+    """Ranges own the row groups whose midpoint they hold (Spark's rule), so a file split
+    across several tasks yields every row exactly once."""
+    os.makedirs(tmp_path / "k=1")
+    ids = pa.array(range(200_000), pa.int64())
+    pq.write_table(pa.table({"id": ids, "pad": pa.array([f"row {i}" for i in range(200_000)])}),
+                   tmp_path / "k=1" / "big.parquet", row_group_size=20_000)
+    table = ListingTable.open(str(tmp_path), max_partition_bytes=100_000, open_cost_in_bytes=0)
+    plan = table.scan(columns=["id"])
+    assert len(plan.files) == 1 and len(plan.file_groups) > 1  # really split
+    assert sum(1 for g in plan.file_groups for f in g.files if f.byte_range) > 1
+    got = plan.to_arrow().column("id").to_pylist()
+    assert sorted(got) == list(range(200_000))
+    assert plan.metrics["row_groups_read"] == 10

@@ -7,6 +7,7 @@ else, so a crafted string can at worst be a malformed filter, never code.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
@@ -46,8 +47,10 @@ def _value(data: Any) -> Any:
         return data
     if isinstance(data, dict) and len(data) == 1:
         (kind, text), = data.items()
-        decode = {"float": float, "decimal": Decimal, "timestamp": dt.datetime.fromisoformat,
-                  "date": dt.date.fromisoformat}.get(kind)
+        decoders: dict[str, Callable[[str], Any]] = {
+            "float": float, "decimal": Decimal, "timestamp": dt.datetime.fromisoformat,
+            "date": dt.date.fromisoformat}
+        decode = decoders.get(kind)
         if decode is not None and isinstance(text, str):
             return decode(text)
     raise ValueError(f"not a literal: {data!r}")

@@ -146,7 +146,7 @@ class ExprVisitor(Generic[T]):
         method = getattr(self, "visit_" + type(e).__name__.lower(), None)
         if method is None:
             raise TypeError(f"{type(self).__name__} cannot handle {type(e).__name__}: {e!r}")
-        return method(e)  # type: ignore[no-any-return]
+        return method(e)
 
 
 class _Columns(ExprVisitor[frozenset[str]]):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 from decimal import Decimal
-from typing import Any
+from typing import Any, cast
 
 import sqlglot
 from sqlglot import exp
@@ -18,7 +18,9 @@ from sqlglot.errors import ParseError, TokenError
 from listing.errors import FilterError
 from listing.expressions.model import And, Compare, Const, Expr, In, IsNull, Like, Not, Or
 
-_COMPARE = {exp.EQ: "=", exp.NEQ: "!=", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
+_COMPARE: dict[type, str] = {
+    exp.EQ: "=", exp.NEQ: "!=", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">=",
+}
 _FLIP = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 
 
@@ -36,7 +38,8 @@ def parse_predicate(text: str) -> Expr:
                           f"{first.get('description', err)}") from None
     except TokenError as err:
         raise FilterError(f"syntax error in filter {text!r}: {err}") from None
-    return _Converter(text).convert(tree)
+    # sqlglot types parse_one's result as its Expr trait; every parsed node is an Expression
+    return _Converter(text).convert(cast(exp.Expression, tree))
 
 
 class _Converter:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 from pyspark.sql import datasource as sds
 
 from listing.expressions import And, Compare, Expr, In, IsNull, Like, Not, like_escape
@@ -10,6 +12,8 @@ _COMPARE = {
     sds.EqualTo: "=", sds.GreaterThan: ">", sds.GreaterThanOrEqual: ">=",
     sds.LessThan: "<", sds.LessThanOrEqual: "<=",
 }
+_Comparison = (sds.EqualTo | sds.GreaterThan | sds.GreaterThanOrEqual | sds.LessThan
+               | sds.LessThanOrEqual)
 
 
 def from_spark(f: sds.Filter) -> Expr | None:
@@ -22,7 +26,7 @@ def from_spark(f: sds.Filter) -> Expr | None:
         return None
     name = attribute[0]
     if type(f) in _COMPARE:
-        return Compare(name, _COMPARE[type(f)], f.value)
+        return Compare(name, _COMPARE[type(f)], cast(_Comparison, f).value)
     if isinstance(f, sds.EqualNullSafe):
         if f.value is None:
             return IsNull(name)

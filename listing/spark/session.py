@@ -90,7 +90,8 @@ def register(spark: SparkSession) -> Registration:
     """
     global _warned
     result = Registration(guarded=is_guard_active(spark),
-                          pushdown=spark.conf.get(PUSHDOWN_CONF, "false").lower() == "true")
+                          pushdown=(spark.conf.get(PUSHDOWN_CONF, "false")
+                                    or "").lower() == "true")
     if not result.guarded:
         result.problems.append(
             "the stale-pushdown guard is not installed (spark.sql.extensions is a static "

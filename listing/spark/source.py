@@ -57,7 +57,7 @@ SOURCE_OPTIONS = {"path", "paths", "format", "partition_cols", "storage_options"
                   "limit", "table_spec"}
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(repr=False)
 class SourceConfig:
     """Validated options of one ``spark.read.format("listing")`` call."""
 
@@ -70,6 +70,13 @@ class SourceConfig:
     where: list[Any] | None = None
     limit: int | None = None
     table_schema: pa.Schema | None = None
+
+    def __repr__(self) -> str:
+        return (f"SourceConfig(url={self.url!r}, format={self.format!r}, "
+                f"storage_options={redact(self.storage_options)!r}, "
+                f"partition_cols={self.partition_cols!r}, "
+                f"listing_options={self.listing_options!r}, "
+                f"format_options={redact(self.format_options)!r})")
 
     @classmethod
     def parse(cls, options: dict[str, str]) -> SourceConfig:
