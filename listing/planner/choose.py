@@ -45,7 +45,8 @@ class Chooser:
         """The plan when the filter pins the listing to one prefix (or to none): exact
         values down the levels, then a narrowed range. It lists a subset of the table, so
         it needs no estimate of the table's size."""
-        prefix, known = self.root, {}
+        prefix = self.root
+        known: dict[str, Any] = {}
         for depth, (name, type_) in enumerate(self.cols):
             values = self.candidates(depth, known)
             if values == []:
@@ -57,6 +58,7 @@ class Chooser:
                 if self.profile is not None:  # deeper levels: the sample knows their size
                     return self.best(prefix, depth, known)
                 return self.narrow(prefix, depth, known) or Flat(prefix, depth, known, 1)
+            assert values is not None  # spelled: exactly one value
             prefix = f"{prefix}{escape_path_name(name)}={spelled}/"
             known = {**known, name: values[0]}
         return Flat(prefix, len(self.cols), known, 1)
@@ -68,13 +70,21 @@ class Chooser:
         if enumerated is not None:
             return enumerated, False
         if self.prunes_below(0, {}):
+            assert self.profile is not None  # asked only once a page has been listed
             child = self.best(self.root, 1, {})  # for its estimate only
             flat_per_dir = self.profile.keys_per_dir[0] / PAGE_SIZE
-            if child.est < flat_per_dir:
+            # "cheaper per directory" says nothing while the pages listed so far have seen
+            # one first-level directory: the walk's own root listing may then be the
+            # request that makes it dearer than listing on (found by the property test)
+            seen_dirs = len(self.profile.sample_values[0]) if self.profile.sample_values else 0
+            if child.est < flat_per_dir and seen_dirs >= 2:
                 return Walk(self.root, 0, {}, math.nan), True
         return None, False
 
     def best(self, prefix: str, depth: int, known: dict[str, Any]) -> Node:
+        # only with a profile: direct() checks, root_alternative() and the walks planned
+        # here run after the first page
+        assert self.profile is not None
         flat = Flat(prefix, depth, known, pages(self.profile.keys_under(depth)))
         if depth == len(self.cols):
             return flat
@@ -140,10 +150,10 @@ class Chooser:
             if isinstance(lo, str) and isinstance(hi, str):
                 common = _common_prefix(lo, hi)
             for c in conjuncts(self.predicate):
-                prefix = like_prefix(c.pattern) if isinstance(c, Like) else None
-                if isinstance(c, Like) and c.column == name and prefix and len(prefix) > len(
-                        common):
-                    common = prefix
+                pattern_head = like_prefix(c.pattern) if isinstance(c, Like) else None
+                if isinstance(c, Like) and c.column == name and pattern_head and len(
+                        pattern_head) > len(common):
+                    common = pattern_head
             common = _safe_head(common)
             if not common:
                 return None
