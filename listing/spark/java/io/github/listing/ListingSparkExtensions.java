@@ -25,6 +25,14 @@ public final class ListingSparkExtensions
 
   @Override
   public BoxedUnit apply(SparkSessionExtensions extensions) {
+    // column pruning first: the guard then isolates the narrowed table (rules run in order)
+    extensions.injectPreCBORule(
+        new AbstractFunction1<SparkSession, Rule<LogicalPlan>>() {
+          @Override
+          public Rule<LogicalPlan> apply(SparkSession session) {
+            return new ListingColumnPruning();
+          }
+        });
     extensions.injectPreCBORule(
         new AbstractFunction1<SparkSession, Rule<LogicalPlan>>() {
           @Override

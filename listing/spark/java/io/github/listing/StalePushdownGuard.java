@@ -109,7 +109,7 @@ public final class StalePushdownGuard extends Rule<LogicalPlan> {
    * The table's data source, or null when unreadable. Then every table counts as shared and is
    * isolated again on each run, which is still correct (the batch runs Once per optimization).
    */
-  private static Object dsOf(PythonTable table) {
+  static Object dsOf(PythonTable table) {
     try {
       return TABLE_DS == null ? null : TABLE_DS.get(table);
     } catch (ReflectiveOperationException | RuntimeException e) {

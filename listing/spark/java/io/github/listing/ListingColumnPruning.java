@@ -1,0 +1,107 @@
+package io.github.listing;
+
+import java.util.ArrayList;
+import java.util.List;
+
+import org.apache.spark.sql.catalyst.expressions.Attribute;
+import org.apache.spark.sql.catalyst.expressions.AttributeReference;
+import org.apache.spark.sql.catalyst.expressions.AttributeSet;
+import org.apache.spark.sql.catalyst.plans.logical.Filter;
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.catalyst.plans.logical.Project;
+import org.apache.spark.sql.catalyst.rules.Rule;
+import org.apache.spark.sql.catalyst.types.DataTypeUtils;
+import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation;
+import org.apache.spark.sql.execution.datasources.v2.python.PythonDataSourceV2;
+import org.apache.spark.sql.execution.datasources.v2.python.PythonTable;
+
+import scala.Function1;
+import scala.jdk.javaapi.CollectionConverters;
+import scala.runtime.AbstractPartialFunction;
+
+/**
+ * Narrows each scan of the {@code listing} Python data source to the columns its query uses.
+ *
+ * <p>WHY: Spark 4.3 gives Python data sources no column pruning: {@code reader(schema)} receives
+ * the table's full schema, so every query decodes every column (a {@code count()} included).
+ * {@code PythonScanBuilder} is built from the {@link PythonTable}'s schema, so a relation whose
+ * table and output are narrowed to the attributes the plan above it references makes the Python
+ * reader read only those. By the time pre-CBO rules run, Spark's own ColumnPruning has put a
+ * {@code Project} (with the needed attributes only) right above the relation, or above a
+ * {@code Filter} on it. The narrowed output keeps the same attributes (same exprIds), so nothing
+ * above changes. Runs before {@link StalePushdownGuard}, which then gives the narrowed table its
+ * own private data source: two scans of one DataFrame with different columns never share a
+ * planned read.
+ */
+public final class ListingColumnPruning extends Rule<LogicalPlan> {
+
+  static final String SOURCE = "listing";
+
+  private final AbstractPartialFunction<LogicalPlan, LogicalPlan> prune =
+      new AbstractPartialFunction<LogicalPlan, LogicalPlan>() {
+        @Override
+        public boolean isDefinedAt(LogicalPlan plan) {
+          return narrowed(plan) != null;
+        }
+
+        @Override
+        @SuppressWarnings("unchecked")
+        public <A1 extends LogicalPlan, B1> B1 applyOrElse(A1 plan, Function1<A1, B1> fallback) {
+          LogicalPlan rewritten = narrowed(plan);
+          return rewritten == null ? fallback.apply(plan) : (B1) rewritten;
+        }
+      };
+
+  @Override
+  public LogicalPlan apply(LogicalPlan plan) {
+    return plan.transformDown(prune);
+  }
+
+  /** {@code Project [Filter] relation} with the relation narrowed, or null if nothing to do. */
+  private static LogicalPlan narrowed(LogicalPlan plan) {
+    if (!(plan instanceof Project)) {
+      return null;
+    }
+    Project project = (Project) plan;
+    LogicalPlan child = project.child();
+    Filter filter = child instanceof Filter ? (Filter) child : null;
+    LogicalPlan leaf = filter != null ? filter.child() : child;
+    if (!(leaf instanceof DataSourceV2Relation)) {
+      return null;
+    }
+    DataSourceV2Relation rel = (DataSourceV2Relation) leaf;
+    if (!(rel.table() instanceof PythonTable)
+        || !SOURCE.equalsIgnoreCase(((PythonTable) rel.table()).name())) {
+      return null;
+    }
+    AttributeSet used = project.references();
+    if (filter != null) {
+      used = used.$plus$plus(filter.references());
+    }
+    List<AttributeReference> keep = new ArrayList<>();
+    for (AttributeReference a : CollectionConverters.asJava(rel.output())) {
+      if (used.contains(a)) {
+        keep.add(a);
+      }
+    }
+    if (keep.size() == rel.output().size()) {
+      return null;  // already as narrow as the query: also what makes the rule idempotent
+    }
+    PythonTable table = (PythonTable) rel.table();
+    Object ds = StalePushdownGuard.dsOf(table);
+    if (!(ds instanceof PythonDataSourceV2)) {
+      return null;  // cannot rebuild the table: leave the scan as wide as it was
+    }
+    scala.collection.immutable.Seq<AttributeReference> output =
+        CollectionConverters.asScala(keep).toList();
+    List<Attribute> attrs = new ArrayList<>(keep);
+    PythonTable narrow = new PythonTable(
+        (PythonDataSourceV2) ds, table.name(),
+        DataTypeUtils.fromAttributes(CollectionConverters.asScala(attrs).toList()));
+    LogicalPlan newLeaf = rel.copy(
+        narrow, output, rel.catalog(), rel.identifier(), rel.options(), rel.timeTravelSpec());
+    LogicalPlan newChild = filter != null ? filter.withNewChildren(
+        CollectionConverters.asScala(List.of(newLeaf)).toList()) : newLeaf;
+    return project.withNewChildren(CollectionConverters.asScala(List.of(newChild)).toList());
+  }
+}

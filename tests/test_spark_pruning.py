@@ -1,0 +1,103 @@
+"""Column pruning for the ``listing`` source (the JVM rule ListingColumnPruning).
+
+Spark 4.3 hands Python sources the full schema; the rule narrows each scan to the columns
+its query uses, so the Python reader decodes only those. Every scenario that could mix
+up two scans of one relation (the stale-pushdown family) must stay exact.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+
+from listing.testing import datasets
+
+
+@pytest.fixture(scope="module")
+def events(s3_server):
+    bucket = s3_server.create_bucket(f"prune-{uuid.uuid4().hex[:8]}")
+    ds = datasets.daily(f"s3://{bucket}/events", s3_server.storage_options, days=6,
+                        put=datasets.fast_writer(s3_server))
+    yield ds
+    s3_server.drop_bucket(bucket)
+
+
+def load(spark, ds):
+    return (spark.read.format("listing")
+            .option("storage_options", json.dumps(ds.storage_options)).load(ds.root))
+
+
+def scan_columns(df) -> list[str]:
+    """The columns of the (single) listing scan in the executed plan."""
+    plan = df._jdf.queryExecution().executedPlan().toString()
+    line = next(x for x in plan.splitlines() if "BatchScan listing[" in x)
+    inside = line.split("BatchScan listing[", 1)[1].split("]", 1)[0]
+    return [c.strip().split("#")[0] for c in inside.split(",") if c.strip()]
+
+
+def rows_of(ds, *columns):
+    return sorted(tuple(r[c] for c in columns) for f in ds.files
+                  for r in f.table.append_column("date", [[f.partition_values["date"]]
+                                                          * f.table.num_rows])
+                  .append_column("region", [[f.partition_values["region"]]
+                                            * f.table.num_rows]).to_pylist())
+
+
+def test_a_projection_reads_only_its_columns(spark, events):
+    df = load(spark, events).select("amount", "date")
+    assert scan_columns(df) == ["amount", "date"]
+    got = sorted((r.amount, r.date) for r in df.collect())
+    assert got == rows_of(events, "amount", "date")
+
+
+def test_count_reads_no_column(spark, events):
+    df = load(spark, events)
+    assert scan_columns(df.groupBy().count()) == []
+    assert df.count() == events.num_rows
+
+
+def test_filter_columns_are_read_with_the_projection(spark, events):
+    df = load(spark, events).where("amount > 50").select("id")
+    assert set(scan_columns(df)) == {"id", "amount"}
+    want = sorted(i for i, a in rows_of(events, "id", "amount") if a > 50)
+    assert sorted(r.id for r in df.collect()) == want
+
+
+def test_select_star_reads_everything(spark, events):
+    df = load(spark, events)
+    assert scan_columns(df.select("*")) == df.columns
+    assert df.select("*").count() == events.num_rows
+
+
+def test_two_scans_of_one_dataframe_with_other_columns_stay_apart(spark, events):
+    df = load(spark, events)
+    day = df.where("date = '2025-01-02'")
+    assert day.select("id").count() == sum(1 for d in rows_of(events, "date")
+                                           if str(d[0]) == "2025-01-02")
+    assert df.select("amount").count() == events.num_rows  # not the pruned or narrowed read
+    union = df.select("id").union(df.selectExpr("cast(amount as bigint)"))
+    assert union.count() == 2 * events.num_rows
+    joined = df.select("id", "date").join(df.select("id", "name", "date"), ["id", "date"])
+    assert joined.count() == df.join(df, ["id", "date"]).count()
+
+
+def test_cached_and_viewed_relations_stay_exact(spark, events):
+    df = load(spark, events)
+    cached = df.cache()
+    try:
+        assert cached.select("id").count() == events.num_rows
+        assert sorted(r.amount for r in cached.select("amount").collect()) == \
+            sorted(a for (a,) in rows_of(events, "amount"))
+    finally:
+        cached.unpersist()
+    df.createOrReplaceTempView("pruned_events")
+    by_region = spark.sql("SELECT region, count(*) AS n FROM pruned_events GROUP BY region")
+    assert {r.region: r.n for r in by_region.collect()} == {
+        reg: sum(1 for (x,) in rows_of(events, "region") if x == reg)
+        for (reg,) in set(rows_of(events, "region"))}
+    names = spark.sql("SELECT name FROM pruned_events WHERE date = '2025-01-03'")
+    assert len(names.collect()) == sum(1 for (d,) in rows_of(events, "date")
+                                       if str(d) == "2025-01-03")
+    assert spark.sql("SELECT * FROM pruned_events").count() == events.num_rows
