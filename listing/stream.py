@@ -10,8 +10,9 @@ limit apply; missing or corrupt files are skipped (and counted) only when the ma
 from __future__ import annotations
 
 import logging
+from collections import deque
 from collections.abc import Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -19,7 +20,7 @@ import pyarrow as pa
 from listing.errors import CorruptFileError, MissingFileError
 from listing.expressions import Expr, to_arrow
 from listing.files import FileGroup, PartitionedFile
-from listing.formats.base import FileSource
+from listing.formats.base import FileOpener, FileSource
 from listing.formats.conform import with_partition_columns
 
 log = logging.getLogger("listing")
@@ -38,47 +39,95 @@ class ReadSpec:
     limit: int | None = None
     ignore_missing_files: bool = False
     ignore_corrupt_files: bool = False
+    prefetch: int = 4  # files opened ahead (first batch fetched) while one is read
 
 
 def read_group(spec: ReadSpec, group: FileGroup, skipped: Counts | None = None,
                limit: int | None = None) -> Iterator[pa.RecordBatch]:
     """Batches of ``spec.schema`` for one group, files opened one at a time.
 
+    While one file's batches are consumed, the next ``spec.prefetch`` files are opened and
+    their first batches fetched by helper threads: object stores answer each GET after a
+    round trip, which a task of many small files would otherwise wait for file by file.
     Missing or corrupt files raise, naming the file, unless the matching ``ignore_*``
     option is set; then the skip is counted in ``skipped`` and logged with the path.
     """
     remaining = spec.limit if limit is None else limit
-    opener = spec.source.create_opener()
     residual = to_arrow(spec.residual_filter) if spec.residual_filter is not None else None
     part_fields = [f for f in spec.partition_fields if f.name in spec.schema.names]
     full = pa.schema(list(spec.source.output_schema) + part_fields)
-    for file in group.files:
-        if remaining is not None and remaining <= 0:
-            return
-        try:
-            for batch in opener.open(file):
-                batch = with_partition_columns(batch, file.partition_values, part_fields, full)
-                if residual is not None:
-                    batch = batch.filter(residual)
-                batch = batch.select(spec.schema.names)
-                if remaining is not None:
-                    batch = batch.slice(0, remaining)
-                    remaining -= batch.num_rows
-                if batch.num_rows:
-                    yield batch
-                if remaining is not None and remaining <= 0:
-                    return
-        except MissingFileError:
-            if not spec.ignore_missing_files:
-                raise
-            _skip(skipped, "files_skipped_missing", file)
-        except CorruptFileError:
-            if not spec.ignore_corrupt_files:
-                raise
-            _skip(skipped, "files_skipped_corrupt", file)
-    if skipped is not None:
-        for name, n in opener.metrics.items():
-            skipped[name] = skipped.get(name, 0) + n
+    openers: list[FileOpener] = []
+    depth = min(spec.prefetch, len(group.files) - 1)
+    pool = ThreadPoolExecutor(max_workers=depth) if depth > 0 else None
+    ahead: deque[Future[_Started]] = deque()
+    submitted = 0
+    try:
+        for file in group.files:
+            if remaining is not None and remaining <= 0:
+                return
+            while pool is not None and submitted < len(group.files) and len(ahead) <= depth:
+                ahead.append(pool.submit(_start, spec, group.files[submitted], openers))
+                submitted += 1
+            started = ahead.popleft().result() if ahead else _start(spec, file, openers)
+            try:
+                for batch in started.batches():
+                    batch = with_partition_columns(batch, file.partition_values, part_fields,
+                                                   full)
+                    if residual is not None:
+                        batch = batch.filter(residual)
+                    batch = batch.select(spec.schema.names)
+                    if remaining is not None:
+                        batch = batch.slice(0, remaining)
+                        remaining -= batch.num_rows
+                    if batch.num_rows:
+                        yield batch
+                    if remaining is not None and remaining <= 0:
+                        return
+            except MissingFileError:
+                if not spec.ignore_missing_files:
+                    raise
+                _skip(skipped, "files_skipped_missing", file)
+            except CorruptFileError:
+                if not spec.ignore_corrupt_files:
+                    raise
+                _skip(skipped, "files_skipped_corrupt", file)
+    finally:
+        for pending in ahead:
+            pending.cancel()
+        if pool is not None:
+            pool.shutdown(wait=True)
+        if skipped is not None:
+            for opener in openers:
+                for name, n in opener.metrics.items():
+                    skipped[name] = skipped.get(name, 0) + n
+
+
+@dataclass
+class _Started:
+    """A file whose first batch was fetched (or whose opening failed)."""
+
+    first: pa.RecordBatch | None
+    rest: Iterator[pa.RecordBatch]
+    error: BaseException | None = None
+
+    def batches(self) -> Iterator[pa.RecordBatch]:
+        if self.error is not None:
+            raise self.error
+        if self.first is not None:
+            yield self.first
+            yield from self.rest
+
+
+def _start(spec: ReadSpec, file: PartitionedFile, openers: list[FileOpener]) -> _Started:
+    """Open ``file`` with its own opener and fetch its first batch; errors are kept for
+    the reading thread to raise, in file order."""
+    opener = spec.source.create_opener()
+    openers.append(opener)
+    rest = opener.open(file)
+    try:
+        return _Started(next(rest, None), rest)
+    except Exception as err:  # noqa: BLE001 - re-raised by batches(), where it belongs
+        return _Started(None, iter(()), err)
 
 
 def read_groups(spec: ReadSpec, groups: Iterable[FileGroup],

@@ -106,3 +106,39 @@ def test_a_parquet_file_split_into_ranges_reads_each_row_group_once(tmp_path):
     got = plan.to_arrow().column("id").to_pylist()
     assert sorted(got) == list(range(200_000))
     assert plan.metrics["row_groups_read"] == 10
+
+
+@pytest.mark.parametrize("prefetch", [0, 1, 4])
+def test_prefetching_keeps_file_order_errors_and_skips(tmp_path, prefetch):
+    """Files opened ahead by helper threads still come out in file order, a bad file
+    fails (naming itself, not a later one) or is skipped once, and a limit stops early."""
+    import dataclasses
+
+    from listing.stream import read_group
+
+    for i in range(8):
+        d = f"2026-01-{i + 1:02d}"
+        os.makedirs(f"{tmp_path}/date={d}")
+        pq.write_table(pa.table({"id": [i * 10 + j for j in range(3)]}),
+                       f"{tmp_path}/date={d}/a.parquet")
+    table = ListingTable.open(str(tmp_path), max_partition_bytes="1g")
+    plan = table.scan(columns=["id"])
+    (group,) = plan.file_groups
+    spec = dataclasses.replace(plan.read, prefetch=prefetch)
+    order = [int(f.partition_values["date"].day) - 1 for f in group.files]
+    ids = [i for b in read_group(spec, group) for i in b.column("id").to_pylist()]
+    assert ids == [i * 10 + j for i in order for j in range(3)]
+    limited = [i for b in read_group(dataclasses.replace(spec, limit=4), group)
+               for i in b.column("id").to_pylist()]
+    assert limited == ids[:4]
+    bad = group.files[3].path
+    with open(bad, "r+b") as f:  # same size, so it reads as corrupt rather than changed
+        f.write(b"PAR1 not parquet" * 4)
+    with pytest.raises(FileReadError, match=bad.rsplit("/", 2)[-2]):
+        list(read_group(spec, group))
+    skipped: dict[str, int] = {}
+    tolerant = dataclasses.replace(spec, ignore_corrupt_files=True)
+    rows = [i for b in read_group(tolerant, group, skipped) for i in b.column("id").to_pylist()]
+    assert rows == [i for i in ids if i // 10 != order[3]]
+    assert skipped["files_skipped_corrupt"] == 1
+    assert skipped["row_groups_total"] == 8  # every per-file opener's counts merged
