@@ -28,15 +28,16 @@ from pyspark.sql.types import StructType
 
 from listing import formats
 from listing.errors import ListingError, OptionError
-from listing.expressions import Bound, bind
+from listing.expressions import Bound, Compare, Expr, IsNull, bind
 from listing.files import FileGroup
 from listing.formats.conform import conform_batch
+from listing.hive import DEFAULT_PARTITION_NAME, unescape_path_name
 from listing.options import ListingOptions
 from listing.pushdown import Pushdown
 from listing.scan import ScanPlan
 from listing.spark.dataframe import TableSpec
 from listing.spark.filters import from_spark
-from listing.spark.types import arrow_schema, spark_struct
+from listing.spark.types import arrow_schema, spark_schema, spark_struct
 from listing.storage import redact
 from listing.stream import ReadSpec, read_group
 from listing.table import ListingTable
@@ -50,11 +51,14 @@ SPARK_NAMES = {
     "ignorecorruptfiles": "ignore_corrupt_files", "maxpartitionbytes": "max_partition_bytes",
     "opencostinbytes": "open_cost_in_bytes", "minpartitions": "min_partitions",
 }
+#: Spark's names for format options (CSV's and JSON's reader options), mapped to ours.
+SPARK_FORMAT_NAMES = {"mergeschema": "merge_schema", "sep": "delimiter",
+                      "nullvalue": "null_values", "multiline": "multiline"}
 #: table properties Spark's catalog adds when it calls the source for CREATE TABLE
 CATALOG_KEYS = {"location", "owner", "provider", "comment", "external", "is_managed_location",
                 "collation"}
 SOURCE_OPTIONS = {"path", "paths", "format", "partition_cols", "storage_options", "where",
-                  "limit", "table_spec"}
+                  "limit", "table_spec", "basepath"}
 
 
 @dataclasses.dataclass(repr=False)
@@ -87,10 +91,23 @@ class SourceConfig:
             opts["path"] = opts["location"]
         for key in CATALOG_KEYS:
             opts.pop(key, None)
+        if opts.get("paths") and len(_json_list("paths", opts["paths"])) > 1:
+            raise OptionError(
+                f"the listing source reads one table root, got several paths "
+                f"{_json_list('paths', opts['paths'])}; load their common root (with a "
+                "'where' on its partition columns), or union one DataFrame per root")
+        if opts.get("recursivefilelookup", "false").strip().lower() not in ("false", "0"):
+            raise OptionError("recursiveFileLookup is not supported: the listing source "
+                              "reads Hive-partitioned tables and infers their partitions")
+        opts.pop("recursivefilelookup", None)
         url = opts.get("path")
         if not url:
             raise OptionError("the listing source needs a path: .load('s3://bucket/prefix/') or "
                               ".option('path', …)")
+        where: list[Any] = [opts["where"]] if opts.get("where") else []
+        if opts.get("basepath"):  # Spark's basePath: a partition folder read as the table
+            url, implied = _under_base_path(url, opts["basepath"])
+            where += implied
         storage: dict[str, Any] = {}
         if "storage_options" in opts:
             storage.update(_json_option("storage_options", opts["storage_options"]))
@@ -104,10 +121,9 @@ class SourceConfig:
             elif SPARK_NAMES.get(key, key) in ListingOptions.names():
                 listing[SPARK_NAMES.get(key, key)] = value
             else:
-                fmt_opts[key] = value
+                fmt_opts[SPARK_FORMAT_NAMES.get(key, key)] = value
         fmt = opts.get("format", "parquet")
         cols: list[Any] | None = _partition_cols(opts.get("partition_cols"))
-        where: list[Any] = [opts["where"]] if opts.get("where") else []
         schema = None
         if "table_spec" in opts:  # written by ListingTable.to_spark: data, never code
             spec = TableSpec.parse(opts["table_spec"])
@@ -120,6 +136,7 @@ class SourceConfig:
                 limit = int(opts["limit"])
             except ValueError:
                 raise OptionError(f"option limit={opts['limit']!r} is not an integer") from None
+        _check_format_options(fmt, fmt_opts)
         return cls(url, fmt, storage, cols, listing, fmt_opts, where or None, limit, schema)
 
     def open(self, data_schema: pa.Schema | None = None) -> ListingTable:
@@ -129,6 +146,49 @@ class SourceConfig:
                                  schema=data_schema if data_schema is not None
                                  else self.table_schema,
                                  **self.listing_options, **self.format_options)
+
+
+def _check_format_options(fmt: str, given: dict[str, Any]) -> None:
+    """Unknown option names fail here, listing every name the source and the format take
+    (the format's own check knows only its names)."""
+    known = set(formats.get(fmt).option_defaults)
+    unknown = sorted(set(given) - known)
+    if unknown:
+        source = sorted(SOURCE_OPTIONS - {"table_spec", "paths"} | {"basePath", "storage.<name>"})
+        listing = sorted(ListingOptions.names())
+        spark = sorted({*SPARK_NAMES, *SPARK_FORMAT_NAMES})
+        raise OptionError(
+            f"unknown option(s) {', '.join(unknown)} for the listing source with format "
+            f"{fmt!r}. Source options: {', '.join(source)}; listing options: "
+            f"{', '.join(listing)} (Spark's names too: {', '.join(spark)}); {fmt} options: "
+            f"{', '.join(sorted(known)) or 'none'}")
+
+
+def _json_list(name: str, value: str) -> list[Any]:
+    try:
+        parsed = json.loads(value)
+    except json.JSONDecodeError:
+        return [value]
+    return parsed if isinstance(parsed, list) else [parsed]
+
+
+def _under_base_path(path: str, base: str) -> tuple[str, list[Expr]]:
+    """``(base, filters)`` for a partition folder ``path`` below ``base``: its ``k=v``
+    segments become equality filters, so the folder's columns stay in the table (as with
+    Spark's basePath) and the listing reads only that folder."""
+    root, below = base.rstrip("/"), path.rstrip("/")
+    if below != root and not below.startswith(root + "/"):
+        raise OptionError(f"path {path!r} is not below basePath {base!r}")
+    filters = []
+    for segment in below[len(root):].strip("/").split("/") if below != root else []:
+        name, sep, raw = segment.partition("=")
+        if not sep or not name:
+            raise OptionError(f"path {path!r} below basePath {base!r} must be partition "
+                              f"folders (name=value), not {segment!r}")
+        column = unescape_path_name(name)
+        filters.append(IsNull(column) if raw == DEFAULT_PARTITION_NAME
+                       else Compare(column, "=", unescape_path_name(raw)))
+    return base, filters
 
 
 def _json_option(name: str, value: str) -> dict[str, Any]:
@@ -236,6 +296,16 @@ class ListingDataSource(DataSource):
             raise OptionError(f"schema columns {missing} are neither data nor partition columns "
                               f"of {self.config.url} (partition columns: "
                               f"{', '.join(table.partition_names) or 'none'})")
+        # Spark types partition columns as the user's schema says (a value that does not
+        # parse as that type is a PartitionValueError naming it and its path, at scan)
+        by_lower = {f.name.lower(): f.type for f in requested}
+        wanted = [(n, by_lower.get(n.lower(), t)) for n, t in table.partition_cols]
+        if any(spark_schema(pa.schema([(n, w)])) != spark_schema(pa.schema([(n, t)]))
+               for (n, w), (_, t) in zip(wanted, table.partition_cols, strict=True)):
+            # the same table with those types: no request (its sampled profile is kept)
+            table = ListingTable(table.url, table.storage, table.format, wanted,
+                                 table.file_schema, table.profile, table.options,
+                                 table.open_metrics)
         self._table = table
         return table
 
