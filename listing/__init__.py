@@ -29,7 +29,8 @@ from listing.table import ListingTable
 __all__ = [
     "Expr", "FileGroup", "FileReadError", "FilterError", "ListingError", "ListingTable",
     "OptionError", "PartitionLayoutError", "PartitionValueError", "PartitionedFile",
-    "Pushdown", "ScanPlan", "StorageError", "TableNotFoundError", "col", "register", "session",
+    "Pushdown", "ScanPlan", "StorageError", "TableNotFoundError", "col", "explain", "register",
+    "session",
 ]
 
 
@@ -39,4 +40,8 @@ def __getattr__(name: str) -> Any:
         from listing.spark import session as spark_session
 
         return getattr(spark_session, name)
+    if name == "explain":
+        from listing.spark.explain import explain
+
+        return explain
     raise AttributeError(name)
