@@ -136,12 +136,14 @@ def is_guard_active(spark: SparkSession) -> bool:
 
     Checking the conf is not enough: Spark only logs a warning when an extension class fails to
     load, and static confs passed to ``getOrCreate`` on an already-running JVM are ignored.
-    False too when the rule is listed in ``spark.sql.optimizer.excludedRules``, and for Spark
-    Connect sessions (no JVM on this side).
+    False too when the rule is listed in ``spark.sql.optimizer.excludedRules``. A Spark
+    Connect client has no JVM to look into: there the server's own confs decide (the
+    extension is a static conf, set where the server starts), so the session counts as
+    guarded when the server reports the extension and does not exclude the rule.
     """
     jsession = getattr(spark, "_jsparkSession", None)
     if jsession is None:
-        return False
+        return _connect_server_has_guard(spark)
     try:
         configured = spark.conf.get("spark.sql.extensions", "") or ""
         if GUARD_EXTENSION_CLASS not in {name.strip() for name in configured.split(",")}:
@@ -156,3 +158,14 @@ def is_guard_active(spark: SparkSession) -> bool:
     except Exception:  # py4j errors, a stopped session: treat as not installed
         return False
     return False
+
+
+def _connect_server_has_guard(spark: SparkSession) -> bool:
+    try:
+        configured = spark.conf.get("spark.sql.extensions", "") or ""
+        excluded = spark.conf.get("spark.sql.optimizer.excludedRules", "") or ""
+    except Exception:  # noqa: BLE001 - not a session we can ask: treat as not installed
+        return False
+    names = {name.strip() for name in configured.split(",")}
+    return GUARD_EXTENSION_CLASS in names and GUARD_RULE_CLASS not in {
+        name.strip() for name in excluded.split(",")}
