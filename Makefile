@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench bench-quick clean check-java
+.PHONY: demo test lint bench bench-quick soak clean check-java
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python >= 3.11 needed"' \
@@ -39,6 +39,13 @@ bench: $(STAMP) check-java
 bench-quick: $(STAMP) check-java
 	$(PY) -m pip install -q -e ".[dev,bench]"
 	$(PY) -m bench --quick
+
+# not part of `make test`: the fault suite's mix (listing, to_arrow per format, a Spark count)
+# for SOAK_MINUTES against moto behind the fault-injecting proxy, all on loopback; exits 1 on
+# any wrong result. Options: python -m bench.soak --help
+SOAK_MINUTES ?= 3
+soak: $(STAMP) check-java
+	$(PY) -m bench.soak --minutes $(SOAK_MINUTES)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache .lint .hypothesis build *.egg-info

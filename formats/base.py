@@ -12,21 +12,30 @@ Subclass all three for a custom format; ``formats.register`` makes it available 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import pyarrow as pa
 
-from listing.errors import CorruptFileError, MissingFileError, OptionError
+from listing.errors import CorruptFileError, FileChangedError, MissingFileError, OptionError
 from listing.expressions import Expr, to_arrow
 from listing.files import PartitionedFile
 from listing.formats.conform import conform_batch
 from listing.options import parse_like
 from listing.pushdown import Pushdown
-from listing.storage import StorageSpec, read_failure
+from listing.storage import (
+    StorageSpec,
+    check_unchanged,
+    counting,
+    current_version,
+    read_failure,
+)
 
 __all__ = ["CorruptFileError", "FileFormat", "FileOpener", "FileSource", "MissingFileError"]
+
+log = logging.getLogger("listing")
 
 DEFAULT_BATCH_SIZE = 65_536
 COMPRESSIONS = {".gz": "gzip", ".bz2": "bz2", ".zst": "zstd", ".zstd": "zstd", ".xz": "xz"}
@@ -160,17 +169,36 @@ class FileOpener:
         self.metrics[name] = self.metrics.get(name, 0) + n
 
     def _stream(self, file: PartitionedFile) -> Iterator[pa.RecordBatch]:
+        """Batches of one file; storage retries counted in ``metrics`` (``read_retries``).
+
+        A file rewritten since listing raises :class:`FileChangedError`, or with the
+        storage option ``on_file_change=read`` is read again as it is now (counted as
+        ``files_changed``), provided no batch of it was handed out yet and it is read whole
+        (byte ranges were planned on the listed size)."""
         src = self.source
         read_schema, out_names = src.read_schema, src.output_schema.names
         arrow_filter = to_arrow(src.predicate) if src.predicate is not None else None
+        reread = src.storage.settings.on_file_change == "read" and file.byte_range is None
+        yielded = False
         batches = self.read_batches(file)
         while True:
             try:
-                batch = next(batches)
-            except StopIteration:
-                return
+                with counting(self.metrics):
+                    batch = next(batches, None)
+                    if batch is None:
+                        check_unchanged(self.fs, file)  # local files: after reading, too
+                        return
             except Exception as err:  # noqa: BLE001 - classified, never swallowed
                 failure = read_failure(file.path, err, f"cannot read as {src.format.name}")
+                if isinstance(failure, FileChangedError) and reread and not yielded:
+                    reread = False  # once: a file that keeps changing is an error
+                    with counting(self.metrics):
+                        file = current_version(self.fs, file)
+                    log.warning("%s changed since listing; reading it as it is now "
+                                "(on_file_change=read)", file.path)
+                    self.count("files_changed")
+                    batches = self.read_batches(file)
+                    continue
                 if failure is err:
                     raise
                 raise failure from None
@@ -178,4 +206,5 @@ class FileOpener:
             if arrow_filter is not None:
                 batch = batch.filter(arrow_filter)
             if batch.num_rows:
+                yielded = True
                 yield batch.select(out_names) if batch.schema.names != out_names else batch

@@ -85,8 +85,8 @@ class LineStream(io.RawIOBase):
             size = self._chunk if self._end is None else min(self._chunk, self._end - self._pos)
         else:
             size = TAIL
-        # s3fs' FileExpired (the listed version was replaced) propagates to the opener,
-        # which names the file (listing.storage.read_failure)
+        # a FileChangedError (the listed version was replaced: S3 reads are conditional on
+        # its ETag) or a StorageError propagates to the opener as it is
         data = bytes(self._raw.read(size) or b"")
         self._pos += len(data)
         return data

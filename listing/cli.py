@@ -17,8 +17,10 @@ from typing import Any
 from listing.errors import ListingError
 
 EPILOG = """storage options go to fsspec (s3fs for s3://): endpoint_url, key, secret, token,
-anon=true, client_kwargs={"region_name": "eu-west-1"} (values are JSON when they parse).
-Secrets are never printed."""
+anon=true, client_kwargs={"region_name": "eu-west-1"} (values are JSON when they parse);
+and to the toolkit: max_retries=4, retry_mode=standard|adaptive, retry_max_backoff=20s,
+on_file_change=error|read. Secrets are never printed. Errors are one line on stderr and
+exit status 2."""
 
 
 def _storage_options(pairs: list[str]) -> dict[str, Any]:
@@ -52,8 +54,13 @@ def _open(args: argparse.Namespace) -> Any:
                              partition_cols=_partition_cols(args.partition_cols))
 
 
+_progress_shown = False  # a progress line is open on stderr (ended before an error)
+
+
 def _progress(enabled: bool) -> Any:
     def show(requests: int, keys: int) -> None:
+        global _progress_shown
+        _progress_shown = True
         print(f"\rlisted {keys:,} keys in {requests:,} requests", end="", file=sys.stderr,
               flush=True)
     return show if enabled else None
@@ -84,9 +91,12 @@ def cmd_ls(args: argparse.Namespace) -> None:
         for f in plan.files:
             print(f"{f.size:>12,}  {f.path}")
     m = plan.metrics
+    # partitions the plan never listed are not "pruned" ones: show the listing plan instead
+    listed = plan.listing_plan[0] if plan.listing_plan else "nothing listed"
     print(f"{len(plan.files)} files in {len(partitions)} partitions; "
-          f"{m['list_requests']} LIST requests, {m['files_listed']} keys listed, "
-          f"{m['partitions_pruned']} partitions pruned", file=sys.stderr)
+          f"{m['list_requests']} LIST requests, {m['files_listed']} keys listed "
+          f"({m['partitions_pruned']} of the listed partitions filtered out); plan: {listed}",
+          file=sys.stderr)
 
 
 def cmd_explain(args: argparse.Namespace) -> None:
@@ -108,11 +118,22 @@ def cmd_demo(args: argparse.Namespace) -> None:
     run(days=args.days, where=args.where)
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("spark-listing")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="listing", description="List, inspect and plan Hive-partitioned tables on any "
         "fsspec store (S3 and more), as the listing Spark source would.", epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version",
+                        version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     def table_command(name: str, help_text: str) -> argparse.ArgumentParser:
@@ -144,7 +165,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--columns", help="comma-separated projection")
     p.add_argument("--limit", type=int, help="stop reading after this many rows")
     p.set_defaults(func=cmd_explain)
-    p = sub.add_parser("demo", help="start a local S3 server, write a date-partitioned "
+    p = sub.add_parser("demo", description="Start a moto S3 server on 127.0.0.1, write a "
+                       "date-partitioned Parquet table over HTTP, plan a pruned scan (explain() "
+                       "and request counts), run the same query through Spark's listing "
+                       "source, and print rows, Spark's plan and the requests the server saw.",
+                       help="start a local S3 server, write a date-partitioned "
                                     "table, and run a pruned Spark query on it")
     p.add_argument("--days", type=int, default=730,
                    help="days of data to write, from 2025-01-01 (default 730)")
@@ -155,11 +180,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command; every error the toolkit raises (bad input, a failing or
+    misconfigured store) is one line ``error: …`` on stderr and exit status 2."""
+    global _progress_shown
     args = build_parser().parse_args(argv)
+    _progress_shown = False
     try:
         args.func(args)
     except ListingError as err:
-        print(f"error: {err}", file=sys.stderr)
+        if _progress_shown:
+            print(file=sys.stderr)
+        print(f"error: {' '.join(str(err).split())}", file=sys.stderr)
         return 2
     return 0
 

@@ -24,7 +24,9 @@ class FilterError(ListingError, ValueError):
 
 
 class StorageError(ListingError):
-    """The object store failed (throttled, unreachable, denied) while listing or reading."""
+    """The object store failed (throttled, unreachable, denied, connection reset or body cut
+    short) while listing or reading, after the client's retries (``max_retries``). Names the
+    URL or file, the operation and the cause; never skipped by an ``ignore_*`` option."""
 
 
 class FileReadError(ListingError):
@@ -46,3 +48,9 @@ class CorruptFileError(FileReadError):
 class FileChangedError(FileReadError):
     """A listed file was rewritten between listing and reading; never skipped as missing
     or corrupt, since neither is true."""
+
+
+class StorageConfigError(OptionError):
+    """The storage cannot be used as configured: an unknown protocol, an unknown or malformed
+    storage option, a request the client refuses to send (an invalid bucket name), missing
+    credentials. Retrying does not help; fixing the URL or the options does."""

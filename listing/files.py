@@ -7,6 +7,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import pyarrow as pa
+
+#: Spark's ``_metadata`` column: where each row came from (opt-in, ``include_file_metadata``)
+FILE_METADATA = "_metadata"
+FILE_METADATA_FIELD = pa.field(FILE_METADATA, pa.struct([
+    ("file_path", pa.string()), ("file_name", pa.string()), ("file_size", pa.int64()),
+    ("file_block_start", pa.int64()), ("file_block_length", pa.int64()),
+    ("file_modification_time", pa.timestamp("us", tz="UTC")),
+]))
+
 
 @dataclass(frozen=True)
 class PartitionedFile:
@@ -34,6 +44,14 @@ class PartitionedFile:
         if self.byte_range is None:
             return self.size
         return self.byte_range[1] - self.byte_range[0]
+
+    def file_metadata(self) -> dict[str, Any]:
+        """This piece's ``_metadata`` values, as Spark fills them for its own files."""
+        start = self.byte_range[0] if self.byte_range is not None else 0
+        return {"file_path": self.path, "file_name": self.path.rsplit("/", 1)[-1],
+                "file_size": self.size, "file_block_start": start,
+                "file_block_length": self.length,
+                "file_modification_time": self.last_modified}
 
     def with_range(self, start: int, end: int) -> PartitionedFile:
         return PartitionedFile(self.path, self.size, self.partition_values, (start, end),

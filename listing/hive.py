@@ -67,6 +67,18 @@ def is_safe_spelling(value: str) -> bool:
     return bool(_SAFE.fullmatch(value))
 
 
+def is_canonical_segment(segment: str) -> bool:
+    """True when a ``name=raw`` directory is spelled exactly as Spark writes its name and
+    value. ``city=%41`` (a needless escape of 'A') and ``k=a%2fb`` (lower-case hex) are
+    not: the same value then has more than one spelling on disk."""
+    parsed = parse_segment(segment)
+    if parsed is None:
+        return True
+    name, raw = parsed
+    value_ok = raw == DEFAULT_PARTITION_NAME or escape_path_name(unescape_path_name(raw)) == raw
+    return value_ok and segment.partition("=")[0] == escape_path_name(name)
+
+
 def is_hidden(segment: str) -> bool:
     """Spark and Hive skip ``_``/``.``-prefixed names (``_SUCCESS``, ``_temporary``, ``.crc``)."""
     return segment.startswith(("_", "."))
@@ -161,6 +173,10 @@ def parse_value(raw: str, type_: pa.DataType, *, column: str, path: str) -> Any:
     """Typed Python value of an escaped raw value; errors name the column, value and path."""
     if raw == DEFAULT_PARTITION_NAME:
         return None
+    if not raw:
+        raise PartitionValueError(
+            f"empty value of partition column {column!r} in {path} (Spark refuses it too: "
+            f"a null value is spelled {column}={DEFAULT_PARTITION_NAME})")
     value = unescape_path_name(raw)
     try:
         return _convert(value, type_)
@@ -278,12 +294,28 @@ class HiveLayout:
         segments = self.segments(path)
         if segments is None:
             return None
-        if len(segments) <= len(self.columns):
+        k = len(self.columns)
+        if len(segments) <= k:
             raise PartitionLayoutError(
                 f"file {path} sits above the partition directories "
                 f"({'/'.join(n + '=…' for n in self.names)}) of {self.root}")
-        return {name: self.value(depth, segments[depth], path, example)
-                for depth, (name, _) in enumerate(self.columns)}
+        values = {name: self.value(depth, segments[depth], path, example)
+                  for depth, (name, _) in enumerate(self.columns)}
+        if k + 1 < len(segments):  # directories below the partition levels
+            self.check_below(segments[k:-1], path, example)
+        return values
+
+    def check_below(self, dirs: Sequence[str], path: str, example: str | None = None) -> None:
+        """Plain directories below the last partition level are read (Spark reads
+        ``date=X/sub/file`` as partition ``date=X``); a ``k=v`` one is another layout."""
+        for segment in dirs:
+            parsed = parse_segment(segment)
+            if parsed is not None:
+                layout = "/".join(n + "=…" for n in self.names) or "no partition directories"
+                other = f"; compare {example}" if example else ""
+                raise PartitionLayoutError(
+                    f"{path} has a partition directory {segment!r} below the table's "
+                    f"partition levels ({layout}) of {self.root}{other}")
 
     def value(self, depth: int, segment: str, path: str, example: str | None = None) -> Any:
         """The typed value a directory ``segment`` at ``depth`` holds, or a layout error."""
@@ -306,7 +338,9 @@ def discover_columns(root: str, paths: Sequence[str],
                      to_url: Callable[[str], str] = str) -> list[tuple[str, pa.DataType]]:
     """Partition columns from sampled keys: names must agree across paths; types are
     declared or inferred as Spark infers them (independent of any query). A declared type
-    that a sampled value contradicts fails now, naming the value and the file."""
+    that a sampled value contradicts fails now, naming the value and the file; so does an
+    empty value, a column repeated in one path, or a ``k=v`` directory below the
+    partition levels."""
     layout = HiveLayout(root, ())
     layouts: list[tuple[list[str], list[str], str]] = []  # names, raw values, path
     for path in paths:
@@ -314,12 +348,16 @@ def discover_columns(root: str, paths: Sequence[str],
         if segments is None:
             continue
         names, raws = [], []
-        for seg in segments[:-1]:
+        dirs = segments[:-1]
+        for seg in dirs:
             parsed = parse_segment(seg)
             if parsed is None:
                 break
             names.append(parsed[0])
             raws.append(parsed[1])
+        _check_repeated(names, to_url(path))
+        HiveLayout(root, tuple((n, pa.string()) for n in names)).check_below(
+            dirs[len(names):], to_url(path))
         layouts.append((names, raws, path))
     if declared is not None:
         k = len(declared)
@@ -329,18 +367,22 @@ def discover_columns(root: str, paths: Sequence[str],
                 if [f.lower() for f in found[:k]] == [n.lower() for n in want]:
                     raise PartitionLayoutError(
                         f"declared partition columns {want} differ in case from the "
-                        f"directories in {path} ({found[:k]}); declare them as on disk")
+                        f"directories in {to_url(path)} ({found[:k]}); declare them as on disk")
                 raise PartitionLayoutError(
                     f"declared partition columns {want} do not match the directories of "
-                    f"{path} (found {found[:k] or 'no k=v directories'})")
+                    f"{to_url(path)} (found {found[:k] or 'no k=v directories'})")
+            if len(found) > k:
+                raise PartitionLayoutError(
+                    f"{to_url(path)} has partition directories {found[k:]} below the declared "
+                    f"partition columns {want}")
     else:
         depth = min((len(n) for n, _, _ in layouts), default=0)
         first, _, first_path = layouts[0] if layouts else ([], [], "")
         for found, _, path in layouts:
             if found[:depth] != first[:depth] or len(found) != len(first):
                 raise PartitionLayoutError(
-                    f"paths have different partition columns: {first_path} has "
-                    f"{first or 'none'} but {path} has {found or 'none'}")
+                    f"paths have different partition columns: {to_url(first_path)} has "
+                    f"{first or 'none'} but {to_url(path)} has {found or 'none'}")
         declared = [(n, None) for n in first[:depth]]
     by_column: dict[str, list[str]] = defaultdict(list)
     for _, values, _ in layouts:
@@ -351,3 +393,13 @@ def discover_columns(root: str, paths: Sequence[str],
         for (name, type_), raw in zip(cols, values, strict=False):
             parse_value(raw, type_, column=name, path=to_url(path))
     return cols
+
+
+def _check_repeated(names: Sequence[str], path: str) -> None:
+    """Spark refuses a partition column twice in one path (names compared ignoring case)."""
+    seen: set[str] = set()
+    for name in names:
+        if name.lower() in seen:
+            raise PartitionLayoutError(
+                f"partition column {name!r} appears twice in {path}")
+        seen.add(name.lower())

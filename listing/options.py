@@ -9,6 +9,7 @@ and the value it refuses.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, fields
@@ -120,6 +121,73 @@ def parse_list(value: Any) -> list[str]:
     return str(value).split(",")
 
 
+@functools.lru_cache(maxsize=64)
+def compile_glob(pattern: str, name: str = "glob", *, file_name: bool = False) -> re.Pattern[str]:
+    """A glob as Spark (Hadoop's ``GlobPattern``) reads it: ``*``, ``?``, ``[abc]``,
+    ``[a-z]``, ``[!a]``/``[^a]``, ``{a,b}`` alternatives (nestable) and ``\\`` escapes; ``*``
+    matches any run of characters. An unclosed ``[`` or ``{`` is an error, not a literal
+    (which would silently match nothing); with ``file_name``, so is a ``/`` (a file name
+    has none). Errors name the option (``name``) and the pattern."""
+    def bad(why: str) -> OptionError:
+        return OptionError(f"option {name}={pattern!r} is not a usable glob: {why}")
+
+    out: list[str] = []
+    depth, i, n = 0, 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        if c == "\\":
+            if i + 1 == n:
+                raise bad("it ends in an escaping backslash")
+            out.append(re.escape(pattern[i + 1]))
+            i += 2
+            continue
+        if c == "[":
+            j = i + 1
+            negate = j < n and pattern[j] in "!^"
+            j += negate
+            start = j
+            if j < n and pattern[j] == "]":  # a leading ] is a member, as in fnmatch
+                j += 1
+            while j < n and pattern[j] != "]":
+                j += 1
+            if j >= n:
+                raise bad(f"unclosed '[' at position {i}")
+            members = "".join("-" if ch == "-" else re.escape(ch) for ch in pattern[start:j])
+            out.append(f"[{'^' if negate else ''}{members}]")
+            i = j + 1
+            continue
+        if c == "{":
+            depth += 1
+            out.append("(?:")
+        elif c == "}" and depth:
+            depth -= 1
+            out.append(")")
+        elif c == "," and depth:
+            out.append("|")
+        elif c == "*":
+            out.append(".*")
+        elif c == "?":
+            out.append(".")
+        elif c == "/" and file_name:
+            raise bad("it is matched against file names, which never contain '/'")
+        else:
+            out.append(re.escape(c))
+        i += 1
+    if depth:
+        raise bad("unclosed '{'")
+    try:
+        return re.compile("".join(out) + r"\Z", re.DOTALL)
+    except re.error as err:  # a reversed range such as [z-a]
+        raise bad(str(err)) from None
+
+
+def parse_glob(value: Any, name: str = "option") -> str:
+    """A file-name glob (``path_glob_filter``), checked now (see :func:`compile_glob`)."""
+    text = str(value)
+    compile_glob(text, name, file_name=True)
+    return text
+
+
 def parse_like(default: Any) -> Callable[[Any, str], Any]:
     """The parser for an option whose default is ``default`` (bool, int or anything else
     kept as given), so formats declare options by their defaults alone."""
@@ -143,6 +211,7 @@ class ListingOptions:
     open_cost_in_bytes: int = 4 * MB
     min_partitions: int | None = None
     batch_size: int = 65_536
+    include_file_metadata: bool = False  # add Spark's _metadata struct column
 
     @classmethod
     def names(cls) -> set[str]:
@@ -166,7 +235,7 @@ class ListingOptions:
 
 
 _PARSERS: dict[str, Callable[[Any, str], Any]] = {
-    "path_glob_filter": lambda value, name: str(value),
+    "path_glob_filter": parse_glob,
     "modified_before": parse_timestamp,
     "modified_after": parse_timestamp,
     "ignore_missing_files": parse_bool,
@@ -175,4 +244,5 @@ _PARSERS: dict[str, Callable[[Any, str], Any]] = {
     "open_cost_in_bytes": parse_size,
     "min_partitions": parse_int,
     "batch_size": parse_size,
+    "include_file_metadata": parse_bool,
 }

@@ -5,14 +5,34 @@ or executor, and never pickled live (DataFusion's object-store registry). Listin
 done page by page by us rather than by fsspec's helpers, because the planner needs
 requests that fsspec does not expose (a partial-key prefix, ``StartAfter``, an early
 stop) and because every page sent must be counted. Opening a file uses what the listing
-already knows (size, ETag), so a read costs no metadata request; the s3fs details that
-this needs live here and nowhere else.
+already knows (size, ETag), so a read costs no metadata request, and every S3 read is
+conditional on the listed ETag, so a file rewritten since listing is never read silently.
+
+Retries: a few storage options are ours (:class:`StorageSettings`); on S3 they become
+botocore's retry configuration, s3fs's own retry loop is switched off so that it cannot
+multiply botocore's attempts, and response bodies cut short are re-requested here within
+the same budget. Retries are counted (listing: :class:`RequestCounter`; reads: the
+``counting`` block of the opener). Every failure leaves this module as a
+:class:`~listing.errors.ListingError` naming the URL or file, the operation and the cause.
+The s3fs and botocore details all this needs live here and nowhere else.
 """
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import datetime as dt
+import difflib
+import functools
+import importlib
+import inspect
+import logging
+import os
+import random
+import threading
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,16 +42,68 @@ import pyarrow as pa
 from listing.errors import (
     CorruptFileError,
     FileChangedError,
-    FileReadError,
     ListingError,
     MissingFileError,
+    OptionError,
+    StorageConfigError,
     StorageError,
     TableNotFoundError,
 )
 from listing.files import PartitionedFile
-from listing.redact import redact, redact_url  # noqa: F401 - re-exported for callers
+from listing.options import parse_duration, parse_int
+from listing.redact import redact, redact_url
+
+log = logging.getLogger("listing.storage")
 
 PAGE_SIZE = 1000
+
+# --- settings: storage options the toolkit interprets itself -------------------------------
+
+RETRY_MODES = ("standard", "adaptive")
+ON_FILE_CHANGE = ("error", "read")
+RETRY_OPTIONS = frozenset({"max_retries", "retry_mode", "retry_max_backoff"})
+SETTING_NAMES = RETRY_OPTIONS | {"on_file_change"}
+
+
+@dataclass(frozen=True)
+class StorageSettings:
+    """Retries and change handling, given as storage options next to fsspec's.
+
+    ``max_retries``: retries after the first attempt of any request (botocore's
+    ``total_max_attempts`` is ``max_retries + 1``; s3fs's own retry loop is switched off so
+    it cannot multiply them; a body cut short mid-transfer is re-requested within the same
+    budget). ``retry_mode``: botocore's ``standard`` or ``adaptive`` (client-side rate
+    limiting on throttling). ``retry_max_backoff``: the longest wait between two attempts,
+    seconds. ``on_file_change``: ``error`` (a file rewritten since listing fails the read
+    with :class:`FileChangedError`) or ``read`` (read its current content, counted as
+    ``files_changed``).
+    """
+
+    max_retries: int = 4
+    retry_mode: str = "standard"
+    retry_max_backoff: float = 20.0
+    on_file_change: str = "error"
+
+    @classmethod
+    def parse(cls, values: dict[str, Any]) -> StorageSettings:
+        kwargs: dict[str, Any] = {}
+        try:
+            if values.get("max_retries") is not None:
+                kwargs["max_retries"] = parse_int(values["max_retries"], "max_retries",
+                                                  minimum=0)
+            if values.get("retry_max_backoff") is not None:
+                kwargs["retry_max_backoff"] = parse_duration(values["retry_max_backoff"],
+                                                             "retry_max_backoff")
+        except OptionError as err:
+            raise StorageConfigError(f"storage {err}") from None
+        for name, allowed in (("retry_mode", RETRY_MODES), ("on_file_change", ON_FILE_CHANGE)):
+            if values.get(name) is not None:
+                value = str(values[name]).strip().lower()
+                if value not in allowed:
+                    raise StorageConfigError(f"storage option {name}={values[name]!r} must be "
+                                             f"one of {', '.join(allowed)}")
+                kwargs[name] = value
+        return cls(**kwargs)
 
 
 @dataclass(frozen=True)
@@ -42,7 +114,73 @@ class StorageSpec:
     options: dict = field(default_factory=dict, hash=False, compare=False)
 
     def filesystem(self) -> fsspec.AbstractFileSystem:
-        return fsspec.filesystem(self.protocol, **self.options)
+        """The filesystem for these options. Raises :class:`StorageConfigError` for an
+        unknown protocol or option, before any request.
+
+        S3 filesystems are cached here, once per process and set of options (ours
+        included), with the settings attached: s3fs instances are cached by fsspec on their
+        constructor arguments, and ``retry_max_backoff`` is not one of them. Other
+        protocols use fsspec's own instance cache.
+        """
+        settings, fs_options = self.resolve()
+        cls = _filesystem_class(self.protocol)
+        key = fsspec.utils.tokenize(self.protocol, os.getpid(), self.options) \
+            if self.is_s3 else None
+        if key is not None:
+            with _FS_LOCK:
+                cached = _FS_CACHE.get(key)
+            if cached is not None:
+                return cached
+            _check_s3_options(fs_options)
+            fs_options = {**fs_options, "skip_instance_cache": True}
+        try:
+            fs = cls(**fs_options)
+        except TypeError as err:
+            raise StorageConfigError(f"storage options for {self.protocol}:// not accepted: "
+                                     f"{_scrub(str(err), self.options)}") from None
+        except (ValueError, KeyError) as err:
+            raise StorageConfigError(f"storage options for {self.protocol}:// are invalid: "
+                                     f"{_scrub(str(err), self.options)}") from None
+        if key is None:
+            return fs
+        fs.retries = 1  # s3fs's own loop (5 by default, a class attribute): off
+        fs._listing_settings = settings
+        fs._listing_secrets = _secret_values(self.options)
+        with _FS_LOCK:
+            return _FS_CACHE.setdefault(key, fs)
+
+    @property
+    def settings(self) -> StorageSettings:
+        return self.resolve()[0]
+
+    def resolve(self) -> tuple[StorageSettings, dict[str, Any]]:
+        """Our settings, and the options fsspec gets (for s3, the retry settings mapped
+        to botocore's ``config_kwargs``)."""
+        opts = dict(self.options)
+        ours = SETTING_NAMES if self.is_s3 or self.is_local else frozenset({"on_file_change"})
+        given = {k: opts.pop(k) for k in list(opts) if k in ours}
+        settings = StorageSettings.parse(given)
+        if not self.is_s3:
+            return settings, opts
+        config = dict(opts.get("config_kwargs") or {})
+        user_retries = config.get("retries")
+        if user_retries is not None:
+            if given.keys() & {"max_retries", "retry_mode"}:
+                raise StorageConfigError("give the storage options max_retries/retry_mode or "
+                                         "config_kwargs['retries'], not both")
+            if not isinstance(user_retries, dict):
+                raise StorageConfigError("storage option config_kwargs['retries'] must be a "
+                                         "dict")
+            total = user_retries.get("total_max_attempts")
+            retries = (total - 1 if isinstance(total, int) else
+                       user_retries.get("max_attempts", settings.max_retries))
+            settings = dataclasses.replace(settings, max_retries=int(retries),
+                                           retry_mode=str(user_retries.get("mode", "legacy")))
+        else:
+            config["retries"] = {"mode": settings.retry_mode,
+                                 "total_max_attempts": settings.max_retries + 1}
+        opts["config_kwargs"] = config
+        return settings, opts
 
     def __repr__(self) -> str:
         return f"StorageSpec(protocol={self.protocol!r}, options={redact(self.options)!r})"
@@ -50,6 +188,373 @@ class StorageSpec:
     @property
     def is_s3(self) -> bool:
         return self.protocol in ("s3", "s3a")
+
+    @property
+    def is_local(self) -> bool:
+        return self.protocol in ("file", "local", "memory")
+
+
+_FS_CACHE: dict[str, Any] = {}  # S3 filesystems by process and options
+_FS_LOCK = threading.Lock()
+
+
+def settings_of(fs: Any) -> StorageSettings:
+    """The settings ``fs`` was built with (defaults for a filesystem built elsewhere)."""
+    settings = getattr(fs, "_listing_settings", None)
+    return settings if isinstance(settings, StorageSettings) else StorageSettings()
+
+
+def _filesystem_class(protocol: str) -> type:
+    try:
+        return fsspec.get_filesystem_class(protocol)
+    except ValueError:
+        known = sorted(fsspec.available_protocols())
+        raise StorageConfigError(f"unknown storage protocol {protocol!r} (fsspec knows "
+                                 f"{len(known)}: {', '.join(known[:12])}, …)") from None
+    except ImportError as err:
+        raise StorageConfigError(f"storage protocol {protocol!r} needs a package that is not "
+                                 f"installed: {err}") from None
+
+
+@functools.cache
+def _s3_option_names() -> tuple[frozenset[str], frozenset[str]]:
+    """Options s3fs accepts (its own, fsspec's, aiobotocore's session's), and the keys
+    ``client_kwargs`` may hold; anything else would fail deep inside the first request."""
+    session = importlib.import_module("aiobotocore.session")
+    s3fs = importlib.import_module("s3fs")
+
+    def params(fn: Callable[..., Any]) -> set[str]:
+        return {n for n, p in inspect.signature(fn).parameters.items()
+                if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL) and n != "self"}
+
+    top = (params(s3fs.S3FileSystem.__init__) | params(session.AioSession.__init__)
+           | {"use_listings_cache", "listings_expiry_time", "max_paths"})
+    client = params(session.AioSession._create_client) - {"service_name"}
+    return frozenset(top), frozenset(client)
+
+
+def _check_s3_options(options: dict[str, Any]) -> None:
+    top, client = _s3_option_names()
+    unknown = sorted(set(options) - top)
+    if unknown:
+        known = sorted((top - {"loop", "asynchronous", "session"}) | SETTING_NAMES)
+        hints = [f"{name!r} (did you mean {close[0]!r}?)" if close else repr(name)
+                 for name in unknown
+                 for close in [difflib.get_close_matches(name, known, n=1)]]
+        raise StorageConfigError(f"unknown storage option(s) for s3: {', '.join(hints)}; "
+                                 f"known: {', '.join(known)}")
+    client_kwargs = options.get("client_kwargs") or {}
+    if not isinstance(client_kwargs, dict):
+        raise StorageConfigError("storage option client_kwargs must be a dict")
+    unknown = sorted(set(client_kwargs) - client)
+    if unknown:
+        raise StorageConfigError(f"unknown key(s) in storage option client_kwargs: "
+                                 f"{', '.join(unknown)} (known: {', '.join(sorted(client))})")
+    config = importlib.import_module("aiobotocore.config")
+    try:
+        config.AioConfig(**(options.get("config_kwargs") or {}))
+    except Exception as err:  # noqa: BLE001 - botocore validates with several error types
+        raise StorageConfigError(f"storage option config_kwargs is invalid: "
+                                 f"{' '.join(str(err).split())}") from None
+
+
+def _secret_values(options: Any) -> tuple[str, ...]:
+    """Values of the secret-looking options (as :func:`redact` decides), to scrub from
+    messages that quote a client's error text."""
+    found: list[str] = []
+
+    def walk(value: Any, hidden: Any) -> None:
+        if isinstance(value, dict) and isinstance(hidden, dict):
+            for k, v in value.items():
+                walk(v, hidden.get(k))
+        elif hidden == "***" and value is not None and value != "***" and len(str(value)) >= 4:
+            found.append(str(value))
+
+    walk(options, redact(options))
+    return tuple(found)
+
+
+def _scrub(text: str, secrets: Any = ()) -> str:
+    """One line, with URL credentials and the given secret values (or those of an options
+    dict) replaced."""
+    values = _secret_values(secrets) if isinstance(secrets, dict) else tuple(secrets)
+    text = redact_url(" ".join(str(text).split()))
+    for value in values:
+        text = text.replace(value, "***")
+    return text
+
+
+# --- S3 requests --------------------------------------------------------------------------
+
+def _is_s3(fs: Any) -> bool:
+    protocol = fs.protocol if isinstance(fs.protocol, tuple | list) else (fs.protocol,)
+    return "s3" in protocol and hasattr(fs, "_call_s3")
+
+
+def _is_local(fs: Any) -> bool:
+    protocol = fs.protocol if isinstance(fs.protocol, tuple | list) else (fs.protocol,)
+    return bool({"file", "local", "memory"} & set(protocol))
+
+
+def _cap_backoff(client: Any, cap: float) -> None:
+    """Bound botocore's wait between attempts (standard and adaptive modes cap it at 20 s,
+    with no setting): the retry handler's backoff is reached through the client's events."""
+    events = client.meta.events
+    emitter = getattr(events, "_emitter", events)
+    try:
+        handler = emitter._unique_id_handlers["retry-config-s3"]["handler"]
+        backoff = handler.__self__._retry_policy._retry_backoff
+    except (AttributeError, KeyError, TypeError):
+        return  # legacy mode, or a botocore laid out differently: its own cap applies
+    if getattr(backoff, "_max_backoff", None) != cap:
+        backoff._max_backoff = cap
+
+
+async def _acall(fs: Any, method: str, kwargs: dict[str, Any]) -> dict[str, Any]:
+    client = await fs.set_session()
+    _cap_backoff(client, settings_of(fs).retry_max_backoff)
+    result: dict[str, Any] = await fs._call_s3(method, **kwargs)
+    return result
+
+
+def _sync(fs: Any, coroutine: Callable[..., Any], *args: Any) -> Any:
+    """Run ``coroutine(*args)`` on the filesystem's event loop, from a caller's thread."""
+    return importlib.import_module("fsspec.asyn").sync(fs.loop, coroutine, *args)
+
+
+def _s3_call(fs: Any, method: str, **kwargs: Any) -> dict[str, Any]:
+    """One S3 API call with botocore's retries (s3fs's loop is off, see ``filesystem``)."""
+    result: dict[str, Any] = _sync(fs, _acall, fs, method, kwargs)
+    return result
+
+
+def _retry_attempts(response: dict[str, Any]) -> int:
+    return int(response.get("ResponseMetadata", {}).get("RetryAttempts", 0) or 0)
+
+
+def _client_error(err: BaseException | None) -> Any:
+    """The botocore ClientError behind ``err`` (s3fs raises an OSError caused by it)."""
+    for _ in range(4):
+        if err is None:
+            return None
+        response = getattr(err, "response", None)
+        if isinstance(response, dict) and "Error" in response:
+            return err
+        err = err.__cause__
+    return None
+
+
+def _error_code(err: BaseException) -> str | None:
+    client_error = _client_error(err)
+    if client_error is None:
+        return None
+    return str(client_error.response["Error"].get("Code") or "") or None
+
+
+def _cause(err: BaseException) -> str:
+    """What failed, in one line: the S3 error code, HTTP status and message, or the
+    exception's type and text."""
+    client_error = _client_error(err)
+    if client_error is not None:
+        error = client_error.response.get("Error", {})
+        status = client_error.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        text = f"{error.get('Code') or 'error'}{f' (HTTP {status})' if status else ''}"
+        if error.get("Message"):
+            text += f": {error['Message']}"
+        return text
+    if isinstance(err, _BodyCut):
+        err = err.error
+    return f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
+
+
+def _attempts_text(err: BaseException, settings: StorageSettings) -> str:
+    client_error = _client_error(err)
+    attempts = None
+    if isinstance(err, _BodyCut):
+        attempts = err.attempts
+    elif client_error is not None:
+        attempts = _retry_attempts(client_error.response) + 1
+    if attempts is not None:
+        return f" after {attempts} attempt{'s' if attempts != 1 else ''} " \
+               f"(max_retries={settings.max_retries})"
+    return f" (max_retries={settings.max_retries})"
+
+
+#: packages whose exceptions mean "the store or the network failed", not "bad content"
+_STORAGE_MODULES = ("botocore", "aiobotocore", "aiohttp", "s3fs", "fsspec", "urllib3",
+                    "requests", "gcsfs", "adlfs")
+#: botocore errors about the request or the configuration, not the store's health
+_CONFIG_ERRORS = ("ParamValidationError", "ValidationError", "UnknownParameterError",
+                  "NoCredentialsError", "PartialCredentialsError", "NoRegionError",
+                  "InvalidRegionError", "UnknownSignatureVersionError", "InvalidConfigError",
+                  "ProfileNotFound", "InvalidEndpointConfigurationError")
+
+
+def _from_store(err: BaseException) -> bool:
+    return (type(err).__module__.split(".")[0] in _STORAGE_MODULES
+            or isinstance(err, TimeoutError | asyncio.TimeoutError | ConnectionError)
+            or (isinstance(err, OSError) and err.errno is not None))
+
+
+def storage_failure(operation: str, url: str, err: BaseException,
+                    settings: StorageSettings, secrets: Any = ()) -> BaseException:
+    """The :class:`ListingError` for ``err``, raised by the client while ``operation``
+    (``listing``, ``reading``, ``opening``) ``url``: a missing bucket is
+    :class:`TableNotFoundError`, a request the client refuses to send or missing
+    credentials :class:`StorageConfigError`, anything the store or the network did
+    (after the retries) :class:`StorageError`. Other errors (a bug) are returned as
+    they are."""
+    if isinstance(err, ListingError):
+        return err
+    code = _error_code(err)
+    cause = _scrub(_cause(err), secrets)
+    if code == "NoSuchBucket":
+        bucket = url.split("://", 1)[-1].split("/", 1)[0]
+        return TableNotFoundError(f"bucket {bucket!r} does not exist ({operation} {url}): "
+                                  f"{cause}")
+    if type(err).__name__ in _CONFIG_ERRORS:
+        return StorageConfigError(f"{operation} {url} failed: the client refused the request "
+                                  f"or its configuration: {cause}")
+    if code is not None or isinstance(err, _BodyCut) or _from_store(err):
+        return StorageError(f"{operation} {url} failed{_attempts_text(err, settings)}: "
+                            f"{cause}")
+    return err
+
+
+# --- reading S3 objects -------------------------------------------------------------------
+
+class _BodyCut(Exception):
+    """A response body ended early, on every attempt the budget allowed."""
+
+    def __init__(self, error: BaseException, attempts: int) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.attempts = attempts
+
+
+class _NotAsListed(Exception):
+    """The store served another length than the listing said: the object changed."""
+
+
+@functools.cache
+def _body_errors() -> tuple[type[BaseException], ...]:
+    """Errors met while reading a response body: botocore has already returned, so its
+    retries do not cover them; ``_get_range`` re-requests within ``max_retries``."""
+    import botocore.exceptions as bex
+
+    aiohttp = importlib.import_module("aiohttp")
+    return (aiohttp.ClientError, bex.HTTPClientError, bex.IncompleteReadError,
+            TimeoutError, asyncio.TimeoutError, ConnectionError)
+
+
+async def _get_range(fs: Any, bucket: str, key: str, start: int, end: int,
+                     etag: str | None) -> tuple[bytes, int]:
+    """Bytes ``[start, end)`` of the object, only if it is still the listed version
+    (``If-Match``); returns them with the number of retries it took."""
+    settings = settings_of(fs)
+    kwargs: dict[str, Any] = {"Bucket": bucket, "Key": key, "Range": f"bytes={start}-{end - 1}"}
+    if etag:
+        kwargs["IfMatch"] = f'"{etag.strip(chr(34))}"'
+    attempts = retries = 0
+    while True:
+        response = await _acall(fs, "get_object", kwargs)
+        sent = 1 + _retry_attempts(response)
+        attempts += sent
+        retries += sent - 1
+        body = response["Body"]
+        length = response.get("ContentLength")
+        if length is not None and length != end - start:
+            body.close()
+            raise _NotAsListed(f"{length} bytes served for the {end - start} requested at "
+                               f"offset {start}")
+        try:
+            data = await body.read()
+            if len(data) != end - start:
+                raise ConnectionError(f"body ended after {len(data)} of {end - start} bytes")
+        except _body_errors() as err:
+            if attempts > settings.max_retries:
+                raise _BodyCut(err, attempts) from None
+            retries += 1
+            await asyncio.sleep(random.random() * min(settings.retry_max_backoff,
+                                                      0.05 * 2 ** attempts))
+            continue
+        finally:
+            body.close()
+        return data, retries
+
+
+def _read_s3(fs: Any, file: PartitionedFile, start: int, end: int,
+             counts: dict[str, int] | None) -> bytes:
+    """Bytes ``[start, end)`` of a listed S3 file, classified errors, retries counted."""
+    if end <= start:
+        return b""
+    bucket, key, _ = fs.split_path(file.fs_path)
+    try:
+        data, retries = _sync(fs, _get_range, fs, bucket, key, start, end, file.etag)
+    except Exception as err:  # noqa: BLE001 - classified, never swallowed
+        failure = _read_error(fs, file, err)
+        if failure is err:
+            raise
+        raise failure from None
+    if retries:
+        _add(counts, "read_retries", retries)
+        log.info("GET %s [%d, %d) took %d retries", file.path, start, end, retries)
+    return data
+
+
+def _read_error(fs: Any, file: PartitionedFile, err: BaseException) -> BaseException:
+    code = _error_code(err)
+    if code == "PreconditionFailed":
+        return FileChangedError(f"{file.path}: changed since listing (its ETag is no longer "
+                                f"the listed {file.etag})")
+    if code == "InvalidRange" or isinstance(err, _NotAsListed):
+        return FileChangedError(f"{file.path}: changed since listing ({file.size} bytes "
+                                f"listed; {err if isinstance(err, _NotAsListed) else code})")
+    if code in ("NoSuchKey", "404") or isinstance(err, FileNotFoundError):
+        return MissingFileError(f"{file.path}: file vanished after listing")
+    return storage_failure("reading", file.path, err, settings_of(fs),
+                           getattr(fs, "_listing_secrets", ()))
+
+
+class _ListedS3File(fsspec.spec.AbstractBufferedFile):
+    """A read-only S3 object of known size and ETag: every ranged GET is conditional
+    (``If-Match``), retried and counted by ``_read_s3``; no HEAD request."""
+
+    def __init__(self, fs: Any, file: PartitionedFile, cache_type: str,
+                 block_size: int | None, counts: dict[str, int] | None) -> None:
+        self.listed = file
+        self._counts = counts
+        super().__init__(fs, file.fs_path, mode="rb", block_size=block_size,
+                         cache_type=cache_type, size=file.size)
+        self._details = {"name": file.fs_path, "size": file.size, "type": "file",
+                         "ETag": file.etag}
+
+    def _fetch_range(self, start: int, end: int) -> bytes:
+        return _read_s3(self.fs, self.listed, start, min(end, self.size), self._counts)
+
+
+# --- counting what reads cost -------------------------------------------------------------
+
+_COUNTS: ContextVar[dict[str, int] | None] = ContextVar("listing_read_counts", default=None)
+_COUNT_LOCK = threading.Lock()
+
+
+@contextmanager
+def counting(counts: dict[str, int] | None) -> Iterator[None]:
+    """Within the block, files opened by :func:`open_input` add their retries to
+    ``counts`` (``read_retries``), even when read later from other threads."""
+    token = _COUNTS.set(counts)
+    try:
+        yield
+    finally:
+        _COUNTS.reset(token)
+
+
+def _add(counts: dict[str, int] | None, name: str, n: int) -> None:
+    if counts is None or not n:
+        return
+    with _COUNT_LOCK:
+        counts[name] = counts.get(name, 0) + n
 
 
 @dataclass(frozen=True)
@@ -71,14 +576,21 @@ class Page:
 
 @dataclass
 class RequestCounter:
-    """Requests this process sent for one operation (a scan, an open)."""
+    """Requests this process sent for one operation (a scan, an open), and the retries
+    the client needed for them."""
 
     list: int = 0
     get: int = 0
+    retries: int = 0
 
 
 class Lister:
-    """Lists keys under a (possibly partial) key prefix, one counted request per page."""
+    """Lists keys under a (possibly partial) key prefix, one counted request per page.
+
+    A page that fails after the client's retries ends the listing with an error (never a
+    partial list): :class:`StorageError` naming the prefix, :class:`TableNotFoundError`
+    for a missing bucket, :class:`StorageConfigError` for a request the client refuses.
+    """
 
     def __init__(self, spec: StorageSpec, counter: RequestCounter | None = None,
                  progress: Callable[[int, int], None] | None = None) -> None:
@@ -114,12 +626,17 @@ class Lister:
         while True:
             self.counter.list += 1
             try:
-                resp = self.fs.call_s3("list_objects_v2", **kwargs)
-            except FileNotFoundError as err:
-                raise TableNotFoundError(f"bucket {bucket!r} does not exist "
-                                         f"(listing s3://{prefix}): {err}") from None
-            except (OSError, ValueError) as err:
-                raise StorageError(f"listing s3://{prefix} failed: {err}") from None
+                resp = _s3_call(self.fs, "list_objects_v2", **kwargs)
+            except Exception as err:  # noqa: BLE001 - classified, never swallowed
+                failure = storage_failure("listing", f"s3://{prefix}", err, self.spec.settings,
+                                          self.spec.options)
+                if failure is err:
+                    raise
+                raise failure from None
+            retries = _retry_attempts(resp)
+            if retries:
+                self.counter.retries += retries
+                log.info("LIST s3://%s took %d retries", prefix, retries)
             files = [ObjectMeta(f"{bucket}/{o['Key']}", int(o["Size"]), o.get("LastModified"),
                                 o.get("ETag", "").strip('"') or None)
                      for o in resp.get("Contents", [])]
@@ -190,16 +707,31 @@ def open_input(fs: Any, file: PartitionedFile, readahead: int = 0,
     readers that issue many small sequential reads (Arrow IPC). ``whole_if_small``: a file
     under 8 MiB is fetched in one GET, for readers that would otherwise make several
     (Parquet: footer, then data).
+
+    A file must still be the listed version: on S3 every GET carries ``If-Match`` with the
+    listed ETag (and asks for exactly the listed bytes); local files are compared by size
+    and mtime before and after a whole read. A change raises :class:`FileChangedError`,
+    a vanished file :class:`MissingFileError`, a failing store :class:`StorageError`.
+    Retries of reads are added to the counts of the enclosing :func:`counting` block.
     """
-    if whole_if_small and 0 < file.size <= SMALL_FILE and file.byte_range is None:
+    counts = _COUNTS.get()
+    whole = whole_if_small and 0 < file.size <= SMALL_FILE and file.byte_range is None
+    if _is_s3(fs):
+        if whole:
+            return pa.BufferReader(_read_s3(fs, file, 0, file.size, counts))  # one GET
+        return _ListedS3File(fs, file, "readahead" if readahead else "none",
+                             readahead or None, counts)
+    check_unchanged(fs, file)
+    if whole:
         try:
-            data = fs.cat_file(file.fs_path, start=0, end=file.size)  # one ranged GET
+            data = fs.cat_file(file.fs_path, start=0, end=file.size)
         except FileNotFoundError as err:
             raise MissingFileError(f"{file.path}: file vanished after listing "
                                    f"({err})") from None
         if len(data) != file.size:
-            raise FileReadError(f"{file.path}: changed since listing ({file.size} bytes "
-                                f"listed, {len(data)} read)")
+            raise FileChangedError(f"{file.path}: changed since listing ({file.size} bytes "
+                                   f"listed, {len(data)} read)")
+        check_unchanged(fs, file)
         return pa.BufferReader(data)
     if readahead:
         cache: dict[str, Any] = {"cache_type": "readahead", "block_size": readahead}
@@ -216,33 +748,66 @@ def open_input(fs: Any, file: PartitionedFile, readahead: int = 0,
 
 
 def _known_details(handle: Any, file: PartitionedFile) -> None:
-    """Tell a buffered fsspec file what the listing already knows.
-
-    s3fs asks for the object's details (a HEAD request) on its first read, only to compare
-    ETags; the listed ETag serves the same purpose and makes each ranged GET conditional
-    (``If-Match``), so a file rewritten after listing fails loudly instead of mixing two
-    versions.
-    """
+    """Tell a buffered fsspec file what the listing already knows, so that it asks for no
+    details (a metadata request) on its first read."""
     if not file.size or not isinstance(handle, fsspec.spec.AbstractBufferedFile):
         return
     if getattr(handle, "_details", True) is None:
         details: dict[str, Any] = {"name": file.fs_path, "size": file.size, "type": "file"}
         if file.etag:
             details["ETag"] = f'"{file.etag.strip(chr(34))}"'
-            read_kw = getattr(handle, "read_kw", None)
-            if isinstance(read_kw, dict) and not getattr(handle.fs, "local_expiry_check", 1):
-                handle.read_kw = {**read_kw, "IfMatch": details["ETag"]}  # s3fs: server check
         handle.details = details
+
+
+def check_unchanged(fs: Any, file: PartitionedFile) -> None:
+    """Local and in-memory files (no ETag, a stat costs no request): raise
+    :class:`FileChangedError` when size or modification time differ from the listing,
+    :class:`MissingFileError` when the file is gone. Other stores: nothing to do (S3
+    reads are conditional on the ETag)."""
+    if not _is_local(fs):
+        return
+    try:
+        info = fs.info(file.fs_path)
+    except FileNotFoundError:
+        raise MissingFileError(f"{file.path}: file vanished after listing") from None
+    size, mtime = info.get("size"), _mtime(info)
+    if size is not None and size != file.size:
+        raise FileChangedError(f"{file.path}: changed since listing ({file.size} bytes "
+                               f"listed, {size} now)")
+    if file.last_modified is not None and mtime is not None and mtime != file.last_modified:
+        raise FileChangedError(f"{file.path}: changed since listing (modified "
+                               f"{mtime.isoformat()}, listed {file.last_modified.isoformat()})")
+
+
+def current_version(fs: Any, file: PartitionedFile) -> PartitionedFile:
+    """``file`` as the store has it now (size, ETag, mtime): one metadata request, made
+    only to read a file that changed since listing (``on_file_change=read``)."""
+    if _is_s3(fs):
+        bucket, key, _ = fs.split_path(file.fs_path)
+        try:
+            head = _s3_call(fs, "head_object", Bucket=bucket, Key=key)
+        except Exception as err:  # noqa: BLE001 - classified, never swallowed
+            failure = _read_error(fs, dataclasses.replace(file, etag=None), err)
+            if failure is err:
+                raise
+            raise failure from None
+        return dataclasses.replace(file, size=int(head["ContentLength"]),
+                                   etag=str(head.get("ETag", "")).strip('"') or None,
+                                   last_modified=head.get("LastModified"))
+    try:
+        info = fs.info(file.fs_path)
+    except FileNotFoundError:
+        raise MissingFileError(f"{file.path}: file vanished after listing") from None
+    except OSError as err:
+        raise storage_failure("opening", file.path, err, settings_of(fs)) from None
+    etag = info.get("ETag") or info.get("etag")
+    return dataclasses.replace(file, size=int(info.get("size") or 0), last_modified=_mtime(info),
+                               etag=str(etag).strip('"') if etag else None)
 
 
 def is_changed_error(err: BaseException) -> bool:
     """s3fs' ``FileExpired``: the listed version was replaced while being read."""
     return type(err).__name__ == "FileExpired"
-
-
-#: packages whose exceptions mean "the store or the network failed", not "bad content"
-_STORAGE_MODULES = ("botocore", "aiobotocore", "aiohttp", "s3fs", "fsspec", "urllib3",
-                    "requests", "gcsfs", "adlfs")
 
 
 def read_failure(path: str, err: BaseException, what: str) -> BaseException:
@@ -253,18 +818,15 @@ def read_failure(path: str, err: BaseException, what: str) -> BaseException:
     Errors of other kinds (a bug) are returned as they are."""
     if isinstance(err, ListingError):
         return err
-    if is_changed_error(err):
-        return FileChangedError(f"{path}: changed since listing ({err})")
+    if is_changed_error(err) or _error_code(err) == "PreconditionFailed":
+        return FileChangedError(f"{path}: changed since listing ({_scrub(str(err))})")
     if isinstance(err, FileNotFoundError):
         return MissingFileError(f"{path}: file vanished after listing ({err})")
     # pyarrow reports undecodable bytes as ArrowInvalid/ValueError/EOFError, or as an
     # OSError without an errno ("Truncated compressed stream"); stores and the OS set one
-    from_store = (type(err).__module__.split(".")[0] in _STORAGE_MODULES
-                  or isinstance(err, TimeoutError)
-                  or (isinstance(err, OSError) and err.errno is not None))
-    if from_store:
+    if _from_store(err) or _error_code(err) is not None:
         return StorageError(f"reading {path} failed (a storage error, not bad content; "
-                            f"after the client's retries): {type(err).__name__}: {err}")
+                            f"after the client's retries): {_scrub(_cause(err))}")
     if isinstance(err, pa.ArrowException | ValueError | EOFError | OSError):
         return CorruptFileError(f"{path}: {what}: {err}")
     return err

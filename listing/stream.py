@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from listing.errors import CorruptFileError, MissingFileError
 from listing.expressions import Expr, to_arrow
-from listing.files import FileGroup, PartitionedFile
+from listing.files import FILE_METADATA, FILE_METADATA_FIELD, FileGroup, PartitionedFile
 from listing.formats.base import FileOpener, FileSource
 from listing.formats.conform import with_partition_columns
 
@@ -40,6 +40,7 @@ class ReadSpec:
     ignore_missing_files: bool = False
     ignore_corrupt_files: bool = False
     prefetch: int = 4  # files opened ahead (first batch fetched) while one is read
+    file_metadata: bool = False  # append the _metadata struct (schema names it)
 
 
 def read_group(spec: ReadSpec, group: FileGroup, skipped: Counts | None = None,
@@ -49,15 +50,19 @@ def read_group(spec: ReadSpec, group: FileGroup, skipped: Counts | None = None,
     While one file's batches are consumed, the next ``spec.prefetch`` files are opened and
     their first batches fetched by helper threads: object stores answer each GET after a
     round trip, which a task of many small files would otherwise wait for file by file.
+    With a row limit nothing is fetched ahead, so no file past the limit is requested.
     Missing or corrupt files raise, naming the file, unless the matching ``ignore_*``
     option is set; then the skip is counted in ``skipped`` and logged with the path.
     """
     remaining = spec.limit if limit is None else limit
     residual = to_arrow(spec.residual_filter) if spec.residual_filter is not None else None
     part_fields = [f for f in spec.partition_fields if f.name in spec.schema.names]
+    if spec.file_metadata:
+        part_fields.append(FILE_METADATA_FIELD)  # a per-file constant, like partition values
     full = pa.schema(list(spec.source.output_schema) + part_fields)
     openers: list[FileOpener] = []
-    depth = min(spec.prefetch, len(group.files) - 1)
+    # with a limit, files past it must not be fetched: a limit reads one file at a time
+    depth = 0 if remaining is not None else min(spec.prefetch, len(group.files) - 1)
     pool = ThreadPoolExecutor(max_workers=depth) if depth > 0 else None
     ahead: deque[Future[_Started]] = deque()
     submitted = 0
@@ -70,9 +75,11 @@ def read_group(spec: ReadSpec, group: FileGroup, skipped: Counts | None = None,
                 submitted += 1
             started = ahead.popleft().result() if ahead else _start(spec, file, openers)
             try:
+                values = file.partition_values
+                if spec.file_metadata:
+                    values = {**values, FILE_METADATA: file.file_metadata()}
                 for batch in started.batches():
-                    batch = with_partition_columns(batch, file.partition_values, part_fields,
-                                                   full)
+                    batch = with_partition_columns(batch, values, part_fields, full)
                     if residual is not None:
                         batch = batch.filter(residual)
                     batch = batch.select(spec.schema.names)

@@ -15,7 +15,7 @@ from typing import Any
 import pyarrow as pa
 
 from listing import formats
-from listing.errors import OptionError, TableNotFoundError
+from listing.errors import OptionError, StorageConfigError, TableNotFoundError
 from listing.expressions import (
     Bound,
     Expr,
@@ -25,7 +25,7 @@ from listing.expressions import (
     parse_predicate,
     split_by_columns,
 )
-from listing.files import PartitionedFile
+from listing.files import FILE_METADATA, FILE_METADATA_FIELD, PartitionedFile
 from listing.formats.base import FileFormat
 from listing.hive import discover_columns, is_hidden, partition_type
 from listing.options import ListingOptions
@@ -59,7 +59,9 @@ class ListingTable:
         # declared partition names are checked against the directories once some scan
         # has listed a key (every listed key is checked); until then an empty scan checks
         self._layout_checked = profile is not None
-        self.schema = pa.schema(list(file_schema) + [pa.field(n, t) for n, t in partition_cols])
+        extra = [FILE_METADATA_FIELD] if options.include_file_metadata else []
+        self.schema = pa.schema(list(file_schema) + [pa.field(n, t) for n, t in partition_cols]
+                                + extra)
 
     def __repr__(self) -> str:
         cols = ", ".join(f"{n}: {t}" for n, t in self.partition_cols)
@@ -78,7 +80,10 @@ class ListingTable:
         fmt = formats.get(format, **options)
         storage = StorageSpec(table_url.protocol, dict(storage_options or {}))
         counter = RequestCounter()
-        lister = Lister(storage, counter)
+        try:
+            lister = Lister(storage, counter)  # checks protocol and storage options, no request
+        except StorageConfigError as err:
+            raise StorageConfigError(f"cannot open {table_url}: {err}") from None
 
         declared = _declared(partition_cols)
         profile: TableProfile | None = None
@@ -172,6 +177,7 @@ class ListingTable:
         m = run.metrics
         metrics = ScanMetrics({
             "list_requests": counter.list,
+            "list_retries": counter.retries,
             "files_listed": m.files_listed,
             "files_matched": m.files_matched,
             "partitions_pruned": m.partitions_pruned,
@@ -184,6 +190,7 @@ class ListingTable:
         read = ReadSpec(source=source,
                         schema=pa.schema([self.schema.field(n) for n in projection]),
                         partition_fields=tuple(pa.field(n, t) for n, t in self.partition_cols),
+                        file_metadata=FILE_METADATA in projection,
                         residual_filter=mixed, limit=limit,
                         ignore_missing_files=self.options.ignore_missing_files,
                         ignore_corrupt_files=self.options.ignore_corrupt_files)
@@ -235,6 +242,23 @@ class ListingTable:
                  limit: int | None = None) -> pa.Table:
         return self.scan(columns, where, limit).to_arrow()
 
+    def partitions(self, where: Where = None) -> pa.Table:
+        """The partitions matching ``where`` (on partition columns), from the listing alone:
+        one row per partition with its values, file count and bytes (SHOW PARTITIONS)."""
+        plan = self.scan(columns=self.partition_names, where=where)
+        stats: dict[tuple[Any, ...], list[int]] = {}
+        for f in plan.files:
+            key = tuple(f.partition_values.get(n) for n in self.partition_names)
+            entry = stats.setdefault(key, [0, 0])
+            entry[0] += 1
+            entry[1] += f.size
+        keys = sorted(stats, key=lambda k: tuple((v is None, v) for v in k))
+        columns = {n: pa.array([k[i] for k in keys], t)
+                   for i, (n, t) in enumerate(self.partition_cols)}
+        columns["files"] = pa.array([stats[k][0] for k in keys], pa.int64())
+        columns["bytes"] = pa.array([stats[k][1] for k in keys], pa.int64())
+        return pa.table(columns)
+
 
 # --- open() helpers ------------------------------------------------------------------------
 
@@ -250,13 +274,23 @@ def _first_page(lister: Lister, url: TableUrl) -> Page:
 def _declared(partition_cols: PartitionCols) -> list[tuple[str, pa.DataType | None]] | None:
     if partition_cols is None:
         return None
+    if isinstance(partition_cols, str):
+        raise OptionError(f"partition_cols must be a list of names or (name, type) pairs, "
+                          f"got the string {partition_cols!r}")
     out: list[tuple[str, pa.DataType | None]] = []
+    seen: set[str] = set()
     for item in partition_cols:
         if isinstance(item, str):
-            out.append((item, None))
+            name, type_ = item, None
         else:
             name, type_ = item
-            out.append((name, partition_type(type_, name)))
+        if not isinstance(name, str) or not name:
+            raise OptionError(f"partition_cols: {item!r} has no column name")
+        if name.lower() in seen:
+            raise OptionError(f"partition column {name!r} is declared twice")
+        seen.add(name.lower())
+        # a name without a type (None, as Spark's "date,hour" arrives) is inferred
+        out.append((name, None if type_ is None else partition_type(type_, name)))
     return out
 
 

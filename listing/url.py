@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import fnmatch
 import os
 from dataclasses import dataclass
 
 from listing.errors import ListingError
+from listing.options import compile_glob
 from listing.redact import redact_url
 
 _GLOB_CHARS = "*?["
@@ -29,6 +29,8 @@ class TableUrl:
         if not isinstance(url, str) or not url.strip():
             raise ListingError(f"table URL must be a non-empty string, got {url!r}")
         text = url.strip()
+        if text.lower().startswith("file:") and not text[5:].startswith("//"):
+            text = "file://" + text[5:]  # Hadoop's file:/x, as Spark's catalog writes paths
         if "://" in text and "@" in text.split("://", 1)[1].split("/", 1)[0]:
             raise ListingError(f"table URL {redact_url(text)!r} carries credentials; pass "
                                "them as storage options (key/secret/token), never in a URL")
@@ -37,6 +39,12 @@ class TableUrl:
         if cut >= 0:
             base = text[: text.rfind("/", 0, cut) + 1]
             glob, text = text, base
+            shown = redact_url(glob)
+            if glob.endswith("/"):
+                raise ListingError(
+                    f"table URL glob {shown!r} ends in '/': it is matched against file URLs, "
+                    "so it can never match one; drop the '/' or end it with '/*'")
+            compile_glob(glob, "path (table URL glob)")
         if "://" not in text:
             if ":" in text.split("/")[0] and len(text.split("/")[0]) > 2:
                 raise ListingError(f"malformed table URL {url!r}: expected scheme://bucket/prefix")
@@ -71,7 +79,7 @@ class TableUrl:
         return f"{self.protocol}://{path}"
 
     def matches_glob(self, path: str) -> bool:
-        return self.glob is None or fnmatch.fnmatchcase(self.to_url(path), self.glob)
+        return self.glob is None or compile_glob(self.glob).match(self.to_url(path)) is not None
 
     def __str__(self) -> str:
         return self.to_url(self.prefix)

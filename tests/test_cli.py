@@ -60,3 +60,80 @@ def test_help_explains_every_option():
     for option in ("--where", "--format", "--storage-option", "--partition-cols",
                    "--partitions", "--quiet"):
         assert option in out
+
+
+# --- storage failures: one line, exit status 2, no traceback, no secret -------------------
+
+SECRET = "wJalrXUtnFEMI-K7MDENG-bPxRfiCYEXAMPLEKEY"
+
+
+def _closed_port() -> int:
+    import socket
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    return port
+
+
+@pytest.mark.parametrize(("url", "options", "message"), [
+    ("{root}", ["endpoint_url=http://127.0.0.1:{port}", "max_retries=0"],
+     r"error: listing s3://\S+/events/ failed \(max_retries=0\): EndpointConnectionError"),
+    ("{root}", ["bogus=1"], r"error: cannot open s3://\S+: unknown storage option\(s\) for s3: "
+                            r"'bogus'"),
+    ("s3://Bad_Bucket!/x/", [], r"error: listing s3://Bad_Bucket!/x/ failed: .*Invalid bucket "
+                                r"name"),
+    ("nosuch://x/y", [], r"error: cannot open nosuch://x/y/: unknown storage protocol 'nosuch'"),
+])
+def test_storage_failures_are_one_line_errors(table, capsys, url, options, message):
+    import re
+
+    ds, args = table
+    base = args[1:]  # the storage options of the fixture (endpoint, key, secret)
+    extra = [a for o in options for a in ("--storage-option", o.format(port=_closed_port()))]
+    code = main(["ls", url.format(root=ds.root), *base, "--storage-option", f"secret={SECRET}",
+                 *extra])
+    err = capsys.readouterr().err
+    assert code == 2
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert re.fullmatch(message + ".*", lines[-1]), err
+    assert "Traceback" not in err and SECRET not in err
+
+
+def test_storage_failure_exit_status_from_the_shell(table):
+    ds, args = table
+    result = subprocess.run([sys.executable, "-m", "listing.cli", "schema", ds.root, *args[1:],
+                             "--storage-option", f"endpoint_url=http://127.0.0.1:{_closed_port()}",
+                             "--storage-option", "max_retries=0", "-q"],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith("error: listing s3://")
+    assert "Traceback" not in result.stderr and "SECRET-VALUE" not in result.stderr
+
+
+def test_version_and_demo_help(capsys):
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0 and capsys.readouterr().out.startswith("listing 0.")
+    with pytest.raises(SystemExit):
+        main(["demo", "--help"])
+    assert "moto S3 server" in capsys.readouterr().out
+
+
+def test_ls_and_explain_say_what_was_listed(table, capsys):
+    _, args = table
+    assert main(["ls", *args, "--where", "date = '2025-01-03'", "-q"]) == 0
+    err = capsys.readouterr().err
+    assert "partitions pruned" not in err  # never-listed partitions are not "pruned" ones
+    assert "plan: list " in err and "date=2025-01-03/" in err
+
+
+def test_plans_without_an_estimate_say_so():
+    import math
+
+    from listing.planner.nodes import Flat, describe
+
+    assert describe(Flat("b/t/date=", 0, {}, math.inf)) == ["list 'b/t/date=' (size unknown)"]
+    assert describe(Flat("b/t/", 0, {}, math.nan)) == ["list 'b/t/' (size unknown)"]
+    assert describe(Flat("b/t/", 0, {}, 2)) == ["list 'b/t/' (est. 2 requests)"]

@@ -220,6 +220,7 @@ def test_503_and_500_are_s3_error_answers_that_never_reach_the_server(
     assert stats.injected == Counter({("GET", "503"): 1, ("LIST", "500"): 1, ("HEAD", "503"): 1})
     assert stats.forwarded == Counter({"PUT": 1})
     assert stats.faults(fault="503") == 2 and stats.faults(op="LIST") == 1
+    assert stats.requests == 4  # three answered by the proxy, one forwarded
 
 
 def test_reset_aborts_the_connection_with_a_tcp_rst(s3_bucket: str, proxy: FaultProxy):
@@ -236,6 +237,7 @@ def test_reset_aborts_the_connection_with_a_tcp_rst(s3_bucket: str, proxy: Fault
     conn.close()
     assert proxy.stats.injected == Counter({("GET", "reset"): 2})
     assert proxy.stats.forwarded["GET"] == 0
+    assert proxy.stats.requests == 3  # the PUT, and two GETs cut by the proxy
 
 
 def test_truncate_sends_the_full_length_but_part_of_the_body(

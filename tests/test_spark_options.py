@@ -74,3 +74,24 @@ def test_several_roots_and_recursive_lookup_are_clear_errors(spark, s3_server, e
         reader(spark, s3_server).load([events.root, events.root + "/date=2025-01-01"])
     with pytest.raises(Exception, match="recursiveFileLookup is not supported"):
         reader(spark, s3_server).option("recursiveFileLookup", "true").load(events.root)
+
+
+def test_file_metadata_column_as_spark_names_it(spark, s3_server, events):
+    df = (reader(spark, s3_server).option("include_file_metadata", "true").load(events.root))
+    assert df.schema["_metadata"].dataType.fieldNames() == [
+        "file_path", "file_name", "file_size", "file_block_start", "file_block_length",
+        "file_modification_time"]
+    rows = df.where("date = '2025-01-03'").select(
+        "id", "_metadata.file_path", "_metadata.file_name", "_metadata.file_size").collect()
+    by_path = {f.path: f for f in events.files}
+    assert rows and all(r.file_path in by_path for r in rows)
+    for r in rows:
+        f = by_path[r.file_path]
+        assert str(f.partition_values["date"]) == "2025-01-03"
+        assert r.file_name == r.file_path.rsplit("/", 1)[-1]
+        assert r.id in f.table.column("id").to_pylist()
+        assert r.file_size > 0
+    counts = {r.file_path: r["count"] for r in df.groupBy("_metadata.file_path").count().collect()}
+    assert counts == {f.path: f.table.num_rows for f in events.files}
+    plain = reader(spark, s3_server).load(events.root)
+    assert "_metadata" not in plain.columns  # opt-in

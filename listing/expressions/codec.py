@@ -93,6 +93,8 @@ def from_json(data: Any) -> Expr:
         return _decode(data)
     except (ValueError, TypeError, KeyError) as err:
         raise FilterError(f"malformed encoded filter {data!r}: {err}") from None
+    except RecursionError:
+        raise FilterError("encoded filter is too deeply nested") from None
 
 
 def _decode(data: Any) -> Expr:

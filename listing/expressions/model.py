@@ -51,10 +51,10 @@ class Expr:
     """Base of every predicate. Combine with ``&``, ``|`` and ``~``."""
 
     def __and__(self, other: Expr) -> Expr:
-        return And((self, other))
+        return And(_spliced(And, (self, other)))
 
     def __or__(self, other: Expr) -> Expr:
-        return Or((self, other))
+        return Or(_spliced(Or, (self, other)))
 
     def __invert__(self) -> Expr:
         return Not(self)
@@ -277,9 +277,70 @@ def conjuncts(expr: Expr | None) -> list[Expr]:
     """Top-level AND split into its parts (nested ANDs flattened)."""
     if expr is None:
         return []
-    if isinstance(expr, And):
-        return [p for c in expr.children for p in conjuncts(c)]
-    return [expr]
+    out: list[Expr] = []
+    stack = [expr]
+    while stack:  # iterative: a chain of binary ANDs may be deep
+        e = stack.pop()
+        if isinstance(e, And):
+            stack.extend(reversed(e.children))
+        else:
+            out.append(e)
+    return out
+
+
+MAX_DEPTH = 200  # nesting levels a filter may have after flattening (visitors recurse)
+
+
+def _spliced(kind: type[And] | type[Or], items: Iterable[Expr]) -> tuple[Expr, ...]:
+    """``items`` with the children of any ``kind`` node among them spliced in: ``a | b | c``
+    is one n-ary Or, not a chain as deep as it is long."""
+    out: list[Expr] = []
+    for item in items:
+        if type(item) is kind:
+            out.extend(item.children)
+        else:
+            out.append(item)
+    return tuple(out)
+
+
+def flatten(expr: Expr) -> tuple[Expr, int]:
+    """``expr`` with every AND inside an AND (and OR inside an OR) merged into one n-ary
+    node, and the nesting depth of the result; iterative, so any depth is fine here."""
+    # post-order over an explicit stack: (node, children done?)
+    stack: list[tuple[Expr, bool]] = [(expr, False)]
+    done: list[tuple[Expr, int]] = []  # rebuilt nodes with their depth
+    while stack:
+        node, expanded = stack.pop()
+        kids: tuple[Expr, ...] = ()
+        if isinstance(node, And | Or):
+            kids = node.children
+        elif isinstance(node, Not):
+            kids = (node.child,)
+        if not expanded and kids:
+            stack.append((node, True))
+            stack.extend((k, False) for k in reversed(kids))
+            continue
+        if not kids:
+            done.append((node, 1))
+            continue
+        rebuilt = done[len(done) - len(kids):]
+        del done[len(done) - len(kids):]
+        depth = 1 + max(d for _, d in rebuilt)
+        if isinstance(node, Not):
+            done.append((Not(rebuilt[0][0]), depth))
+            continue
+        kind = And if isinstance(node, And) else Or
+        children: list[Expr] = []
+        depth = 1
+        for child, d in rebuilt:
+            if isinstance(child, kind) and type(child) is kind:  # flat: children move up
+                children.extend(child.children)
+                depth = max(depth, d)
+            else:
+                children.append(child)
+                depth = max(depth, d + 1)
+        done.append((kind(tuple(children)), depth))
+    return done[0]
 
 
 def conjunction(parts: Iterable[Expr]) -> Expr | None:

@@ -16,7 +16,18 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
 from listing.errors import FilterError
-from listing.expressions.model import And, Compare, Const, Expr, In, IsNull, Like, Not, Or
+from listing.expressions.model import (
+    MAX_DEPTH,
+    And,
+    Compare,
+    Const,
+    Expr,
+    In,
+    IsNull,
+    Like,
+    Not,
+    Or,
+)
 
 _COMPARE: dict[type, str] = {
     exp.EQ: "=", exp.NEQ: "!=", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">=",
@@ -28,6 +39,18 @@ def parse_predicate(text: str) -> Expr:
     """``"date >= '2026-03-01' AND region IN ('us','eu')"`` → an :class:`Expr`."""
     if not text or not text.strip():
         raise FilterError("empty filter")
+    try:
+        return _parse(text)
+    except RecursionError:
+        raise FilterError(f"filter is too deeply nested to parse (at most {MAX_DEPTH} levels "
+                          f"of NOT/parentheses): {_short(text)!r}") from None
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= 200 else text[:200] + "…"
+
+
+def _parse(text: str) -> Expr:
     try:
         tree = sqlglot.parse_one(text, read="spark")
     except ParseError as err:
@@ -66,10 +89,10 @@ class _Converter:
         return self.convert(node.this)
 
     def and_(self, node: exp.And) -> Expr:
-        return And((self.convert(node.this), self.convert(node.expression)))
+        return And(tuple(self.convert(c) for c in _chain(node, exp.And)))
 
     def or_(self, node: exp.Or) -> Expr:
-        return Or((self.convert(node.this), self.convert(node.expression)))
+        return Or(tuple(self.convert(c) for c in _chain(node, exp.Or)))
 
     def not_(self, node: exp.Not) -> Expr:
         return Not(self.convert(node.this))
@@ -150,6 +173,25 @@ _HANDLERS: dict[type, Any] = {
     exp.Not: _Converter.not_, exp.Boolean: _Converter.boolean, exp.In: _Converter.in_,
     exp.Between: _Converter.between, exp.Is: _Converter.is_, exp.Like: _Converter.like,
 }
+
+
+def _chain(node: exp.Expression, kind: type[exp.Expression]) -> list[exp.Expression]:
+    """The operands of a chain of binary ``kind`` nodes (``a OR b OR c`` parses as
+    ``(a OR b) OR c``), through parentheses, in order; iterative, so a chain of 1000 ORs
+    becomes one n-ary node instead of 1000 nested ones."""
+    out: list[exp.Expression] = []
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        inner = n
+        while isinstance(inner, exp.Paren):
+            inner = inner.this
+        if type(inner) is kind:
+            stack.append(inner.expression)
+            stack.append(inner.this)
+        else:
+            out.append(n)
+    return out
 
 
 def _is_column(node: exp.Expression) -> bool:

@@ -27,6 +27,7 @@ import pyarrow.compute as pc
 
 from listing.errors import FilterError
 from listing.expressions.model import (
+    MAX_DEPTH,
     UNKNOWN,
     And,
     Bound,
@@ -43,6 +44,7 @@ from listing.expressions.model import (
     Not,
     Or,
     conjuncts,
+    flatten,
 )
 
 TRUE, FALSE, NULL = True, False, None
@@ -107,7 +109,19 @@ def bind(expr: Expr | Bound, schema: pa.Schema) -> Bound:
         expr = expr.expr
     if not isinstance(expr, Expr):
         raise FilterError(f"a filter must be a SQL string or an Expr, got {expr!r}")
-    return Bound(_Binder(schema).visit(expr), schema)
+    expr, depth = flatten(expr)  # chains of AND/OR become n-ary: visitors recurse shallowly
+    if depth > MAX_DEPTH:
+        raise too_deep(depth)
+    try:
+        return Bound(_Binder(schema).visit(expr), schema)
+    except RecursionError:
+        raise too_deep(depth) from None
+
+
+def too_deep(depth: int | None = None) -> FilterError:
+    levels = f" ({depth} levels)" if depth is not None else ""
+    return FilterError(f"filter is too deeply nested{levels}: at most {MAX_DEPTH} levels of "
+                       "NOT/AND/OR/parentheses after flattening chains of AND and of OR")
 
 
 def coerce_literal(value: Any, field: pa.Field) -> Any:
@@ -123,11 +137,12 @@ def coerce_literal(value: Any, field: pa.Field) -> Any:
         if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
             if isinstance(value, bool):
                 raise ValueError
-            if isinstance(value, str):
-                return _number(value.strip())
-            if isinstance(value, int | float | Decimal):
-                return value
-            raise ValueError
+            number = _number(value.strip()) if isinstance(value, str) else value
+            if not isinstance(number, int | float | Decimal):
+                raise ValueError
+            if pa.types.is_integer(t) and isinstance(number, int):
+                _check_int_range(number, field)
+            return number
         if pa.types.is_date(t):
             if isinstance(value, dt.datetime):
                 if value.time() != dt.time(0):
@@ -157,11 +172,24 @@ def coerce_literal(value: Any, field: pa.Field) -> Any:
             if str(value).lower() in ("true", "false"):
                 return str(value).lower() == "true"
             raise ValueError
+    except FilterError:
+        raise
     except (ValueError, TypeError, ArithmeticError):
         pass
     else:
         return value
     raise FilterError(f"literal {value!r} does not fit column {field.name!r} of type {t}")
+
+
+def _check_int_range(value: int, field: pa.Field) -> None:
+    """An integer literal the column's type cannot hold is an error, not an overflow deep
+    in pyarrow (or a comparison that silently holds for no row)."""
+    bits = field.type.bit_width
+    lo, hi = (0, 2**bits - 1) if pa.types.is_unsigned_integer(field.type) else (
+        -(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
+    if not lo <= value <= hi:
+        raise FilterError(f"literal {value} is out of range for column {field.name!r} of type "
+                          f"{field.type} ({lo}..{hi})")
 
 
 _DATEISH = re.compile(r"\d{4}-\d{2}-\d{2}( 00:00(:00(\.0+)?)?)?")
@@ -302,16 +330,18 @@ class _ToArrow(ExprVisitor[pc.Expression]):
         return ~self.visit(e.child)
 
     def visit_and(self, e: And) -> pc.Expression:
-        out = self.visit(e.children[0])
-        for c in e.children[1:]:
-            out = out & self.visit(c)
-        return out
+        return _balanced([self.visit(c) for c in e.children], lambda a, b: a & b)
 
     def visit_or(self, e: Or) -> pc.Expression:
-        out = self.visit(e.children[0])
-        for c in e.children[1:]:
-            out = out | self.visit(c)
-        return out
+        return _balanced([self.visit(c) for c in e.children], lambda a, b: a | b)
+
+
+def _balanced(parts: list[pc.Expression], op: Any) -> pc.Expression:
+    """Combine pairwise, so 1000 ORs nest 10 deep rather than 1000 in pyarrow too."""
+    while len(parts) > 1:
+        paired = [op(parts[i], parts[i + 1]) for i in range(0, len(parts) - 1, 2)]
+        parts = paired + ([parts[-1]] if len(parts) % 2 else [])
+    return parts[0]
 
 
 _TO_ARROW = _ToArrow()

@@ -51,7 +51,8 @@ class Chooser:
             values = self.candidates(depth, known)
             if values == []:
                 return Enumerate([], 0)  # contradictory filter: nothing to list
-            spelled = spell_value(values[0], type_) if values and len(values) == 1 else None
+            spelled = (spell_value(values[0], type_)
+                       if values and len(values) == 1 and self.one_spelling(depth) else None)
             if spelled is None:
                 if depth == 0:
                     return self.narrow(prefix, depth, known)
@@ -108,6 +109,8 @@ class Chooser:
         """One child plan per value the filter allows at this level, when every value has
         a single on-disk spelling."""
         name, type_ = self.cols[depth]
+        if not self.one_spelling(depth):
+            return None
         values = self.candidates(depth, known)
         if values is None or len(values) > MAX_ENUMERATED:
             return None
@@ -142,6 +145,8 @@ class Chooser:
 
     def narrow(self, prefix: str, depth: int, known: dict[str, Any]) -> Flat | None:
         """One listing bounded by the common prefix of a range (and key bounds for dates)."""
+        if not self.one_spelling(depth):
+            return None  # key order and prefixes follow spellings, not values
         name, type_ = self.cols[depth]
         lo, hi = range_bounds(self.predicate, name, type_)
         head = f"{prefix}{escape_path_name(name)}="
@@ -170,6 +175,12 @@ class Chooser:
                         start_after=head + lo.isoformat() if lo is not None else None,
                         stop_after=head + hi.isoformat() + "/" + END if hi is not None else None)
         return None
+
+    def one_spelling(self, depth: int) -> bool:
+        """Whether values of this level may be spelled into prefixes: the profile shows
+        no respelled directory there. Without a profile (a fully declared table before
+        its first sampling scan) Spark's spelling is assumed (see :mod:`listing.planner`)."""
+        return self.profile is None or self.profile.one_spelling(depth)
 
     def keys_under(self, depth: int) -> float:
         return self.profile.keys_under(depth) if self.profile is not None else math.inf

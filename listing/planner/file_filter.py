@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import fnmatch
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from listing.options import ListingOptions
+from listing.options import ListingOptions, compile_glob
 from listing.storage import ObjectMeta
 from listing.url import TableUrl
 
@@ -24,7 +23,8 @@ class FileFilter:
         if not self.is_format_file(meta.path) or not self.url.matches_glob(meta.path):
             return False
         name = meta.path.rsplit("/", 1)[-1]
-        if opts.path_glob_filter and not fnmatch.fnmatchcase(name, opts.path_glob_filter):
+        if opts.path_glob_filter and compile_glob(
+                opts.path_glob_filter, "path_glob_filter", file_name=True).match(name) is None:
             return False
         if meta.last_modified is not None:
             if opts.modified_before and meta.last_modified >= opts.modified_before:

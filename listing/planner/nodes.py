@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,7 +52,9 @@ Node = Flat | Enumerate | Walk
 
 def describe(node: Node, indent: str = "") -> list[str]:
     """Readable plan tree for explain(); long enumerations are elided."""
-    lines = [f"{indent}{node.describe()} (est. {node.est:g} requests)"]
+    # an open range or an unlisted table has no estimate: say so rather than "inf"/"nan"
+    est = f"est. {node.est:g} requests" if math.isfinite(node.est) else "size unknown"
+    lines = [f"{indent}{node.describe()} ({est})"]
     if isinstance(node, Enumerate):
         for child in node.children[:5]:
             lines += describe(child, indent + "  ")

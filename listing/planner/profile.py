@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from listing.hive import parse_segment
+from listing.hive import is_canonical_segment, parse_segment
 from listing.storage import PAGE_SIZE, Page
 
 
@@ -17,6 +17,9 @@ class TableProfile:
     keys: int = 0
     keys_per_dir: list[float] = field(default_factory=list)  # keys under one depth-d+1 dir
     sample_values: list[list[str]] = field(default_factory=list, repr=False)  # raw, per level
+    # per level: some sampled directory is not spelled as Spark spells it (city=%41 for
+    # 'A'), so a value there may have several spellings and no prefix can be trusted
+    respelled: list[bool] = field(default_factory=list)
 
     @classmethod
     def from_page(cls, root: str, page: Page, k: int) -> TableProfile:
@@ -31,6 +34,11 @@ class TableProfile:
             return float(self.keys) if self.complete else math.inf
         return self.keys_per_dir[depth - 1]
 
+    def one_spelling(self, depth: int) -> bool:
+        """Whether every value of level ``depth`` can be taken to have one spelling on disk
+        (the sample shows no needless or non-canonical escape there)."""
+        return not (depth < len(self.respelled) and self.respelled[depth])
+
     def fanout(self, depth: int) -> float:
         return self.keys_under(depth) / max(self.keys_under(depth + 1), 1.0)
 
@@ -43,6 +51,7 @@ class ProfileBuilder:
         self.root, self.k = root, k
         self.counts: list[dict[str, int]] = [{} for _ in range(k)]
         self.values: list[list[str]] = [[] for _ in range(k)]
+        self.respelled = [False] * k
         self.keys = 0
         self.truncated = True
 
@@ -59,6 +68,8 @@ class ProfileBuilder:
                     parsed = parse_segment(rel[d])
                     if parsed:
                         self.values[d].append(parsed[1])
+                        if not is_canonical_segment(rel[d]):
+                            self.respelled[d] = True
                 counts[key] += 1
 
     def profile(self) -> TableProfile:
@@ -69,7 +80,7 @@ class ProfileBuilder:
                 sizes = sizes[:-1]  # the last directory may go on in the next page
             keys_per_dir.append(sum(sizes) / max(len(sizes), 1))
         return TableProfile(not self.truncated, self.keys, keys_per_dir,
-                            [list(v) for v in self.values])
+                            [list(v) for v in self.values], list(self.respelled))
 
 
 

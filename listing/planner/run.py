@@ -111,9 +111,16 @@ class ListingRun:
             skip, start_after = self._clip(node.prefix, node.start_after)
             if skip:
                 return
+            # a listing of the whole table from its start is a sample the planner lacks
+            sample = (self.chooser.profile is None and node.prefix == self.root
+                      and start_after is None)
             for page in self.lister.pages(node.prefix, delimiter=False,
                                           start_after=start_after,
                                           stop_after=node.stop_after):
+                if sample:
+                    self.chooser.profile = TableProfile.from_page(self.root, page,
+                                                                  len(self.cols))
+                    sample = False
                 for meta in page.files:
                     listed = self._check(meta)
                     if listed is not None:

@@ -179,7 +179,7 @@ def _under_base_path(path: str, base: str) -> tuple[str, list[Expr]]:
     root, below = base.rstrip("/"), path.rstrip("/")
     if below != root and not below.startswith(root + "/"):
         raise OptionError(f"path {path!r} is not below basePath {base!r}")
-    filters = []
+    filters: list[Expr] = []
     for segment in below[len(root):].strip("/").split("/") if below != root else []:
         name, sep, raw = segment.partition("=")
         if not sep or not name:

@@ -25,7 +25,15 @@ public final class ListingSparkExtensions
 
   @Override
   public BoxedUnit apply(SparkSessionExtensions extensions) {
-    // column pruning first: the guard then isolates the narrowed table (rules run in order)
+    // catalog options first (a relation must know its table before anything reads it), then
+    // column pruning, then the guard, which isolates the narrowed table (rules run in order)
+    extensions.injectPreCBORule(
+        new AbstractFunction1<SparkSession, Rule<LogicalPlan>>() {
+          @Override
+          public Rule<LogicalPlan> apply(SparkSession session) {
+            return new ListingCatalogOptions(session);
+          }
+        });
     extensions.injectPreCBORule(
         new AbstractFunction1<SparkSession, Rule<LogicalPlan>>() {
           @Override
