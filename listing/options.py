@@ -212,6 +212,7 @@ class ListingOptions:
     min_partitions: int | None = None
     batch_size: int = 65_536
     include_file_metadata: bool = False  # add Spark's _metadata struct column
+    list_cache_ttl: float | None = None  # seconds a listing is reused (listing.list_cache)
 
     @classmethod
     def names(cls) -> set[str]:
@@ -245,4 +246,5 @@ _PARSERS: dict[str, Callable[[Any, str], Any]] = {
     "min_partitions": parse_int,
     "batch_size": parse_size,
     "include_file_metadata": parse_bool,
+    "list_cache_ttl": parse_duration,
 }

@@ -28,6 +28,7 @@ from listing.expressions import (
 from listing.files import FILE_METADATA, FILE_METADATA_FIELD, PartitionedFile
 from listing.formats.base import FileFormat
 from listing.hive import discover_columns, is_hidden, partition_type
+from listing.list_cache import CACHE, CachedLister
 from listing.options import ListingOptions
 from listing.packing import pack_file_groups
 from listing.planner import FileFilter, ListingRun, TableProfile
@@ -155,8 +156,11 @@ class ListingTable:
         partition_filter, rest = split_by_columns(conjunction(filters), self.partition_names)
         data_filter, mixed = split_by_columns(rest, self.file_schema.names)
         counter = RequestCounter()
-        run = ListingRun(Lister(self.storage, counter, progress), self.url.prefix,
-                         self.partition_cols, self.profile, partition_filter, self.file_filter)
+        ttl = self.options.list_cache_ttl
+        lister = (CachedLister(self.storage, counter, progress, ttl=ttl) if ttl
+                  else Lister(self.storage, counter, progress))
+        run = ListingRun(lister, self.url.prefix, self.partition_cols, self.profile,
+                         partition_filter, self.file_filter)
         files = [PartitionedFile(self.url.to_url(f.meta.path), f.meta.size, f.values,
                                  last_modified=f.meta.last_modified, etag=f.meta.etag)
                  for f in run.files()]
@@ -187,6 +191,12 @@ class ListingTable:
             "file_groups": len(groups),
             "bytes": sum(f.size for f in files),
         })
+        steps = list(run.steps)
+        if isinstance(lister, CachedLister):
+            metrics["list_cache_hits"] = lister.hits
+            if lister.hits:
+                steps.append(f"{lister.hits} of these listing requests answered from the "
+                             "listing cache")
         read = ReadSpec(source=source,
                         schema=pa.schema([self.schema.field(n) for n in projection]),
                         partition_fields=tuple(pa.field(n, t) for n, t in self.partition_cols),
@@ -197,7 +207,7 @@ class ListingTable:
         return ScanPlan(url=str(self.url), storage=self.storage,
                         partition_filter=partition_filter, data_filter=data_filter,
                         files=files, file_groups=groups, read=read,
-                        listing_plan=run.steps, metrics=metrics)
+                        listing_plan=steps, metrics=metrics)
 
     def _check_declared_layout(self, counter: RequestCounter) -> None:
         """An empty scan of a table opened with declared partition columns: make sure the
@@ -237,6 +247,10 @@ class ListingTable:
         from listing.spark.dataframe import to_spark  # the Spark edge, imported on use
 
         return to_spark(self, spark, columns, where, limit)
+
+    def refresh(self) -> None:
+        """Forget cached listings of this table (``list_cache_ttl``): the next scan lists."""
+        CACHE.invalidate(self.storage, self.url.prefix)
 
     def to_arrow(self, columns: Sequence[str] | None = None, where: Where = None,
                  limit: int | None = None) -> pa.Table:

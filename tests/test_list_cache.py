@@ -1,0 +1,76 @@
+"""The listing cache (list_cache_ttl): scans of one table reuse what earlier scans listed,
+never list to fill it, and see new files once the TTL passes or refresh() is called."""
+
+from __future__ import annotations
+
+import time
+
+import pyarrow as pa
+
+from listing import ListingTable
+from listing.list_cache import CACHE
+from listing.testing import datasets
+
+
+def test_a_pruned_scan_reuses_a_wider_listing(s3_server, s3_bucket):
+    ds = datasets.daily(f"s3://{s3_bucket}/events", s3_server.storage_options, days=6,
+                        put=datasets.fast_writer(s3_server))
+    table = ListingTable.open(ds.root, storage_options=s3_server.storage_options,
+                              list_cache_ttl="5m")
+    table.refresh()
+    with s3_server.log.capture() as cap:
+        full = table.scan()
+    assert cap.count("LIST") >= 1 and full.metrics["list_cache_hits"] == 0
+    with s3_server.log.capture() as cap:
+        day = table.scan(where="date = '2025-01-03' AND region = 'eu'")
+        walk = table.scan(where="region = 'us'")
+    assert cap.count("LIST") == 0  # both answered from what the full scan listed
+    assert day.metrics["list_cache_hits"] >= 1 and walk.metrics["list_cache_hits"] >= 1
+    assert any("listing cache" in step for step in day.listing_plan)
+    assert sorted(f.path for f in day.files) == sorted(
+        f.path for f in ds.files if str(f.partition_values["date"]) == "2025-01-03"
+        and f.partition_values["region"] == "eu")
+    assert sorted(f.path for f in walk.files) == sorted(
+        f.path for f in ds.files if f.partition_values["region"] == "us")
+
+
+def test_a_narrow_listing_does_not_answer_a_wider_one(s3_server, s3_bucket):
+    ds = datasets.daily(f"s3://{s3_bucket}/events", s3_server.storage_options, days=3,
+                        put=datasets.fast_writer(s3_server))
+    table = ListingTable.open(ds.root, storage_options=s3_server.storage_options,
+                              list_cache_ttl=300)
+    table.refresh()
+    table.scan(where="date = '2025-01-02'")
+    with s3_server.log.capture() as cap:
+        plan = table.scan()
+    assert cap.count("LIST") >= 1 and len(plan.files) == len(ds.files)
+
+
+def test_new_files_are_seen_after_the_ttl_or_a_refresh(s3_server, s3_bucket):
+    ds = datasets.daily(f"s3://{s3_bucket}/events", s3_server.storage_options, days=2,
+                        put=datasets.fast_writer(s3_server))
+    table = ListingTable.open(ds.root, storage_options=s3_server.storage_options,
+                              list_cache_ttl="400ms")
+    table.refresh()
+    before = len(table.scan().files)
+    extra = datasets.encode(pa.table({"id": [1], "amount": [1.0], "name": ["x"]}), "parquet")
+    s3_server.put_objects_fast(s3_bucket, {"events/date=2025-01-01/region=us/late.parquet":
+                                           extra})
+    assert len(table.scan().files) == before  # within the TTL: the cached listing
+    time.sleep(0.5)
+    assert len(table.scan().files) == before + 1  # after it: listed again
+    s3_server.put_objects_fast(s3_bucket, {"events/date=2025-01-02/region=us/later.parquet":
+                                           extra})
+    table.refresh()
+    assert len(table.scan().files) == before + 2
+
+
+def test_without_the_option_every_scan_lists(s3_server, s3_bucket):
+    ds = datasets.daily(f"s3://{s3_bucket}/events", s3_server.storage_options, days=2,
+                        put=datasets.fast_writer(s3_server))
+    table = ListingTable.open(ds.root, storage_options=s3_server.storage_options)
+    table.scan()
+    with s3_server.log.capture() as cap:
+        plan = table.scan()
+    assert cap.count("LIST") >= 1 and "list_cache_hits" not in plan.metrics
+    assert CACHE.lookup(table.storage, table.url.prefix, ttl=3600) is None  # nothing kept
