@@ -30,7 +30,7 @@ __all__ = [
     "Expr", "FileGroup", "FileReadError", "FilterError", "ListingError", "ListingTable",
     "OptionError", "PartitionLayoutError", "PartitionValueError", "PartitionedFile",
     "Pushdown", "ScanPlan", "StorageError", "TableNotFoundError", "col", "explain", "register",
-    "session",
+    "session", "skipped_files",
 ]
 
 
@@ -44,4 +44,8 @@ def __getattr__(name: str) -> Any:
         from listing.spark.explain import explain
 
         return explain
+    if name == "skipped_files":
+        from listing.spark.skips import skipped_files
+
+        return skipped_files
     raise AttributeError(name)

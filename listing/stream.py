@@ -44,7 +44,8 @@ class ReadSpec:
 
 
 def read_group(spec: ReadSpec, group: FileGroup, skipped: Counts | None = None,
-               limit: int | None = None) -> Iterator[pa.RecordBatch]:
+               limit: int | None = None, skipped_paths: list[str] | None = None
+               ) -> Iterator[pa.RecordBatch]:
     """Batches of ``spec.schema`` for one group, files opened one at a time.
 
     While one file's batches are consumed, the next ``spec.prefetch`` files are opened and
@@ -93,11 +94,11 @@ def read_group(spec: ReadSpec, group: FileGroup, skipped: Counts | None = None,
             except MissingFileError:
                 if not spec.ignore_missing_files:
                     raise
-                _skip(skipped, "files_skipped_missing", file)
+                _skip(skipped, "files_skipped_missing", file, skipped_paths)
             except CorruptFileError:
                 if not spec.ignore_corrupt_files:
                     raise
-                _skip(skipped, "files_skipped_corrupt", file)
+                _skip(skipped, "files_skipped_corrupt", file, skipped_paths)
     finally:
         for pending in ahead:
             pending.cancel()
@@ -173,7 +174,10 @@ def read_groups(spec: ReadSpec, groups: Iterable[FileGroup],
     return pa.Table.from_batches(batches, schema=spec.schema), total
 
 
-def _skip(skipped: Counts | None, key: str, file: PartitionedFile) -> None:
+def _skip(skipped: Counts | None, key: str, file: PartitionedFile,
+          paths: list[str] | None = None) -> None:
     log.warning("skipped %s: %s", file.path, key.removeprefix("files_skipped_"))
     if skipped is not None:
         skipped[key] = skipped.get(key, 0) + 1
+    if paths is not None:
+        paths.append(file.path)

@@ -95,3 +95,20 @@ def test_file_metadata_column_as_spark_names_it(spark, s3_server, events):
     assert counts == {f.path: f.table.num_rows for f in events.files}
     plain = reader(spark, s3_server).load(events.root)
     assert "_metadata" not in plain.columns  # opt-in
+
+
+def test_skipped_files_are_summed_on_the_driver(spark, s3_server, bucket):
+    good = datasets.encode(pa.table({"id": [1, 2]}), "parquet")
+    s3_server.put_objects_fast(bucket, {"skips/k=1/a.parquet": good,
+                                        "skips/k=2/b.parquet": b"PAR1 garbage",
+                                        "skips/k=3/c.parquet": good})
+    import listing
+
+    listing.skipped_files(spark, reset=True)
+    df = (reader(spark, s3_server).option("ignoreCorruptFiles", "true")
+          .schema("id long, k int").load(f"s3://{bucket}/skips"))
+    assert sorted(r.id for r in df.collect()) == [1, 1, 2, 2]
+    report = listing.skipped_files(spark, reset=True)
+    assert report["files_skipped_corrupt"] == 1
+    assert report["paths"] == [f"s3://{bucket}/skips/k=2/b.parquet"]
+    assert listing.skipped_files(spark) == {}

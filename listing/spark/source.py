@@ -37,6 +37,7 @@ from listing.pushdown import Pushdown
 from listing.scan import ScanPlan
 from listing.spark.dataframe import TableSpec
 from listing.spark.filters import from_spark
+from listing.spark.skips import accumulator as skips_accumulator
 from listing.spark.types import arrow_schema, spark_schema, spark_struct
 from listing.storage import redact
 from listing.stream import ReadSpec, read_group
@@ -250,6 +251,8 @@ class ListingDataSource(DataSource):
     user_formats: ClassVar[dict[str, Any]] = {}
     #: Spark's default parallelism, the minimum number of file groups (set by register)
     default_parallelism: ClassVar[int | None] = None
+    #: the session's accumulator of skipped files (listing.spark.skips), set by register
+    skips: ClassVar[Any] = None
 
     @classmethod
     def name(cls) -> str:
@@ -281,7 +284,7 @@ class ListingDataSource(DataSource):
 
     def reader(self, schema: StructType) -> DataSourceReader:
         return ListingReader(self._table_for(schema), schema, self.config,
-                             self.default_parallelism)
+                             self.default_parallelism, self.skips)
 
     def _table_for(self, schema: StructType) -> ListingTable:
         """With a user schema, open the table with it: no data file is read to plan."""
@@ -317,7 +320,7 @@ class UnguardedListingDataSource(ListingDataSource):
 
     def reader(self, schema: StructType) -> DataSourceReader:
         return PlainListingReader(self._table_for(schema), schema, self.config,
-                                  self.default_parallelism)
+                                  self.default_parallelism, self.skips)
 
 
 class TableSource(UnguardedListingDataSource):
@@ -341,7 +344,8 @@ def with_formats(base: type, spark: Any) -> type:
     for factory in formats.registered().values():
         if isinstance(factory, type):
             ship_by_value(factory)
-    return with_parallelism(base, spark, user_formats=formats.registered())
+    return with_parallelism(base, spark, user_formats=formats.registered(),
+                            skips=skips_accumulator(spark))
 
 
 def with_parallelism(base: type, spark: Any, **attrs: Any) -> type:
@@ -373,13 +377,14 @@ class PlainListingReader(DataSourceReader):
     """Plans from the relation's own options only (path, where, limit, schema)."""
 
     def __init__(self, table: ListingTable, schema: StructType, config: SourceConfig,
-                 min_partitions: int | None = None) -> None:
+                 min_partitions: int | None = None, skips: Any = None) -> None:
         self.table = table
         self.config = config
         self.columns = [_resolve(table, n) for n in schema.fieldNames()]
         self.target = arrow_schema(schema)
         self.pushed: list[Bound] = []
         self.min_partitions = min_partitions
+        self.skips = skips
 
     def plan(self) -> ScanPlan:
         where: list[Any] = list(self.pushed) + list(self.config.where or [])
@@ -394,9 +399,17 @@ class PlainListingReader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, GroupPartition):  # no files matched: Spark's empty task
             return
-        for batch in read_group(partition.spec, partition.group):
-            yield conform_batch(batch.rename_columns(self.target.names), self.target,
-                                partition.group.files[0].path)
+        counts: dict[str, int] = {}
+        paths: list[str] = []
+        try:
+            for batch in read_group(partition.spec, partition.group, counts,
+                                    skipped_paths=paths):
+                yield conform_batch(batch.rename_columns(self.target.names), self.target,
+                                    partition.group.files[0].path)
+        finally:  # the driver sums these (listing.skipped_files)
+            if paths and self.skips is not None:
+                self.skips.add({**{k: v for k, v in counts.items()
+                                   if k.startswith("files_skipped_")}, "paths": paths})
 
 
 class ListingReader(PlainListingReader):
