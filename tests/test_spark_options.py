@@ -112,3 +112,12 @@ def test_skipped_files_are_summed_on_the_driver(spark, s3_server, bucket):
     assert report["files_skipped_corrupt"] == 1
     assert report["paths"] == [f"s3://{bucket}/skips/k=2/b.parquet"]
     assert listing.skipped_files(spark) == {}
+
+
+def test_errors_from_python_workers_lead_with_our_message(spark, s3_server, events):
+    """listing.session() hides worker tracebacks: the first line names what is at fault."""
+    with pytest.raises(Exception) as err:
+        reader(spark, s3_server).option("bogusOption", "1").load(events.root).count()
+    first = str(err.value).splitlines()[0]
+    assert "OptionError: unknown option(s) bogusoption" in first
+    assert "Traceback" not in str(err.value)

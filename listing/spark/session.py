@@ -60,6 +60,9 @@ def session(app_name: str = "listing", master: str | None = None,
         PUSHDOWN_CONF: "true",
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
+        # errors raised in Python workers (a bad option, file or value) reach the user with
+        # our message on the first line instead of under a worker traceback
+        "spark.sql.execution.pyspark.udf.hideTraceback.enabled": "true",
         # secrets given as storage.* options must not show in plans or the UI
         "spark.redaction.regex": r"(?i)secret|password|token|access[.]?key|storage\.key",
     }

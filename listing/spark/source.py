@@ -155,7 +155,8 @@ def _check_format_options(fmt: str, given: dict[str, Any]) -> None:
     known = set(formats.get(fmt).option_defaults)
     unknown = sorted(set(given) - known)
     if unknown:
-        source = sorted(SOURCE_OPTIONS - {"table_spec", "paths"} | {"basePath", "storage.<name>"})
+        source = sorted(SOURCE_OPTIONS - {"table_spec", "paths", "basepath"}
+                        | {"basePath", "storage.<name>"})
         listing = sorted(ListingOptions.names())
         spark = sorted({*SPARK_NAMES, *SPARK_FORMAT_NAMES})
         raise OptionError(
