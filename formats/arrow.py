@@ -21,7 +21,9 @@ from listing.formats.base import (
     CorruptFileError,
     FileFormat,
     FileOpener,
+    FileSink,
     FileSource,
+    FileWriter,
     MissingFileError,
 )
 from listing.formats.conform import unify_schemas
@@ -146,3 +148,32 @@ class ArrowSource(FileSource):
 
 
 ArrowFormat.source_class = ArrowSource
+
+
+# --- writing ------------------------------------------------------------------------------
+
+class IpcWriter(FileWriter):
+    def __init__(self, sink: ArrowSink, out: pa.NativeFile) -> None:
+        self.out = out
+        codec: Any = sink.compression
+        options = ipc.IpcWriteOptions(compression=codec)
+        self.writer = ipc.new_file(out, sink.schema, options=options)
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        self.writer.write_batch(batch)
+
+    def close(self) -> None:
+        self.writer.close()
+        self.out.close()
+
+
+class ArrowSink(FileSink):
+    """Arrow IPC files (the random-access file format), buffers optionally compressed."""
+
+    compressions = {"zstd": "zstd", "lz4": "lz4"}
+
+    def open(self, out: pa.NativeFile) -> FileWriter:
+        return IpcWriter(self, out)
+
+
+ArrowFormat.sink_class = ArrowSink

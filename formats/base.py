@@ -6,8 +6,13 @@
   predicate, batch size, options, storage spec), picklable, no open handles.
 - :class:`FileOpener` runs inside a Spark task: opens one file through the storage factory
   only when iterated, and streams record batches.
+- :class:`FileSink` is the write side (``FileFormat.sink``): the file extension and a
+  :class:`FileWriter` that streams batches of one fixed schema into one output stream.
+  ``listing.write`` decides where files go and when they become visible; a sink only
+  encodes.
 
-Subclass all three for a custom format; ``formats.register`` makes it available by name.
+Subclass the first three for a custom format (and :class:`FileSink` to write it);
+``formats.register`` makes it available by name.
 """
 
 from __future__ import annotations
@@ -33,7 +38,8 @@ from listing.storage import (
     read_failure,
 )
 
-__all__ = ["CorruptFileError", "FileFormat", "FileOpener", "FileSource", "MissingFileError"]
+__all__ = ["CorruptFileError", "FileFormat", "FileOpener", "FileSink", "FileSource", "FileWriter",
+           "MissingFileError"]
 
 log = logging.getLogger("listing")
 
@@ -107,6 +113,19 @@ class FileFormat:
         return self.source_class(format=self, file_schema=schema, projection=projection,
                                  predicate=predicate, options={**self.options, **(options or {})},
                                  storage=storage or StorageSpec("file"), batch_size=batch_size)
+
+    # --- writing -----------------------------------------------------------------------
+    #: the sink writing this format's files; None: the format cannot write
+    sink_class: ClassVar[type[FileSink] | None] = None
+
+    def sink(self, schema: pa.Schema, compression: str | None = None) -> FileSink:
+        """A sink writing files of exactly ``schema`` (the data columns, no partition
+        columns) with this format's options. Raises :class:`OptionError` when the format
+        cannot write or does not know ``compression``."""
+        if self.sink_class is None:
+            raise OptionError(f"format {self.name!r} cannot write files (its FileFormat has "
+                              "no sink_class)")
+        return self.sink_class(self, schema, compression)
 
 
 @dataclass(frozen=True)
@@ -208,3 +227,58 @@ class FileOpener:
             if batch.num_rows:
                 yielded = True
                 yield batch.select(out_names) if batch.schema.names != out_names else batch
+
+
+# --- writing ------------------------------------------------------------------------------
+
+#: compression names accepted by text sinks, with the suffix added to the file name
+TEXT_COMPRESSIONS = {"gzip": ".gz", "gz": ".gz", "bz2": ".bz2", "zstd": ".zst"}
+
+
+class FileWriter:
+    """Writes batches of the sink's schema into one output stream; ``close()`` finishes the
+    file (footer, compression trailer) and closes the stream."""
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+
+class FileSink:
+    """How one format writes files of one fixed schema. Plain metadata, picklable: built on
+    the driver, used in tasks. Subclasses set :meth:`open` and, if they compress with
+    something else than a stream codec, :meth:`check_compression`."""
+
+    #: accepted ``compression`` names; ``None`` and ``"none"`` always mean uncompressed
+    compressions: ClassVar[dict[str, str]] = TEXT_COMPRESSIONS
+
+    def __init__(self, format: FileFormat, schema: pa.Schema,  # noqa: A002
+                 compression: str | None = None) -> None:
+        self.format = format
+        self.schema = schema
+        codec = None if compression is None else str(compression).strip().lower()
+        self.compression = None if codec in (None, "", "none", "uncompressed") else codec
+        if self.compression is not None and self.compression not in self.compressions:
+            raise OptionError(f"compression {compression!r} is not supported by format "
+                              f"{format.name!r}; known: "
+                              f"{', '.join(sorted(self.compressions)) or 'none'}")
+
+    @property
+    def extension(self) -> str:
+        """File name suffix: the format's first extension, then the compression's."""
+        ext = self.format.extensions[0] if self.format.extensions else ""
+        if self.compression is not None and self.compressions is TEXT_COMPRESSIONS:
+            ext += TEXT_COMPRESSIONS[self.compression]
+        return ext
+
+    def open(self, out: pa.NativeFile) -> FileWriter:
+        raise NotImplementedError
+
+    def text_stream(self, out: pa.NativeFile) -> pa.NativeFile:
+        """``out``, wrapped in the compression codec when there is one (text formats)."""
+        if self.compression is None:
+            return out
+        codec: Any = {"gz": "gzip"}.get(self.compression, self.compression)
+        return pa.CompressedOutputStream(out, codec)

@@ -33,7 +33,7 @@ import pyarrow.csv as pacsv
 
 from listing.errors import FileReadError
 from listing.files import PartitionedFile
-from listing.formats.base import CorruptFileError, FileSource
+from listing.formats.base import CorruptFileError, FileSink, FileSource, FileWriter
 from listing.formats.conform import can_widen
 from listing.formats.text import (
     TextFormat,
@@ -249,3 +249,53 @@ class CsvSource(FileSource):
 
 
 CsvFormat.source_class = CsvSource
+
+
+# --- writing ------------------------------------------------------------------------------
+
+class CsvWriter(FileWriter):
+    def __init__(self, sink: CsvSink, out: pa.NativeFile) -> None:
+        opts = CsvOptions.parse(sink.format.options)
+        self.stream = sink.text_stream(out)
+        self.out = out
+        write = pacsv.WriteOptions(include_header=opts.header, delimiter=opts.delimiter,
+                                   quoting_style="needed")
+        schema = pa.schema([f.with_type(pa.string()) if pa.types.is_floating(f.type) else f
+                            for f in sink.schema])
+        stream: Any = self.stream
+        self.writer = pacsv.CSVWriter(stream, schema, write_options=write)
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        self.writer.write_batch(_floats_as_floats(batch))
+
+    def close(self) -> None:
+        self.writer.close()
+        self.stream.close()  # a compressed stream closes ``out`` too
+        if not self.out.closed:
+            self.out.close()
+
+
+def _floats_as_floats(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """pyarrow spells 3.0 as ``3``, which a reader infers as an integer column; keep the
+    ``.0`` (as Spark does) so every file of a float column reads back as a float."""
+    if not any(pa.types.is_floating(f.type) for f in batch.schema):
+        return batch
+    columns = []
+    for f, column in zip(batch.schema, batch.columns, strict=True):
+        if pa.types.is_floating(f.type):
+            text: Any = pc.cast(column, pa.string())
+            integral = pc.match_substring_regex(text, r"^-?\d+$")
+            column = pc.if_else(integral, pc.binary_join_element_wise(text, ".0", ""), text)
+        columns.append(column)
+    return pa.RecordBatch.from_arrays(columns, names=batch.schema.names)
+
+
+class CsvSink(FileSink):
+    """CSV with the format's ``header`` (default on) and ``delimiter``; null is an empty
+    field (the reader's default ``null_values``); ``compression`` gzip, bz2 or zstd."""
+
+    def open(self, out: pa.NativeFile) -> FileWriter:
+        return CsvWriter(self, out)
+
+
+CsvFormat.sink_class = CsvSink

@@ -11,9 +11,12 @@ reported as corrupt.
 
 from __future__ import annotations
 
+import base64
+import datetime as dt
 import io
 import json
 from collections.abc import Iterator, Mapping
+from decimal import Decimal
 from typing import Any
 
 import pyarrow as pa
@@ -22,7 +25,7 @@ import pyarrow.json as pajson
 
 from listing.errors import FileReadError
 from listing.files import PartitionedFile
-from listing.formats.base import CorruptFileError, FileSource
+from listing.formats.base import CorruptFileError, FileSink, FileSource, FileWriter
 from listing.formats.text import (
     TextFormat,
     TextOpener,
@@ -189,3 +192,50 @@ class JsonSource(FileSource):
 
 
 JsonFormat.source_class = JsonSource
+
+
+# --- writing ------------------------------------------------------------------------------
+
+def _json_value(value: Any) -> Any:
+    """What ``json`` cannot encode itself, spelled as Spark's JSON writer spells it."""
+    if isinstance(value, dt.datetime):
+        return value.isoformat()
+    if isinstance(value, dt.date | dt.time):
+        return value.isoformat()
+    if isinstance(value, Decimal):
+        return float(value) if value == value.to_integral_value() and abs(value) < 2**53 \
+            else str(value)
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode("ascii")
+    if isinstance(value, dt.timedelta):
+        return value.total_seconds()
+    raise TypeError(f"cannot write {type(value).__name__} as JSON")
+
+
+class NdjsonWriter(FileWriter):
+    def __init__(self, sink: JsonSink, out: pa.NativeFile) -> None:
+        self.stream = sink.text_stream(out)
+        self.out = out
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        lines = [json.dumps(row, default=_json_value, ensure_ascii=False,
+                            separators=(",", ":"), allow_nan=True)
+                 for row in batch.to_pylist()]
+        if lines:
+            self.stream.write(("\n".join(lines) + "\n").encode("utf-8"))
+
+    def close(self) -> None:
+        self.stream.close()
+        if not self.out.closed:
+            self.out.close()
+
+
+class JsonSink(FileSink):
+    """Newline-delimited JSON, one object per row, nulls written as ``null``; dates and
+    timestamps ISO strings; ``compression`` gzip, bz2 or zstd."""
+
+    def open(self, out: pa.NativeFile) -> FileWriter:
+        return NdjsonWriter(self, out)
+
+
+JsonFormat.sink_class = JsonSink

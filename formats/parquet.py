@@ -14,7 +14,9 @@ from listing.files import PartitionedFile
 from listing.formats.base import (
     FileFormat,
     FileOpener,
+    FileSink,
     FileSource,
+    FileWriter,
 )
 from listing.formats.conform import unify_schemas
 from listing.pushdown import Pushdown
@@ -137,3 +139,35 @@ class ParquetSource(FileSource):
 
 
 ParquetFormat.source_class = ParquetSource
+
+
+# --- writing ------------------------------------------------------------------------------
+
+class ParquetWriter(FileWriter):
+    def __init__(self, sink: ParquetSink, out: pa.NativeFile) -> None:
+        self.out = out
+        codec: Any = sink.compression or "none"
+        self.writer = pq.ParquetWriter(out, sink.schema, compression=codec)
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        self.writer.write_batch(batch)
+
+    def close(self) -> None:
+        self.writer.close()
+        self.out.close()
+
+
+class ParquetSink(FileSink):
+    """Parquet files (snappy unless ``compression`` says otherwise)."""
+
+    compressions = {c: c for c in ("snappy", "gzip", "brotli", "zstd", "lz4")}
+
+    def __init__(self, format: FileFormat, schema: pa.Schema,  # noqa: A002
+                 compression: str | None = "snappy") -> None:
+        super().__init__(format, schema, "snappy" if compression is None else compression)
+
+    def open(self, out: pa.NativeFile) -> FileWriter:
+        return ParquetWriter(self, out)
+
+
+ParquetFormat.sink_class = ParquetSink

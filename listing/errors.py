@@ -54,3 +54,12 @@ class StorageConfigError(OptionError):
     """The storage cannot be used as configured: an unknown protocol, an unknown or malformed
     storage option, a request the client refuses to send (an invalid bucket name), missing
     credentials. Retrying does not help; fixing the URL or the options does."""
+
+
+class TableExistsError(ListingError):
+    """A write with ``mode="error"`` found visible files at the table's URL."""
+
+
+class CommitError(ListingError):
+    """A write job failed while moving its staged files into place: part of the job may
+    be visible. Names the job and where its remaining staged files are."""

@@ -830,3 +830,65 @@ def read_failure(path: str, err: BaseException, what: str) -> BaseException:
     if isinstance(err, pa.ArrowException | ValueError | EOFError | OSError):
         return CorruptFileError(f"{path}: {what}: {err}")
     return err
+
+
+# --- writing objects (used by listing.write) ------------------------------------------------
+
+def _s3_write_call(fs: Any, operation: str, url: str, method: str, **kwargs: Any) -> int:
+    """One S3 write request (botocore's retries); returns the retries it took. Failures
+    leave as :class:`ListingError` naming ``operation`` and ``url``."""
+    try:
+        resp = _s3_call(fs, method, **kwargs)
+    except Exception as err:  # noqa: BLE001 - classified, never swallowed
+        failure = storage_failure(operation, url, err, settings_of(fs),
+                                  getattr(fs, "_listing_secrets", ()))
+        if failure is err:
+            raise
+        raise failure from None
+    return _retry_attempts(resp)
+
+
+def s3_put(fs: Any, path: str, data: bytes) -> int:
+    """PUT ``data`` as the object ``bucket/key`` (one request); returns retries."""
+    bucket, _, key = path.partition("/")
+    return _s3_write_call(fs, "writing", f"s3://{path}", "put_object", Bucket=bucket, Key=key,
+                          Body=data)
+
+
+def s3_copy(fs: Any, src: str, dst: str) -> int:
+    """Server-side copy of one object up to 5 GB (one request); returns retries."""
+    bucket, _, key = dst.partition("/")
+    src_bucket, _, src_key = src.partition("/")
+    return _s3_write_call(fs, "copying to", f"s3://{dst}", "copy_object", Bucket=bucket,
+                          Key=key, CopySource={"Bucket": src_bucket, "Key": src_key})
+
+
+def s3_delete(fs: Any, paths: list[str]) -> tuple[int, int]:
+    """Delete objects, 1000 per DeleteObjects request; returns (requests, retries). A key
+    the store refuses to delete is an error naming it."""
+    requests = retries = 0
+    by_bucket: dict[str, list[str]] = {}
+    for path in paths:
+        bucket, _, key = path.partition("/")
+        by_bucket.setdefault(bucket, []).append(key)
+    for bucket, keys in by_bucket.items():
+        for i in range(0, len(keys), 1000):
+            chunk = keys[i:i + 1000]
+            requests += 1
+            try:
+                resp = _s3_call(fs, "delete_objects", Bucket=bucket,
+                                Delete={"Objects": [{"Key": k} for k in chunk], "Quiet": True})
+            except Exception as err:  # noqa: BLE001 - classified, never swallowed
+                failure = storage_failure("deleting", f"s3://{bucket}/{chunk[0]}", err,
+                                          settings_of(fs), getattr(fs, "_listing_secrets", ()))
+                if failure is err:
+                    raise
+                raise failure from None
+            retries += _retry_attempts(resp)
+            errors = resp.get("Errors") or []
+            if errors:
+                first = errors[0]
+                raise StorageError(f"deleting s3://{bucket}/{first.get('Key')} failed: "
+                                   f"{first.get('Code')}: {first.get('Message')} "
+                                   f"({len(errors)} keys not deleted)")
+    return requests, retries

@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 
 import pyarrow as pa
 from pyspark import cloudpickle
-from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceWriter, InputPartition
 from pyspark.sql.types import StructType
 
 from listing import formats
@@ -60,6 +60,10 @@ CATALOG_KEYS = {"location", "owner", "provider", "comment", "external", "is_mana
                 "collation"}
 SOURCE_OPTIONS = {"path", "paths", "format", "partition_cols", "storage_options", "where",
                   "limit", "table_spec", "basepath"}
+#: options only a write takes (listing.spark.writer): the source's reading config ignores them
+WRITE_ONLY = {"partition_by", "partitionby", "partition_overwrite_mode",
+              "partitionoverwritemode", "max_records_per_file", "maxrecordsperfile",
+              "compression", "__partition_columns"}
 
 
 @dataclasses.dataclass(repr=False)
@@ -117,7 +121,7 @@ class SourceConfig:
         for key, value in opts.items():
             if key.startswith("storage."):
                 storage[key[len("storage."):]] = _storage_value(value)
-            elif key in SOURCE_OPTIONS:
+            elif key in SOURCE_OPTIONS or key in WRITE_ONLY:
                 continue
             elif SPARK_NAMES.get(key, key) in ListingOptions.names():
                 listing[SPARK_NAMES.get(key, key)] = value
@@ -282,6 +286,15 @@ class ListingDataSource(DataSource):
 
     def schema(self) -> StructType:
         return spark_struct(self.table().schema)
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        """``df.write.format("listing")``: stage in tasks, commit on the driver
+        (:mod:`listing.spark.writer`)."""
+        from listing.spark.writer import ListingWriter
+
+        for fmt_name, factory in self.user_formats.items():
+            formats.register(fmt_name, factory)
+        return ListingWriter(dict(self.options), schema, overwrite)
 
     def reader(self, schema: StructType) -> DataSourceReader:
         return ListingReader(self._table_for(schema), schema, self.config,

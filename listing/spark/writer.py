@@ -1,0 +1,133 @@
+"""Writes through the ``listing`` source: ``df.write.format("listing")…save(path)``.
+
+``df.write.format("listing").option("format", "parquet").option("partition_by", "date,region")
+.mode("append" | "overwrite").save("s3://lake/events/")``
+
+Spark calls ``ListingDataSource.writer(schema, overwrite)`` once, pickles the
+:class:`ListingWriter` to every task and calls ``commit`` or ``abort`` with the tasks' commit
+messages. The writer carries a :class:`~listing.write.WriteJob`: tasks stage their files
+under ``_temporary/<job id>/`` and return them; ``commit`` moves them into place and writes
+``_SUCCESS``; ``abort`` deletes everything staged (see :mod:`listing.write` for what a
+concurrent reader sees). Spark does not hand ``.partitionBy(...)`` columns to Python sources:
+partitioning is the ``partition_by`` option, and a ``.partitionBy`` is refused by name.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow as pa
+from pyspark import TaskContext
+from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
+from pyspark.sql.types import StructType
+
+from listing.errors import OptionError
+from listing.spark.types import arrow_schema
+from listing.write import TaskCommit, WriteJob, WriteResult
+
+log = logging.getLogger("listing.spark")
+
+#: write options (lower-cased, as Spark passes them) and Spark's spellings of them
+WRITE_OPTIONS = {"partition_by": "partition_by", "partitionby": "partition_by",
+                 "partition_overwrite_mode": "partition_overwrite_mode",
+                 "partitionoverwritemode": "partition_overwrite_mode",
+                 "max_records_per_file": "max_records_per_file",
+                 "maxrecordsperfile": "max_records_per_file", "compression": "compression"}
+#: where Spark's DataFrameWriter puts ``.partitionBy`` columns (DataSourceUtils)
+SPARK_PARTITION_KEY = "__partition_columns"
+#: read-only options a write refuses, with the write option to use instead
+READ_ONLY = {"partition_cols": "partition_by", "where": None, "limit": None,
+             "table_spec": None, "basepath": None}
+
+
+def write_options(options: dict[str, str]) -> dict[str, Any]:
+    """The WriteJob arguments for one ``df.write.format("listing")`` call."""
+    opts = {k.lower(): v for k, v in options.items()}
+    if opts.get(SPARK_PARTITION_KEY):
+        try:
+            cols = json.loads(opts[SPARK_PARTITION_KEY])
+        except json.JSONDecodeError:
+            cols = opts[SPARK_PARTITION_KEY]
+        names = ",".join(cols) if isinstance(cols, list) else str(cols)
+        raise OptionError(
+            f"the listing source does not take Spark's .partitionBy({names!r}): Spark does "
+            "not pass it to Python data sources. Drop .partitionBy and give "
+            f".option('partition_by', {names!r})")
+    for key, instead in READ_ONLY.items():
+        if key in opts:
+            hint = f"; use option {instead!r}" if instead else ""
+            raise OptionError(f"option {key!r} is for reads, not writes{hint}")
+    url = opts.pop("path", None) or opts.pop("location", None)
+    if not url:
+        raise OptionError("a listing write needs a path: .save('s3://bucket/prefix/')")
+    kwargs: dict[str, Any] = {"url": url, "format": opts.pop("format", "parquet")}
+    storage: dict[str, Any] = {}
+    if "storage_options" in opts:
+        storage.update(json.loads(opts.pop("storage_options")))
+    fmt_opts: dict[str, Any] = {}
+    for key, value in opts.items():
+        if key.startswith("storage."):
+            storage[key[len("storage."):]] = _storage_value(value)
+        elif key in WRITE_OPTIONS:
+            kwargs[WRITE_OPTIONS[key]] = value
+        elif key == "paths":
+            continue
+        else:
+            fmt_opts[{"sep": "delimiter"}.get(key, key)] = value
+    kwargs["storage_options"] = storage
+    kwargs["format_options"] = fmt_opts
+    return kwargs
+
+
+def _storage_value(value: str) -> Any:
+    text = value.strip()
+    if text[:1] in "{[" or text in ("true", "false", "null"):
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError:
+            return value
+    return value
+
+
+@dataclasses.dataclass
+class ListingCommitMessage(WriterCommitMessage):
+    """One task's staged files, sent back to the driver."""
+
+    task: TaskCommit
+
+
+class ListingWriter(DataSourceArrowWriter):
+    """Stages each task's files; the job commit moves them into place."""
+
+    def __init__(self, options: dict[str, str], schema: StructType, overwrite: bool) -> None:
+        kwargs = write_options(options)
+        self.job = WriteJob(kwargs["url"], arrow_schema(schema), format=kwargs["format"],
+                            partition_by=kwargs.get("partition_by") or (),
+                            mode="overwrite" if overwrite else "append",
+                            partition_overwrite_mode=kwargs.get("partition_overwrite_mode",
+                                                                "static"),
+                            storage_options=kwargs["storage_options"],
+                            max_records_per_file=kwargs.get("max_records_per_file"),
+                            compression=kwargs.get("compression"),
+                            **kwargs["format_options"])
+        self.job.setup()
+        self.result: WriteResult | None = None
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:  # type: ignore[override]  # Arrow writer: batches
+        ctx = TaskContext.get()
+        task = ctx.partitionId() if ctx is not None else 0
+        attempt = ctx.attemptNumber() if ctx is not None else 0
+        return ListingCommitMessage(self.job.write_task(iterator, task, attempt))
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        tasks = [m.task for m in messages if isinstance(m, ListingCommitMessage)]
+        self.result = self.job.commit(tasks)
+        log.info("listing write %s: %d files, %d rows, metrics %s", self.job.url,
+                 len(self.result.files), self.result.rows, self.result.metrics)
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        self.job.abort()

@@ -1,0 +1,585 @@
+"""Hive-partitioned writes with a commit protocol (DataFusion's ``insert_into`` + demux).
+
+``write_table(url, data, partition_by=[...], mode=...)`` writes a pyarrow Table or an
+iterable of RecordBatches as ``<root>/k1=v1/k2=v2/part-<task>-<job id>-c<n>.<ext>``,
+spelled exactly as the reader (:mod:`listing.hive`) and Spark read it back: names and values
+escaped by :func:`listing.hive.escape_path_name`, null and the empty string as
+``__HIVE_DEFAULT_PARTITION__``, dates ``YYYY-MM-DD``, timestamps ``YYYY-MM-DD HH:MM:SS[.f]``
+(UTC for zoned values), booleans ``true``/``false``. Partition columns are not stored in
+the files; every file of a job has the same schema (the data columns, in input order).
+
+A job runs in three steps (:class:`WriteJob`; Spark runs them as driver, tasks, driver):
+
+1. ``setup()``: checks ``mode`` (``error``/``ignore`` look for visible files: one LIST).
+2. ``write_task(batches, task)``: every file goes under the hidden staging prefix
+   ``<root>/_temporary/<job id>/task-<task>-<attempt>/…``, which readers skip (a ``_``
+   segment); returns a :class:`TaskCommit` naming the staged files.
+3. ``commit(tasks)``: only now does the table change. Overwrite deletes the old visible
+   files (``static``: everything under the root except hidden paths; ``dynamic``: only in
+   the partitions this job wrote), then the staged files move into place, then
+   ``_SUCCESS`` is written and the staging prefix deleted. ``abort()`` (any failure before
+   commit) deletes the staging prefix; the table is untouched.
+
+What a concurrent reader can see, per storage:
+
+- **before commit** (staging, or an aborted job): nothing of the job, anywhere.
+- **local files**: each file moves with ``os.replace`` (atomic per file: a reader never
+  sees a half-written file), but the job is not atomic: a reader listing during the
+  commit may see some of the job's files and, for an overwrite, a table whose old files
+  are already deleted while the new ones are still arriving.
+- **S3** (and other object stores): a move is a server-side COPY then a DELETE of the
+  staged key; each object appears whole (PUT/COPY are atomic per object), but nothing
+  makes the set atomic: a listing during the commit may see part of the job's files, and
+  for an overwrite part of the old files gone. Readers that must never see a partial job
+  should wait for ``_SUCCESS`` (rewritten by every commit) or read a new table location.
+- **a failure during commit** raises :class:`CommitError`: the job may be partly visible;
+  its files not yet moved stay under ``_temporary/<job id>/`` (hidden), never deleted.
+
+``mode="error"``/``"ignore"`` check for existing files at ``setup()``, not atomically with
+the commit. Files are encoded by the format's :class:`~listing.formats.base.FileSink`. On
+S3 each file is built in memory and sent with one PUT (bounded by
+``max_records_per_file``); local files are written in place under the staging prefix.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import os
+import shutil
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from listing import formats
+from listing.errors import CommitError, OptionError, TableExistsError
+from listing.formats.base import FileFormat, FileSink, FileWriter
+from listing.hive import DEFAULT_PARTITION_NAME, escape_path_name, is_hidden
+from listing.options import parse_int
+from listing.storage import Lister, RequestCounter, StorageSpec, s3_copy, s3_delete, s3_put
+from listing.url import TableUrl
+
+__all__ = ["MODES", "PARTITION_OVERWRITE_MODES", "StagedFile", "TaskCommit", "WriteJob",
+           "WriteResult", "partition_path", "write_table"]
+
+log = logging.getLogger("listing.write")
+
+MODES = ("append", "overwrite", "error", "ignore")
+PARTITION_OVERWRITE_MODES = ("static", "dynamic")
+STAGING_DIR = "_temporary"
+SUCCESS_FILE = "_SUCCESS"
+COPY_THREADS = 16
+_METRICS = ("files_written", "rows_written", "bytes_written", "files_committed",
+            "files_deleted", "staged_deleted", "put_requests", "copy_requests",
+            "delete_requests", "list_requests", "renames", "retries")
+
+
+# --- the values that travel: staged files, task commit messages, the result ----------------
+
+@dataclass(frozen=True)
+class StagedFile:
+    """One file a task wrote under the staging prefix, and where commit moves it."""
+
+    staged: str  # fsspec path (no protocol) under <root>/_temporary/<job id>/
+    final: str  # fsspec path in the table
+    partition: str  # "k1=v1/k2=v2/" ("" for an unpartitioned table)
+    rows: int
+    size: int
+
+
+@dataclass(frozen=True)
+class TaskCommit:
+    """What one task hands to the job commit (Spark's commit message): its staged files
+    and what writing them cost."""
+
+    task: int
+    attempt: int
+    files: tuple[StagedFile, ...]
+    metrics: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class WriteResult:
+    """A committed job: its files (URLs), the partitions it wrote, rows and metrics.
+
+    ``metrics`` counts files and rows, and the requests sent for them on S3 (``put_requests``
+    data files and ``_SUCCESS``, ``copy_requests`` moves, ``delete_requests``
+    DeleteObjects batches, ``list_requests`` listing pages, ``retries``); on local files
+    ``renames`` and deleted files."""
+
+    url: str
+    job_id: str
+    mode: str
+    files: list[str]
+    partitions: list[str]
+    rows: int
+    metrics: dict[str, int]
+
+
+# --- encoding partition values ---------------------------------------------------------------
+
+_PARTITION_TYPES = (pa.types.is_string, pa.types.is_large_string, pa.types.is_integer,
+                    pa.types.is_date, pa.types.is_boolean, pa.types.is_decimal,
+                    pa.types.is_floating, pa.types.is_timestamp, pa.types.is_null)
+
+
+def _spell(value: Any) -> str:
+    """The unescaped on-disk text of one partition value, as Spark writes it."""
+    if value is None or value == "":
+        return DEFAULT_PARTITION_NAME
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dt.datetime):
+        if value.tzinfo is not None:
+            value = value.astimezone(dt.UTC).replace(tzinfo=None)
+        text = value.strftime("%Y-%m-%d %H:%M:%S")
+        return text + (f".{value.microsecond:06d}".rstrip("0") if value.microsecond else "")
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    if isinstance(value, Decimal):
+        return format(value, "f")
+    return str(value)
+
+
+def partition_path(values: Sequence[tuple[str, Any]]) -> str:
+    """``k1=v1/k2=v2/`` for ``[(k1, v1), (k2, v2)]``: names and values escaped the way the
+    reader and Spark unescape them; null and ``""`` as ``__HIVE_DEFAULT_PARTITION__``."""
+    out = []
+    for name, value in values:
+        text = _spell(value)
+        raw = text if text == DEFAULT_PARTITION_NAME else escape_path_name(text)
+        out.append(f"{escape_path_name(name)}={raw}/")
+    return "".join(out)
+
+
+# --- storage operations, counted -------------------------------------------------------------
+
+class _Store:
+    """Create, move, delete and list files on one storage, counting what it costs."""
+
+    def __init__(self, spec: StorageSpec, metrics: dict[str, int]) -> None:
+        self.spec = spec
+        self.metrics = metrics
+        self.fs = spec.filesystem()
+        self.local = spec.protocol == "file"
+
+    def add(self, name: str, n: int = 1) -> None:
+        self.metrics[name] = self.metrics.get(name, 0) + n
+
+    def create(self, path: str) -> tuple[pa.NativeFile, Callable[[], int]]:
+        """An output stream for ``path`` and a function that finishes the file (after the
+        writer closed the stream) and returns its size."""
+        if self.local:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            return pa.OSFile(path, "wb"), lambda: os.path.getsize(path)
+        buffer = pa.BufferOutputStream()
+
+        def finish() -> int:
+            data = buffer.getvalue().to_pybytes()
+            self.put(path, data)
+            return len(data)
+        return buffer, finish
+
+    def put(self, path: str, data: bytes) -> None:
+        if self.local:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "wb") as f:
+                f.write(data)
+            return
+        self.add("put_requests")
+        if self.spec.is_s3:
+            self.add("retries", s3_put(self.fs, path, data))
+        else:
+            self.fs.pipe_file(path, data)
+
+    def move(self, pairs: Sequence[tuple[str, str]], also_delete: Sequence[str] = ()) -> None:
+        """Move each ``(src, dst)``; then delete ``also_delete`` (leftover staged files)."""
+        if self.local:
+            for src, dst in pairs:
+                os.makedirs(os.path.dirname(dst), exist_ok=True)
+                os.replace(src, dst)
+                self.add("renames")
+            self.delete(also_delete)
+            return
+        if self.spec.is_s3:
+            with ThreadPoolExecutor(COPY_THREADS) as pool:
+                retries = list(pool.map(lambda p: s3_copy(self.fs, p[0], p[1]), pairs))
+            self.add("copy_requests", len(pairs))
+            self.add("retries", sum(retries))
+            self.delete([src for src, _ in pairs] + list(also_delete))
+            return
+        for src, dst in pairs:
+            self.fs.mv(src, dst)
+            self.add("copy_requests")
+        self.delete(also_delete)
+
+    def delete(self, paths: Sequence[str]) -> None:
+        if not paths:
+            return
+        if self.local:
+            for path in paths:
+                try:
+                    os.remove(path)
+                except FileNotFoundError:
+                    pass
+            return
+        if self.spec.is_s3:
+            requests, retries = s3_delete(self.fs, list(paths))
+            self.add("delete_requests", requests)
+            self.add("retries", retries)
+            return
+        self.fs.rm(list(paths))
+        self.add("delete_requests")
+
+    def list_files(self, prefix: str, visible_below: str | None = None) -> list[str]:
+        """Every file under ``prefix``; with ``visible_below``, only those whose path below
+        it has no hidden segment (``_temporary/…``, ``_SUCCESS``, ``.crc``)."""
+        counter = RequestCounter()
+        lister = Lister(self.spec, counter)
+        try:
+            paths = [f.path for page in lister.pages(prefix, delimiter=False)
+                     for f in page.files]
+        finally:
+            if not self.local:
+                self.add("list_requests", counter.list)
+                self.add("retries", counter.retries)
+        if visible_below is not None:
+            paths = [p for p in paths
+                     if not any(is_hidden(s) for s in p[len(visible_below):].split("/"))]
+        return paths
+
+    def prune_dirs(self, paths: Iterable[str], stop: str) -> None:
+        """Local files: remove the directories left empty by deleting ``paths``, up to
+        ``stop`` (exclusive); object stores have no directories."""
+        if not self.local:
+            return
+        stop = stop.rstrip("/")
+        for d in sorted({os.path.dirname(p) for p in paths}, key=len, reverse=True):
+            while d.startswith(stop + "/"):
+                try:
+                    os.rmdir(d)
+                except OSError:
+                    break
+                d = os.path.dirname(d)
+
+
+# --- one job ---------------------------------------------------------------------------------
+
+class _OpenFile:
+    def __init__(self, writer: FileWriter, finish: Callable[[], int], staged: str,
+                 final: str, partition: str) -> None:
+        self.writer, self.finish = writer, finish
+        self.staged, self.final, self.partition = staged, final, partition
+        self.rows = 0
+
+
+class WriteJob:
+    """One write job: ``setup()`` on the driver, ``write_task()`` in each task,
+    ``commit(tasks)`` or ``abort()`` on the driver. Plain metadata, picklable (Spark ships it
+    to tasks); filesystems are rebuilt where used."""
+
+    def __init__(self, url: str, schema: pa.Schema, *, format: str | FileFormat = "parquet",  # noqa: A002
+                 partition_by: Sequence[str] = (), mode: str = "append",
+                 partition_overwrite_mode: str = "static",
+                 storage_options: dict[str, Any] | None = None,
+                 max_records_per_file: int | str | None = None, compression: str | None = None,
+                 job_id: str | None = None, **format_options: Any) -> None:
+        self.url = TableUrl.parse(url)
+        if self.url.glob is not None:
+            raise OptionError(f"cannot write to a glob {url!r}: give the table's root")
+        self.mode = _choice("mode", mode, MODES)
+        self.partition_overwrite_mode = _choice("partition_overwrite_mode",
+                                                partition_overwrite_mode,
+                                                PARTITION_OVERWRITE_MODES)
+        self.partition_by = _partition_by(partition_by, schema)
+        self.max_records_per_file = (
+            None if max_records_per_file in (None, "", 0, "0")
+            else parse_int(max_records_per_file, "max_records_per_file", minimum=1))
+        self.storage = StorageSpec(self.url.protocol, dict(storage_options or {}))
+        self.format = formats.get(format, **format_options)
+        self.schema = schema
+        self.data_schema = pa.schema([f for f in schema if f.name not in self.partition_by])
+        self.sink: FileSink = self.format.sink(self.data_schema, compression)
+        self.job_id = job_id or uuid.uuid4().hex
+        self.prefix = self.url.prefix
+        self.staging = f"{self.prefix}{STAGING_DIR}/{self.job_id}/"
+        self.skip = False
+        self.setup_metrics: dict[str, int] = {}
+
+    def __repr__(self) -> str:
+        return (f"WriteJob({self.url}, job_id={self.job_id!r}, format={self.format.name!r}, "
+                f"partition_by={self.partition_by!r}, mode={self.mode!r}, "
+                f"storage={self.storage!r})")
+
+    # --- driver: before the tasks ---------------------------------------------------------
+    def setup(self) -> None:
+        """Check ``mode`` against the table: ``error`` raises :class:`TableExistsError`
+        and ``ignore`` turns the job into a no-op when visible files exist."""
+        if self.mode not in ("error", "ignore"):
+            return
+        store = _Store(self.storage, self.setup_metrics)
+        if store.list_files(self.prefix, visible_below=self.prefix):
+            if self.mode == "error":
+                raise TableExistsError(f"{self.url} already holds files (mode='error'); use "
+                                       "mode='append' or 'overwrite'")
+            self.skip = True
+
+    # --- a task -----------------------------------------------------------------------------
+    def write_task(self, batches: Iterable[pa.RecordBatch], task: int = 0,
+                   attempt: int = 0) -> TaskCommit:
+        """Write ``batches`` under the staging prefix: one open file per partition, a new
+        one after ``max_records_per_file`` rows. Nothing is visible to readers."""
+        metrics: dict[str, int] = {}
+        if self.skip:
+            return TaskCommit(task, attempt, (), metrics)
+        store = _Store(self.storage, metrics)
+        stage_dir = f"{self.staging}task-{task:05d}-{attempt}/"
+        open_files: dict[str, _OpenFile] = {}
+        counters: dict[str, int] = {}
+        done: list[StagedFile] = []
+
+        def close(f: _OpenFile) -> None:
+            f.writer.close()
+            size = f.finish()
+            done.append(StagedFile(f.staged, f.final, f.partition, f.rows, size))
+            metrics["files_written"] = metrics.get("files_written", 0) + 1
+            metrics["rows_written"] = metrics.get("rows_written", 0) + f.rows
+            metrics["bytes_written"] = metrics.get("bytes_written", 0) + size
+
+        def open_file(partition: str) -> _OpenFile:
+            n = counters.get(partition, 0)
+            counters[partition] = n + 1
+            name = f"part-{task:05d}-{self.job_id}-c{n:03d}{self.sink.extension}"
+            staged = f"{stage_dir}{partition}{name}"
+            out, finish = store.create(staged)
+            return _OpenFile(self.sink.open(out), finish, staged,
+                             f"{self.prefix}{partition}{name}", partition)
+
+        try:
+            for batch in batches:
+                for partition, part in self._split(self._conform(batch)):
+                    offset = 0
+                    while offset < part.num_rows:
+                        f = open_files.get(partition)
+                        if f is None:
+                            f = open_files[partition] = open_file(partition)
+                        room = part.num_rows - offset
+                        if self.max_records_per_file is not None:
+                            room = min(room, self.max_records_per_file - f.rows)
+                        f.writer.write(part.slice(offset, room))
+                        f.rows += room
+                        offset += room
+                        if self.max_records_per_file is not None and \
+                                f.rows >= self.max_records_per_file:
+                            close(open_files.pop(partition))
+            if not done and not open_files and not self.partition_by and task == 0:
+                open_files[""] = open_file("")  # an empty table keeps its schema
+            for partition in list(open_files):
+                close(open_files.pop(partition))
+        except BaseException:
+            for f in open_files.values():  # the staged files go with the job's abort
+                try:
+                    f.writer.close()
+                except Exception:  # noqa: BLE001, S110 - the original error matters
+                    pass
+            raise
+        return TaskCommit(task, attempt, tuple(done), metrics)
+
+    def _conform(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        if batch.schema.equals(self.schema):
+            return batch
+        missing = [n for n in self.schema.names if n not in batch.schema.names]
+        if missing:
+            raise OptionError(f"batch for {self.url} lacks column(s) {missing} of the job's "
+                              f"schema ({', '.join(self.schema.names)})")
+        try:
+            columns = [batch.column(f.name).cast(f.type) for f in self.schema]
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as err:
+            raise OptionError(f"batch for {self.url} does not fit the job's schema: {err}") \
+                from None
+        return pa.RecordBatch.from_arrays(columns, schema=self.schema)
+
+    def _split(self, batch: pa.RecordBatch) -> Iterator[tuple[str, pa.RecordBatch]]:
+        """``(partition path, rows of the data columns)`` per distinct partition value."""
+        data = batch.select(self.data_schema.names)
+        if not self.partition_by:
+            if batch.num_rows:
+                yield "", data
+            return
+        if not batch.num_rows:
+            return
+        codes, values = [], []
+        for name in self.partition_by:
+            encoded: Any = pc.dictionary_encode(batch.column(name), null_encoding="encode")
+            codes.append(encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64))
+            values.append(encoded.dictionary.to_pylist())
+        keys, inverse = np.unique(np.stack(codes, axis=1), axis=0, return_inverse=True)
+        order = np.argsort(inverse.reshape(-1), kind="stable")
+        bounds = np.cumsum(np.bincount(inverse.reshape(-1), minlength=len(keys)))[:-1]
+        for key, rows in zip(keys, np.split(order, bounds), strict=True):
+            path = partition_path([(name, values[i][key[i]])
+                                   for i, name in enumerate(self.partition_by)])
+            yield path, data.take(rows)
+
+    # --- driver: after the tasks ------------------------------------------------------------
+    def commit(self, tasks: Iterable[TaskCommit | None]) -> WriteResult:
+        """Make the staged files of ``tasks`` the table's (see the module doc for what a
+        concurrent reader sees), write ``_SUCCESS``, delete the staging prefix."""
+        given = [t for t in tasks if t is not None]
+        metrics = {name: 0 for name in _METRICS}
+        for source in [self.setup_metrics] + [t.metrics for t in given]:
+            for name, n in source.items():
+                metrics[name] = metrics.get(name, 0) + n
+        staged = [f for t in given for f in t.files]
+        if self.skip:
+            return WriteResult(str(self.url), self.job_id, self.mode, [], [], 0, metrics)
+        finals: dict[str, StagedFile] = {}
+        for f in staged:
+            if f.final in finals:
+                raise CommitError(f"job {self.job_id}: two tasks wrote {f.final}")
+            finals[f.final] = f
+        store = _Store(self.storage, metrics)
+        # everything staged, failed task attempts included: deleted once the job is in place
+        leftovers = set(store.list_files(self.staging)) - {f.staged for f in staged}
+        partitions = sorted({f.partition for f in staged})
+        old: list[str] = []
+        if self.mode == "overwrite":
+            if self.partition_overwrite_mode == "dynamic" and self.partition_by:
+                for partition in partitions:
+                    old += store.list_files(self.prefix + partition, visible_below=self.prefix)
+            else:
+                old = store.list_files(self.prefix, visible_below=self.prefix)
+        try:
+            store.delete(old)
+            metrics["files_deleted"] += len(old)
+            store.prune_dirs(old, self.prefix)
+            store.move([(f.staged, f.final) for f in staged], sorted(leftovers))
+            metrics["files_committed"] = len(staged)
+            metrics["staged_deleted"] = len(leftovers)
+            store.put(self.prefix + SUCCESS_FILE, b"")
+        except Exception as err:
+            raise CommitError(
+                f"job {self.job_id} failed while committing to {self.url}: {err}. Part of "
+                f"the job may be visible; files not yet moved stay under {self.staging}"
+            ) from err
+        self._remove_local_staging()
+        log.info("committed job %s to %s: %d files, %d rows", self.job_id, self.url,
+                 len(staged), sum(f.rows for f in staged))
+        return WriteResult(str(self.url), self.job_id, self.mode,
+                           [self.url.to_url(f.final) for f in staged], partitions,
+                           sum(f.rows for f in staged), metrics)
+
+    def abort(self) -> dict[str, int]:
+        """Delete everything the job staged (all tasks, all attempts); the table is as it
+        was. Returns what it cost."""
+        metrics: dict[str, int] = {}
+        store = _Store(self.storage, metrics)
+        paths = store.list_files(self.staging)
+        store.delete(paths)
+        metrics["staged_deleted"] = len(paths)
+        self._remove_local_staging()
+        log.info("aborted job %s on %s: %d staged files deleted", self.job_id, self.url,
+                 len(paths))
+        return metrics
+
+    def _remove_local_staging(self) -> None:
+        if self.storage.protocol != "file":
+            return
+        shutil.rmtree(self.staging, ignore_errors=True)
+        try:
+            os.rmdir(f"{self.prefix}{STAGING_DIR}")  # only when no other job stages there
+        except OSError:
+            pass
+
+
+# --- the Python API --------------------------------------------------------------------------
+
+def write_table(url: str, data: pa.Table | pa.RecordBatch | Iterable[pa.RecordBatch], *,
+                format: str | FileFormat = "parquet",  # noqa: A002
+                partition_by: Sequence[str] = (), mode: str = "append",
+                partition_overwrite_mode: str = "static",
+                storage_options: dict[str, Any] | None = None,
+                max_records_per_file: int | None = None, compression: str | None = None,
+                **format_options: Any) -> WriteResult:
+    """Write ``data`` to the table at ``url``, Hive-partitioned by ``partition_by``.
+
+    ``mode``: ``append`` (default), ``overwrite`` (``partition_overwrite_mode`` ``static``:
+    the whole table; ``dynamic``: only the partitions written), ``error`` (fail if the table
+    has files), ``ignore`` (do nothing if it has). ``format_options`` are the format's own
+    (CSV ``header``, ``delimiter``). Nothing is visible before the commit; any failure
+    before it deletes the staged files and leaves the table as it was.
+    """
+    schema, batches = _schema_and_batches(data)
+    job = WriteJob(url, schema, format=format, partition_by=partition_by, mode=mode,
+                   partition_overwrite_mode=partition_overwrite_mode,
+                   storage_options=storage_options, max_records_per_file=max_records_per_file,
+                   compression=compression, **format_options)
+    job.setup()
+    try:
+        task = job.write_task(batches)
+    except BaseException:
+        try:
+            job.abort()
+        except Exception as err:  # noqa: BLE001 - the write's own error is the one to raise
+            log.warning("could not delete the staged files of job %s: %s", job.job_id, err)
+        raise
+    return job.commit([task])
+
+
+def _schema_and_batches(data: Any) -> tuple[pa.Schema, Iterable[pa.RecordBatch]]:
+    if isinstance(data, pa.Table):
+        return data.schema, data.to_batches()
+    if isinstance(data, pa.RecordBatch):
+        return data.schema, [data]
+    if isinstance(data, pa.RecordBatchReader):
+        return data.schema, data
+    iterator = iter(data)
+    first = next(iterator, None)
+    if first is None:
+        raise OptionError("write_table got no batches: give a pyarrow Table (its schema is "
+                          "kept even when empty) or at least one RecordBatch")
+    if not isinstance(first, pa.RecordBatch):
+        raise OptionError(f"write_table takes a pyarrow Table or RecordBatches, got "
+                          f"{type(first).__name__}")
+
+    def chained() -> Iterator[pa.RecordBatch]:
+        yield first
+        yield from iterator
+    return first.schema, chained()
+
+
+def _choice(name: str, value: str, allowed: Sequence[str]) -> str:
+    text = str(value).strip().lower()
+    text = {"errorifexists": "error", "default": "error"}.get(text, text) \
+        if name == "mode" else text
+    if text not in allowed:
+        raise OptionError(f"{name}={value!r} must be one of {', '.join(allowed)}")
+    return text
+
+
+def _partition_by(columns: Sequence[str] | str, schema: pa.Schema) -> list[str]:
+    if isinstance(columns, str):
+        columns = [c.strip() for c in columns.split(",") if c.strip()]
+    out: list[str] = []
+    for name in columns:
+        if name not in schema.names:
+            raise OptionError(f"partition_by column {name!r} is not in the data "
+                              f"({', '.join(schema.names)})")
+        if name in out:
+            raise OptionError(f"partition_by names {name!r} twice")
+        type_ = schema.field(name).type
+        if not any(check(type_) for check in _PARTITION_TYPES):
+            raise OptionError(f"partition_by column {name!r} has type {type_}, which cannot "
+                              "be a partition value (strings, numbers, booleans, dates and "
+                              "timestamps can)")
+        out.append(name)
+    if out and len(out) == len(schema.names):
+        raise OptionError("partition_by cannot name every column: the files would hold none")
+    return out
