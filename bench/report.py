@@ -197,9 +197,10 @@ def _throughput_md(sec: dict[str, Any]) -> list[str]:
         "`date=…/` partitions. Median of "
         f"{sec['runs']} runs after a warm-up. `to_spark` = "
         "`ListingTable.open(path).to_spark(spark, columns=…, where=…)`; `source` = "
-        "`spark.read.format(\"listing\")…load(path)` + `select`/`where` (no column "
-        "pruning for Python sources); native = `spark.read.parquet` / `spark.read.csv` "
-        "with schema. Ratio = ours / native time (lower is better). The count queries "
+        "`spark.read.format(\"listing\")…load(path)` + `select`/`where` (columns "
+        "narrowed by the session extension's pruning rule); native = "
+        "`spark.read.parquet` / `spark.read.csv` with schema. Ratio = ours / native "
+        "time (lower is better). The count queries "
         "give `to_spark` `columns=[\"date\"]` (a partition column: no data column is "
         "read).", "",
     ]

@@ -11,9 +11,10 @@ Readers, all in one ``local[2]`` session built by ``listing.spark.session.sessio
 - ``native``: ``spark.read.parquet(root)`` / ``spark.read.csv(root, header, schema)``,
   ``basePath`` set; Spark prunes columns and partitions itself;
 - ``to_spark``: ``ListingTable.open(root).to_spark(spark, columns=…, where=…)``: the
-  projection path (Python sources get no column pruning from Spark);
+  projection travels with the relation;
 - ``source``: ``spark.read.format("listing")…load(root)`` then ``select``/``where`` as a
-  user would write it: filters are pushed (guard installed), columns are not.
+  user would write it: filters are pushed and columns narrowed (the session extension's
+  guard and ListingColumnPruning rules).
 
 Queries: ``count()``; sum of two numeric columns; an aggregate touching both string
 columns; a count pruned to one date. Each figure is the median of ``runs`` timed runs
