@@ -37,6 +37,7 @@ from listing.pushdown import Pushdown
 from listing.scan import ScanPlan
 from listing.spark.dataframe import TableSpec
 from listing.spark.filters import from_spark
+from listing.spark.option_values import SPARK_FORMAT_NAMES, json_object, storage_value
 from listing.spark.skips import accumulator as skips_accumulator
 from listing.spark.types import arrow_schema, spark_schema, spark_struct
 from listing.storage import redact
@@ -52,9 +53,6 @@ SPARK_NAMES = {
     "ignorecorruptfiles": "ignore_corrupt_files", "maxpartitionbytes": "max_partition_bytes",
     "opencostinbytes": "open_cost_in_bytes", "minpartitions": "min_partitions",
 }
-#: Spark's names for format options (CSV's and JSON's reader options), mapped to ours.
-SPARK_FORMAT_NAMES = {"mergeschema": "merge_schema", "sep": "delimiter",
-                      "nullvalue": "null_values", "multiline": "multiline"}
 #: table properties Spark's catalog adds when it calls the source for CREATE TABLE
 CATALOG_KEYS = {"location", "owner", "provider", "comment", "external", "is_managed_location",
                 "collation"}
@@ -115,12 +113,12 @@ class SourceConfig:
             where += implied
         storage: dict[str, Any] = {}
         if "storage_options" in opts:
-            storage.update(_json_option("storage_options", opts["storage_options"]))
+            storage.update(json_object("storage_options", opts["storage_options"]))
         listing: dict[str, Any] = {}
         fmt_opts: dict[str, Any] = {}
         for key, value in opts.items():
             if key.startswith("storage."):
-                storage[key[len("storage."):]] = _storage_value(value)
+                storage[key[len("storage."):]] = storage_value(value)
             elif key in SOURCE_OPTIONS or key in WRITE_ONLY:
                 continue
             elif SPARK_NAMES.get(key, key) in ListingOptions.names():
@@ -195,27 +193,6 @@ def _under_base_path(path: str, base: str) -> tuple[str, list[Expr]]:
         filters.append(IsNull(column) if raw == DEFAULT_PARTITION_NAME
                        else Compare(column, "=", unescape_path_name(raw)))
     return base, filters
-
-
-def _json_option(name: str, value: str) -> dict[str, Any]:
-    try:
-        parsed = json.loads(value)
-    except json.JSONDecodeError as err:
-        raise OptionError(f"option {name} must be a JSON object: {err}") from None
-    if not isinstance(parsed, dict):
-        raise OptionError(f"option {name} must be a JSON object")
-    return parsed
-
-
-def _storage_value(value: str) -> Any:
-    """Storage options arrive as strings; JSON objects, booleans and numbers are decoded."""
-    text = value.strip()
-    if text[:1] in "{[" or text in ("true", "false", "null"):
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError:
-            return value
-    return value
 
 
 def _partition_cols(value: str | None) -> list[tuple[str, str | None]] | None:

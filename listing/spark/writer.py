@@ -26,6 +26,7 @@ from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
 from listing.errors import OptionError
+from listing.spark.option_values import SPARK_FORMAT_NAMES, json_object, storage_value
 from listing.spark.types import arrow_schema
 from listing.write import TaskCommit, WriteJob, WriteResult
 
@@ -67,30 +68,20 @@ def write_options(options: dict[str, str]) -> dict[str, Any]:
     kwargs: dict[str, Any] = {"url": url, "format": opts.pop("format", "parquet")}
     storage: dict[str, Any] = {}
     if "storage_options" in opts:
-        storage.update(json.loads(opts.pop("storage_options")))
+        storage.update(json_object("storage_options", opts.pop("storage_options")))
     fmt_opts: dict[str, Any] = {}
     for key, value in opts.items():
         if key.startswith("storage."):
-            storage[key[len("storage."):]] = _storage_value(value)
+            storage[key[len("storage."):]] = storage_value(value)
         elif key in WRITE_OPTIONS:
             kwargs[WRITE_OPTIONS[key]] = value
         elif key == "paths":
             continue
         else:
-            fmt_opts[{"sep": "delimiter"}.get(key, key)] = value
+            fmt_opts[SPARK_FORMAT_NAMES.get(key, key)] = value
     kwargs["storage_options"] = storage
     kwargs["format_options"] = fmt_opts
     return kwargs
-
-
-def _storage_value(value: str) -> Any:
-    text = value.strip()
-    if text[:1] in "{[" or text in ("true", "false", "null"):
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError:
-            return value
-    return value
 
 
 @dataclasses.dataclass
