@@ -4,13 +4,26 @@
     1     alice      12.50  2026-03-01
     2     bob         7.00  2026-03-02
 
-It shows the three classes a format needs and nothing else:
+It shows the three classes a format needs to read, and the two it needs to write:
 
 - :class:`FixedWidthFormat` (planning): which files are ours, how to split them, and the
   schema, inferred from the header (column names *and* positions) and a sample of lines;
 - :class:`FixedWidthSource`: the picklable metadata a Spark task receives;
 - :class:`FixedWidthOpener` (executor): streams one file or byte range as record batches,
-  slicing columns out of many lines at once with pyarrow compute, not per row in Python.
+  slicing columns out of many lines at once with pyarrow compute, not per row in Python;
+- :class:`FixedWidthSink` (``FileFormat.sink_class``) and :class:`FixedWidthWriter`: encode
+  batches of one schema into one output stream, so ``listing.write.write_table(url, data,
+  format="fixed_width", partition_by=[...])`` (and ``df.write.format("listing")``, where
+  the executors import this module) writes the format; where files go and when they become
+  visible is ``listing.write``'s business, not the sink's.
+
+Writing: a header (unless ``header=false``), then one line per row, each column padded to
+its width (numbers right-aligned). Widths come from ``columns`` when given (a longer value
+is an error), else from each file's first batch (the longest value or name, plus one
+space); a later value that does not fit raises and names ``columns`` as the fix. Nulls and
+empty strings are blanks (read back as null), values lose leading and trailing blanks, a
+value holding a line break is refused; floats keep their ``.0`` so a file of whole amounts
+still infers as float. ``compression`` gzip, bz2 or zstd (``.fwf.gz``, …).
 
 Line handling (ranges aligned to whole lines, compression, samples) comes from
 ``listing.formats.text``, the same helpers the CSV and NDJSON formats use. Options (strings
@@ -32,7 +45,14 @@ import pyarrow.compute as pc
 from listing import formats
 from listing.errors import OptionError
 from listing.files import PartitionedFile
-from listing.formats.base import CorruptFileError, FileFormat, FileOpener, FileSource
+from listing.formats.base import (
+    CorruptFileError,
+    FileFormat,
+    FileOpener,
+    FileSink,
+    FileSource,
+    FileWriter,
+)
 from listing.formats.text import (
     CHUNK,
     compression_of,
@@ -185,4 +205,96 @@ class FixedWidthSource(FileSource):
 
 
 FixedWidthFormat.source_class = FixedWidthSource
+
+
+# --- writing ---------------------------------------------------------------------------------
+
+def value_text(values: pa.Array) -> pa.Array:
+    """One column as text: nulls as ``""``, floats with their ``.0`` (``3`` would infer as an
+    integer column), dates and timestamps ISO, booleans ``true``/``false``."""
+    text: Any = pc.cast(values, pa.string())
+    if pa.types.is_floating(values.type):
+        whole = pc.match_substring_regex(text, r"^-?\d+$")
+        text = pc.if_else(whole, pc.binary_join_element_wise(text, ".0", ""), text)
+    return pc.fill_null(text, "")
+
+
+class FixedWidthWriter(FileWriter):
+    """Streams batches as padded lines; the widths are fixed by ``columns`` or by the first
+    batch, then every line of the file uses them."""
+
+    def __init__(self, sink: FixedWidthSink, out: pa.NativeFile) -> None:
+        self.sink, self.out = sink, out
+        self.stream = sink.text_stream(out)
+        self.widths: list[int] | None = None
+        self.gap = 1  # widths from the data keep one blank between columns
+        layout = sink.format.layout
+        if layout is not None:
+            given = {name: end - start for name, start, end in layout if end is not None}
+            missing = [n for n in sink.schema.names if n not in given]
+            if missing:
+                raise OptionError(f"fixed_width columns={sink.format.options['columns']!r} "
+                                  f"gives no width for {missing}")
+            self.widths = [given[n] for n in sink.schema.names]
+            self.gap = 0  # the given layout, exactly
+            self._header()
+
+    def _header(self) -> None:
+        if not self.sink.format.header:
+            return
+        names = self.sink.schema.names
+        assert self.widths is not None
+        cells = [n.ljust(w) for n, w in zip(names[:-1], self.widths, strict=False)]
+        self.stream.write(("".join(cells) + names[-1] + "\n").encode("utf-8"))
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        texts = [value_text(column) for column in batch.columns]
+        if self.widths is None:  # no columns option: this file's first batch decides
+            self.widths = [max(len(f.name), pc.max(pc.utf8_length(t)).as_py() or 0) + 1
+                           for f, t in zip(batch.schema, texts, strict=True)]
+            self._header()
+        if not batch.num_rows:
+            return
+        cells = []
+        last = len(texts) - 1
+        for i, (f, text, width) in enumerate(zip(batch.schema, texts, self.widths,
+                                                 strict=True)):
+            longest = pc.max(pc.utf8_length(text)).as_py() or 0
+            if longest > width - self.gap:
+                raise OptionError(f"fixed_width: a value of column {f.name!r} has {longest} "
+                                  f"characters, the column {width - self.gap}; give wider "
+                                  "'columns' (e.g. columns='id:12,name:40,...')")
+            if pc.any(pc.match_substring_regex(text, r"[\r\n]")).as_py():
+                raise OptionError(f"fixed_width: column {f.name!r} holds a line break, "
+                                  "which a line-based format cannot store")
+            numeric = pa.types.is_integer(f.type) or pa.types.is_floating(f.type)
+            if i < last or numeric:
+                text = (pc.utf8_lpad if numeric else pc.utf8_rpad)(text, width - self.gap)
+            if i < last and self.gap:
+                text = pc.binary_join_element_wise(text, " " * self.gap, "")
+            cells.append(text)
+        lines = pc.binary_join_element_wise(*cells, "")
+        # every line at once: one list of all lines, joined with newlines, no Python loop
+        one = pa.ListArray.from_arrays(pa.array([0, len(lines)], pa.int32()), lines)
+        self.stream.write((pc.binary_join(one, "\n")[0].as_py() + "\n").encode("utf-8"))
+
+    def close(self) -> None:
+        if self.widths is None:  # no batch at all: the header still gives the schema
+            self.widths = [len(n) + 1 for n in self.sink.schema.names]
+            self._header()
+        self.stream.close()  # a compressed stream closes ``out`` too
+        if not self.out.closed:
+            self.out.close()
+
+
+class FixedWidthSink(FileSink):
+    """Fixed-width text files of one schema; ``compression`` gzip, bz2 or zstd."""
+
+    format: FixedWidthFormat
+
+    def open(self, out: pa.NativeFile) -> FileWriter:
+        return FixedWidthWriter(self, out)
+
+
+FixedWidthFormat.sink_class = FixedWidthSink
 formats.register("fixed_width", FixedWidthFormat)

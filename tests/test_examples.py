@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -17,8 +18,9 @@ def test_quickstart_prints_a_pruned_plan():
     assert "21 rows" in out
 
 
-def test_formats_tour_reads_gzip_csv_and_a_custom_format():
+def test_formats_tour_reads_gzip_csv_and_writes_a_custom_format():
     out = subprocess.run([sys.executable, str(ROOT / "examples" / "formats_tour.py")],
                          capture_output=True, text=True, check=True, timeout=300).stdout
     assert "csv.gz: ['id', 'amount', 'name', 'date', 'region']" in out
     assert "tsv: True [{'id': 1, 'note': 'day 2026-03-02', 'day': datetime.date(2026, 3, 2)}" in out
+    assert re.search(r"^fixed_width: [1-4] files, 4 rows$", out, re.M)  # written, read back

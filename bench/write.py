@@ -1,0 +1,280 @@
+"""Partitioned writes to local files: ours against Spark's native Parquet writer, and the
+peak memory of one task writing about 1 GB.
+
+    python -m bench.write                   # 6 M rows, 120 partitions; memory: ~1 GB
+    python -m bench.write --quick           # 1 M rows; memory: 64 MB
+    python -m bench.write --rows 2000000 --memory-mb 256 --runs 3
+
+Throughput: one Arrow table (id int64, amount double, name string of 16 characters,
+date over 30 days, region of 4 values; rows in random partition order, as an unsorted
+job writes them) is staged once as a Parquet file; one DataFrame read from it with
+``spark.read.parquet`` feeds both Spark writers, so their input cost is the same:
+
+- **native**: ``df.write.partitionBy("date", "region").mode("overwrite").parquet(path)``;
+- **source**: ``df.write.format("listing").option("format", "parquet")
+  .option("partition_by", "date,region").mode("overwrite").save(path)`` (``listing.session()``);
+- **write_table**: ``listing.write.write_table(path, table, partition_by=[...])`` from the
+  Arrow table in this process (one task, no Spark; its input is already in memory).
+
+Median of ``--runs`` (3) after a warm-up; every output is checked to hold the same rows
+and the same partition directories (and Spark's own reader counts ours). Target: the
+source at most 1.5x native's time.
+
+Memory: a fresh child process streams record batches (built chunk by chunk, never more
+than one chunk at a time) into ``write_table`` with ``partition_by=["date"]`` (2
+partitions) until ``--memory-mb`` of Arrow data went in; its peak RSS (``VmHWM``, as in
+``bench.memory``) is reported, next to a child doing the same through one plain
+``pyarrow.parquet.ParquetWriter`` as a reference.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+ROOT = Path(__file__).resolve().parents[1]
+DAYS = 30
+REGIONS = ("eu-west", "us-east", "ap-south", "sa-east")
+CHUNK_ROWS = 250_000
+TARGET = 1.5
+SCHEMA = pa.schema([("id", pa.int64()), ("amount", pa.float64()), ("name", pa.string()),
+                    ("date", pa.date32()), ("region", pa.string())])
+
+
+# --- data ----------------------------------------------------------------------------------
+
+def chunk(rng: np.random.Generator, start: int, n: int, days: int = DAYS,
+          regions: tuple[str, ...] = REGIONS) -> pa.RecordBatch:
+    """``n`` rows from id ``start``: random amounts, 16-character hex names, and a random
+    (date, region) per row; built with numpy and pyarrow, no Python loop per row."""
+    offsets = pa.py_buffer(np.arange(0, 16 * (n + 1), 16, dtype=np.int32).tobytes())
+    names = pa.StringArray.from_buffers(n, offsets, pa.py_buffer(rng.bytes(8 * n).hex()
+                                                                  .encode()))
+    first = np.datetime64("2025-06-01", "D").astype(np.int32)
+    dates = pa.array(first + rng.integers(0, days, n, dtype=np.int32), pa.int32())
+    region = pa.DictionaryArray.from_arrays(
+        pa.array(rng.integers(0, len(regions), n, dtype=np.int32)), pa.array(regions))
+    return pa.RecordBatch.from_arrays(
+        [pa.array(np.arange(start, start + n, dtype=np.int64)),
+         pa.array(np.round(rng.random(n) * 1000, 2)), names, dates.cast(pa.date32()),
+         region.cast(pa.string())], schema=SCHEMA)
+
+
+def generate(rows: int, seed: int = 7) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    return pa.Table.from_batches([chunk(rng, s, min(CHUNK_ROWS, rows - s))
+                                  for s in range(0, rows, CHUNK_ROWS)], schema=SCHEMA)
+
+
+def visible(root: Path) -> tuple[int, set[str], int]:
+    """(rows, partition directories, files) of the Parquet files a reader sees."""
+    rows, parts, files = 0, set(), 0
+    for d, dirs, names in os.walk(root):
+        dirs[:] = [x for x in dirs if not x.startswith(("_", "."))]
+        for name in names:
+            if name.startswith(("_", ".")) or not name.endswith(".parquet"):
+                continue
+            rows += pq.read_metadata(os.path.join(d, name)).num_rows
+            parts.add(os.path.relpath(d, root))
+            files += 1
+    return rows, parts, files
+
+
+# --- throughput ----------------------------------------------------------------------------
+
+def throughput(rows: int, runs: int, workdir: Path) -> dict[str, Any]:
+    from listing import session
+    from listing.write import write_table
+
+    t0 = time.perf_counter()
+    table = generate(rows)
+    staging = workdir / "input.parquet"
+    pq.write_table(table, staging, row_group_size=1_000_000)
+    print(f"[write] data: {rows:,} rows, {table.nbytes / 2**20:,.0f} MB in Arrow, staged "
+          f"{staging.stat().st_size / 2**20:,.0f} MB Parquet ({time.perf_counter() - t0:.1f} s)",
+          file=sys.stderr, flush=True)
+    spark = session(app_name="listing-bench-write", master="local[2]",
+                    conf={"spark.sql.shuffle.partitions": "2",
+                          "spark.default.parallelism": "2"})
+    spark.sparkContext.setLogLevel("ERROR")
+    df = spark.read.parquet(str(staging))
+    tasks = df.rdd.getNumPartitions()
+    out = {name: workdir / name for name in ("native", "source", "write_table")}
+
+    writers: dict[str, Callable[[], None]] = {
+        "native": lambda: df.write.partitionBy("date", "region").mode("overwrite")
+        .parquet(str(out["native"])),
+        "source": lambda: df.write.format("listing").option("format", "parquet")
+        .option("partition_by", "date,region").mode("overwrite").save(str(out["source"])),
+        "write_table": lambda: write_table(str(out["write_table"]), table,
+                                           partition_by=["date", "region"], mode="overwrite"),
+    }
+    times: dict[str, list[float]] = {}
+    try:
+        for name, fn in writers.items():
+            times[name] = []
+            for i in range(runs + 1):
+                t0 = time.perf_counter()
+                fn()
+                seconds = time.perf_counter() - t0
+                if i:
+                    times[name].append(seconds)
+                print(f"[write] {name:<11} {'warm-up' if not i else f'run {i}':<8} "
+                      f"{seconds:6.2f} s", file=sys.stderr, flush=True)
+        checks = {name: visible(path) for name, path in out.items()}
+        spark_count = spark.read.parquet(str(out["source"])).count()
+    finally:
+        spark.stop()
+    seen = {(n, frozenset(p)) for n, p, _ in checks.values()}
+    p0 = checks["native"][1]
+    if seen != {(rows, frozenset(p0))} or len(p0) != DAYS * len(REGIONS) or \
+            spark_count != rows:
+        raise SystemExit(f"outputs differ: rows/partitions {[(n, len(p)) for n, p in seen]}, "
+                         f"Spark's count of ours {spark_count}, expected {rows}")
+    return {"rows": rows, "runs": runs, "spark_tasks": tasks,
+            "partitions": len(p0), "files": {k: v[2] for k, v in checks.items()},
+            "seconds": {k: statistics.median(v) for k, v in times.items()},
+            "times": times, "staged_mb": staging.stat().st_size / 2**20,
+            "output_mb": {k: _mb(p) for k, p in out.items()}}
+
+
+def _mb(root: Path) -> float:
+    return sum(f.stat().st_size for f in root.rglob("*.parquet")) / 2**20
+
+
+# --- memory: one task in a child process -----------------------------------------------------
+
+def memory_child(how: str, target_mb: int, out_dir: str) -> dict[str, Any]:
+    from bench.memory import rss_mb
+    from listing.write import write_table
+
+    baseline = rss_mb()
+    rng = np.random.default_rng(11)
+    fed = {"rows": 0, "bytes": 0, "batches": 0}
+
+    def batches() -> Iterator[pa.RecordBatch]:
+        while fed["bytes"] < target_mb << 20:
+            batch = chunk(rng, fed["rows"], CHUNK_ROWS, days=2, regions=REGIONS[:1])
+            fed["rows"] += batch.num_rows
+            fed["bytes"] += batch.nbytes
+            fed["batches"] += 1
+            yield batch
+
+    t0 = time.perf_counter()
+    if how == "write_table":
+        result = write_table(out_dir, batches(), partition_by=["date"], mode="overwrite")
+        files, written = len(result.files), result.metrics["bytes_written"]
+    else:  # the reference: one pyarrow ParquetWriter, same batches, no partitioning
+        path = os.path.join(out_dir, "one.parquet")
+        os.makedirs(out_dir, exist_ok=True)
+        with pq.ParquetWriter(path, SCHEMA) as writer:
+            for batch in batches():
+                writer.write_batch(batch)
+        files, written = 1, os.path.getsize(path)
+    seconds = time.perf_counter() - t0
+    return {"how": how, "rows": fed["rows"], "input_mb": fed["bytes"] / 2**20,
+            "batches": fed["batches"], "files": files, "written_mb": written / 2**20,
+            "seconds": seconds, "baseline_mb": baseline, "peak_mb": rss_mb()}
+
+
+def memory(target_mb: int, workdir: Path) -> list[dict[str, Any]]:
+    results = []
+    for how in ("write_table", "ParquetWriter"):
+        out_dir = workdir / f"mem-{how}"
+        proc = subprocess.run([sys.executable, "-m", "bench.write", "--memory-child", how,
+                               str(target_mb), str(out_dir)], capture_output=True, text=True,
+                              check=False, cwd=ROOT)
+        if proc.returncode != 0:
+            raise SystemExit(f"memory child {how} failed:\n{proc.stderr}")
+        results.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+        shutil.rmtree(out_dir, ignore_errors=True)
+        print(f"[write] memory {how}: peak {results[-1]['peak_mb']:.0f} MB", file=sys.stderr,
+              flush=True)
+    return results
+
+
+# --- report --------------------------------------------------------------------------------
+
+def report(tp: dict[str, Any] | None, mem: list[dict[str, Any]] | None) -> str:
+    lines: list[str] = []
+    if tp is not None:
+        native = tp["seconds"]["native"]
+        lines += [f"{tp['rows']:,} rows, {tp['partitions']} partitions (date × region), "
+                  f"input {tp['staged_mb']:,.0f} MB Parquet in {tp['spark_tasks']} Spark "
+                  f"tasks, `local[2]`; median of {tp['runs']} after a warm-up", "",
+                  "| writer | seconds | M rows/s | files | output MB | vs native | target | met |",
+                  "| :-- | --: | --: | --: | --: | --: | :-: | :-: |"]
+        labels = {"native": "Spark native `partitionBy(...).parquet`",
+                  "source": "**ours** `format(\"listing\")`",
+                  "write_table": "ours `write_table` (Arrow, one task)"}
+        for name, label in labels.items():
+            s = tp["seconds"][name]
+            ratio = s / native
+            target = f"≤ {TARGET}×" if name == "source" else ""
+            met = ("yes" if ratio <= TARGET else "**no**") if name == "source" else ""
+            lines.append(f"| {label} | {s:.2f} | {tp['rows'] / s / 1e6:.2f} | "
+                         f"{tp['files'][name]} | {tp['output_mb'][name]:,.0f} | "
+                         f"{ratio:.2f}× | {target} | {met} |")
+        lines += ["", "All three outputs: same row count and same partition set (checked); "
+                  "Spark's reader counts ours."]
+    if mem is not None:
+        lines += ["", "| one task | input MB (Arrow) | rows | files | written MB | seconds "
+                  "| baseline MB | peak RSS MB |",
+                  "| :-- | --: | --: | --: | --: | --: | --: | --: |"]
+        for r in mem:
+            label = ("`write_table`, partition_by date (2 partitions)"
+                     if r["how"] == "write_table" else "reference: one `pq.ParquetWriter`")
+            lines.append(f"| {label} | {r['input_mb']:,.0f} | {r['rows']:,} | {r['files']} | "
+                         f"{r['written_mb']:,.0f} | {r['seconds']:.2f} | "
+                         f"{r['baseline_mb']:.0f} | **{r['peak_mb']:.0f}** |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.write", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", type=int, help="rows of the throughput table (6 000 000; "
+                    "quick 1 000 000)")
+    ap.add_argument("--memory-mb", type=int, help="Arrow data one task writes (1024; quick 64)")
+    ap.add_argument("--runs", type=int, default=3, help="timed runs after a warm-up (3)")
+    ap.add_argument("--quick", action="store_true", help="small sizes")
+    ap.add_argument("--only", choices=("throughput", "memory"), help="one section")
+    ap.add_argument("--json", help="also write the results here")
+    ap.add_argument("--memory-child", nargs=3, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.memory_child:
+        how, mb, out_dir = args.memory_child
+        print(json.dumps(memory_child(how, int(mb), out_dir)))
+        return 0
+    rows = args.rows or (1_000_000 if args.quick else 6_000_000)
+    memory_mb = args.memory_mb or (64 if args.quick else 1024)
+    workdir = Path(tempfile.mkdtemp(prefix="bench-write-"))
+    t0 = time.perf_counter()
+    try:
+        tp = throughput(rows, args.runs, workdir) if args.only != "memory" else None
+        mem = memory(memory_mb, workdir) if args.only != "throughput" else None
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    if args.json:
+        Path(args.json).write_text(json.dumps({"throughput": tp, "memory": mem}, indent=1))
+    print(report(tp, mem))
+    print(f"\n(total {time.perf_counter() - t0:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
