@@ -143,16 +143,37 @@ ParquetFormat.source_class = ParquetSource
 
 # --- writing ------------------------------------------------------------------------------
 
+#: a Parquet writer buffers this much Arrow data (or rows) into one row group: callers hand
+#: it small batches (Spark's 10,000 rows, split over every partition a task writes), and a
+#: row group per batch made files half as big again; the cap bounds a task's memory per file
+ROW_GROUP_BUFFER_BYTES = 8 << 20
+ROW_GROUP_MAX_ROWS = 1_000_000
+
+
 class ParquetWriter(FileWriter):
     def __init__(self, sink: ParquetSink, out: pa.NativeFile) -> None:
         self.out = out
         codec: Any = sink.compression or "none"
         self.writer = pq.ParquetWriter(out, sink.schema, compression=codec)
+        self.buffer: list[pa.RecordBatch] = []
+        self.buffered_bytes = self.buffered_rows = 0
 
     def write(self, batch: pa.RecordBatch) -> None:
-        self.writer.write_batch(batch)
+        self.buffer.append(batch)
+        self.buffered_bytes += batch.nbytes
+        self.buffered_rows += batch.num_rows
+        if (self.buffered_bytes >= ROW_GROUP_BUFFER_BYTES
+                or self.buffered_rows >= ROW_GROUP_MAX_ROWS):
+            self._flush()
+
+    def _flush(self) -> None:
+        if self.buffer:
+            table = pa.Table.from_batches(self.buffer)
+            self.writer.write_table(table, row_group_size=max(table.num_rows, 1))
+            self.buffer, self.buffered_bytes, self.buffered_rows = [], 0, 0
 
     def close(self) -> None:
+        self._flush()
         self.writer.close()
         self.out.close()
 

@@ -300,3 +300,17 @@ def test_custom_format_writes_through_its_sink(tmp_path):
         write_table(wide, batches, format="fixed_width")
     assert visible_local(wide) == [] and not os.path.exists(os.path.join(wide, "_temporary"))
     assert isinstance(WriteJob(wide, data.schema, format="fixed_width").sink, FixedWidthSink)
+
+
+def test_small_batches_make_full_row_groups(tmp_path):
+    """Spark hands writers small batches split over partitions; the Parquet sink buffers
+    them into row groups instead of writing one per batch."""
+    import pyarrow.parquet as pq
+
+    batches = [pa.record_batch({"id": list(range(i * 80, i * 80 + 80)),
+                                "part": ["a"] * 80}) for i in range(50)]
+    write_table(str(tmp_path), batches, partition_by=["part"])
+    (written,) = (tmp_path / "part=a").glob("*.parquet")
+    meta = pq.ParquetFile(written).metadata
+    assert meta.num_rows == 4000 and meta.num_row_groups == 1
+    assert pq.read_table(written).column("id").to_pylist() == list(range(4000))
