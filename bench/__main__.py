@@ -2,12 +2,14 @@
 
     python -m bench                     # full: ~25 min on 2 cores (see bench/README.md)
     python -m bench --quick             # small sizes, ~5 min
-    python -m bench --only listing      # one section: listing | throughput | memory
+    python -m bench --only listing      # one section: listing | throughput | memory | write
     python -m bench --runs 5 --out /tmp/results
 
 Sections: (1) listing and planning on a moto S3 server, ours against pyarrow.dataset,
 Polars and DataFusion; (2) scan throughput into Spark against Spark's own readers, with
-a profile of where our time goes; (3) peak memory of one task, from ``bench.memory``.
+a profile of where our time goes; (3) peak memory of one task, from ``bench.memory``;
+(4) partitioned writes against Spark's native writer and one task's peak memory, from
+``bench.write``.
 Prints the tables and writes ``latest.json`` and ``latest.md`` to ``--out``.
 """
 
@@ -27,7 +29,7 @@ from typing import Any
 
 from bench import report
 
-SECTIONS = ("listing", "throughput", "memory")
+SECTIONS = ("listing", "throughput", "memory", "write")
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -61,6 +63,26 @@ def memory_section(size_mb: int, timeout: float) -> dict[str, Any]:
     if not rows:
         res["error"] = f"could not parse bench.memory output (exit {out.returncode}): " + (
             out.stderr[-500:] or text[-500:])
+    return res
+
+
+def write_section(quick: bool, timeout: float) -> dict[str, Any]:
+    """Run ``python -m bench.write`` (its own process: it starts its own Spark session) and
+    keep the tables it prints."""
+    cmd = [sys.executable, "-m", "bench.write"] + (["--quick"] if quick else [])
+    t0 = time.perf_counter()
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT,
+                             check=False)
+    except subprocess.TimeoutExpired:
+        return {"error": f"timeout after {timeout:.0f} s", "seconds": timeout}
+    tables = [ln for ln in out.stdout.splitlines() if not ln.startswith("[write]")]
+    res: dict[str, Any] = {"command": "python " + shlex.join(cmd[1:]),
+                           "output": "\n".join(tables).strip(), "exit_code": out.returncode,
+                           "seconds": time.perf_counter() - t0}
+    if out.returncode != 0 or "| writer |" not in out.stdout:
+        res["error"] = f"bench.write failed (exit {out.returncode}): " + (
+            out.stderr[-500:] or out.stdout[-500:])
     return res
 
 
@@ -109,9 +131,11 @@ def main(argv: list[str] | None = None) -> int:
                 from bench import throughput
 
                 sec = throughput.run(args.quick, args.runs, args.data_dir, log)
-            else:
+            elif name == "memory":
                 size = args.memory_mb or (64 if args.quick else 1024)
                 sec = memory_section(size, timeout=max(args.timeout, 1200))
+            else:
+                sec = write_section(args.quick, timeout=max(args.timeout, 1200))
         except Exception as err:  # noqa: BLE001 - a failed section is reported, not fatal
             traceback.print_exc()
             sec = {"error": f"{type(err).__name__}: {err}"}

@@ -102,6 +102,8 @@ def markdown(results: dict[str, Any]) -> str:
         lines += _throughput_md(sections["throughput"])
     if "memory" in sections:
         lines += _memory_md(sections["memory"])
+    if "write" in sections:
+        lines += _write_md(sections["write"])
     return "\n".join(lines) + "\n"
 
 
@@ -282,3 +284,10 @@ def _memory_md(sec: dict[str, Any]) -> list[str]:
                          for r in sec["rows"]], "lrrrrrrr")
     lines += ["", sec.get("verdict", ""), ""]
     return lines
+
+
+def _write_md(sec: dict[str, Any]) -> list[str]:
+    lines = ["## 4. Partitioned writes (`bench.write`)", ""]
+    if "error" in sec:
+        return lines + [f"Section failed: `{sec['error']}`", ""]
+    return lines + [f"`{sec['command']}`:", "", sec.get("output", ""), ""]
