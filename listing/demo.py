@@ -71,6 +71,10 @@ def run(days: int, where: str) -> None:
             print(f"   … {len(rows) - 10} more")
         print("\n== Spark's plan")
         df.explain()
+        print("== what that listing scan did (listing.explain(df): it plans again)")
+        with server.log.capture() as cap:
+            listing.explain(df)
+        print(f"   server saw: {_counts(cap)}")
         spark.stop()
 
 

@@ -19,3 +19,7 @@ def test_demo_prints_rows_plan_and_request_counts():
     assert "rows; server saw: LIST=1, GET=6, HEAD=0" in out  # 6 small files: one GET each
     assert "'region': 'us'" in out and "'date': datetime.date(2026, 3, 1)" in out
     assert "== Physical Plan ==" in out and "BatchScan listing" in out
+    tail = out.split("listing.explain(df)", 1)[1]  # our plan of Spark's scan, after Spark's
+    assert "partition filter (exact): date >= DATE '2026-03-01'" in tail
+    assert "list 'lake/events/date=2026-03-0' from" in tail  # the pruned listing, again
+    assert "server saw: LIST=2, GET=1, HEAD=0" in tail  # re-open (a page, a footer), plan

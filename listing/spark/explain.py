@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from listing.errors import FilterError
-from listing.expressions import parse_predicate
+from listing.expressions import And, Compare, Expr, In, IsNull, Like, Not, Or, like_escape
 from listing.spark.source import SourceConfig
 
 _PASS_THROUGH = {"Project", "SubqueryAlias", "View", "Filter"}
@@ -28,18 +28,29 @@ def explain(df: Any, *, show: bool = True) -> list[str]:
     qe = jdf.queryExecution()
     # columns as the optimizer narrowed them; filters as written (pushed ones vanish later)
     scans = _listing_scans(qe.optimizedPlan(), [])
-    filters = [f for _, f in _listing_scans(qe.analyzed(), [])]
+    # the filters as written, in the form push-down sees them: runtime-replaceable forms
+    # (BETWEEN) replaced and constants (casts of literals) folded, by Spark's own rules
+    rules = df.sparkSession._jvm.org.apache.spark.sql.catalyst.optimizer
+    written = qe.analyzed()
+    for rule in ("ReplaceExpressions$", "RewriteWithExpression$", "ConstantFolding$"):
+        written = getattr(getattr(rules, rule), "MODULE$").apply(written)
+    filters = [f for _, f in _listing_scans(written, [])]
     if len(filters) != len(scans):
         filters = [[] for _ in scans]
-    texts = [_explain_scan(node, cond) for (node, _), cond in zip(scans, filters, strict=True)]
+    package = df.sparkSession._jvm.org.apache.spark.sql.execution.datasources
+    # Spark's own translation of a Catalyst predicate into a data source filter (the
+    # companion object's method: py4j reaches it through MODULE$)
+    translate = getattr(getattr(package, "DataSourceStrategy$"), "MODULE$").translateFilter
+    texts = [_explain_scan(node, cond, translate)
+             for (node, _), cond in zip(scans, filters, strict=True)]
     if show:
         print("\n\n".join(texts) if texts else "(no listing scan in this plan)")
     return texts
 
 
-def _listing_scans(node: Any, filters: list[str]) -> list[tuple[Any, list[str]]]:
-    """(scan node, SQL of the filter conjuncts right above it) per listing scan, in plan
-    order; a scan node is a DataSourceV2ScanRelation (optimized plan) or a relation."""
+def _listing_scans(node: Any, filters: list[Any]) -> list[tuple[Any, list[Any]]]:
+    """(scan node, the filter conjuncts right above it) per listing scan, in plan order;
+    a scan node is a DataSourceV2ScanRelation (optimized plan) or a relation."""
     name = node.nodeName()
     if name in ("DataSourceV2ScanRelation", "RelationV2", "DataSourceV2Relation"):
         table = _relation(node).table()
@@ -50,7 +61,7 @@ def _listing_scans(node: Any, filters: list[str]) -> list[tuple[Any, list[str]]]
         filters = [*filters, *_conjuncts(node.condition())]
     elif name not in _PASS_THROUGH:
         filters = []
-    found: list[tuple[Any, list[str]]] = []
+    found: list[tuple[Any, list[Any]]] = []
     children = node.children()
     for i in range(children.size()):
         found += _listing_scans(children.apply(i), filters)
@@ -61,14 +72,46 @@ def _relation(node: Any) -> Any:
     return node.relation() if node.nodeName() == "DataSourceV2ScanRelation" else node
 
 
-def _conjuncts(expr: Any) -> list[str]:
-    """SQL text of each top-level AND part of a JVM expression."""
+def _conjuncts(expr: Any) -> list[Any]:
+    """The top-level AND parts of a JVM expression."""
     if expr.nodeName() == "And":
         return _conjuncts(expr.left()) + _conjuncts(expr.right())
-    return [expr.sql()]
+    return [expr]
 
 
-def _explain_scan(node: Any, filters: list[str]) -> str:
+_COMPARE = {"EqualTo": "=", "GreaterThan": ">", "GreaterThanOrEqual": ">=", "LessThan": "<",
+            "LessThanOrEqual": "<="}
+
+
+def _value(v: Any) -> Any:
+    """A filter literal from the JVM: py4j converts numbers and strings; dates, timestamps
+    and decimals arrive as objects whose text our binding coerces to the column's type."""
+    return v if v is None or isinstance(v, bool | int | float | str) else str(v.toString())
+
+
+def _from_filter(f: Any) -> Expr | None:
+    """Our expression for one of Spark's data source filters (what pushFilters receives)."""
+    kind = f.getClass().getSimpleName()
+    if kind in ("And", "Or"):
+        left, right = _from_filter(f.left()), _from_filter(f.right())
+        if left is None or right is None:
+            return None
+        return And((left, right)) if kind == "And" else Or((left, right))
+    if kind == "Not":
+        child = _from_filter(f.child())
+        return None if child is None else Not(child)
+    if kind in _COMPARE:
+        return Compare(f.attribute(), _COMPARE[kind], _value(f.value()))
+    if kind == "In":
+        return In(f.attribute(), tuple(_value(v) for v in f.values()))
+    if kind in ("IsNull", "IsNotNull"):
+        return IsNull(f.attribute()) if kind == "IsNull" else Not(IsNull(f.attribute()))
+    if kind == "StringStartsWith":
+        return Like(f.attribute(), like_escape(f.value()) + "%")
+    return None
+
+
+def _explain_scan(node: Any, filters: list[Any], translate: Any) -> str:
     options = dict(_relation(node).options().asCaseSensitiveMap())
     config = SourceConfig.parse(options)
     table = config.open()
@@ -76,13 +119,17 @@ def _explain_scan(node: Any, filters: list[str]) -> str:
     columns = [output.apply(i).name() for i in range(output.size())]
     where: list[Any] = list(config.where or [])
     skipped = []
-    for text in filters:
+    for condition in filters:
+        translated = translate(condition, True)  # Spark's own filter translation
+        expr = _from_filter(translated.get()) if translated.isDefined() else None
         try:
-            table.bind(parse_predicate(text))
+            if expr is None:
+                raise FilterError("not a data source filter")
+            table.bind(expr)
         except FilterError:
-            skipped.append(text)  # Spark evaluates it; it prunes nothing below
+            skipped.append(condition.sql())  # Spark evaluates it; it prunes nothing below
             continue
-        where.append(text)
+        where.append(expr)
     plan = table.scan(columns=[c for c in columns if c in table.schema.names],
                       where=where or None, limit=config.limit)
     note = f"\n  filters left to Spark: {'; '.join(skipped)}" if skipped else ""
