@@ -37,3 +37,18 @@ def test_explain_shows_the_pruned_listing_of_every_scan(spark, s3_server, events
     assert len(texts) == 2
     assert "date = DATE '2025-01-01'" in texts[0] and "region = 'eu'" in texts[1]
     assert listing.explain(spark.range(3), show=False) == []
+
+
+def test_sparks_own_plan_names_the_partition_filters(spark, s3_server, events):
+    """The scan's one-line description carries the table and the filters applied exactly
+    while listing (DescribedPythonTable, installed by the session extension)."""
+    df = (spark.read.format("listing")
+          .option("storage_options", json.dumps(events.storage_options)).load(events.root))
+    q = df.where("date = '2025-01-02' AND amount > 1").select("id")
+    plan = q._jdf.queryExecution().executedPlan().toString()
+    scan = next(line for line in plan.splitlines() if "BatchScan listing" in line)
+    assert events.root in scan and "PartitionFilters: [" in scan
+    assert "EqualTo(date,2025-01-02)" in scan and "amount" not in scan.split("Filters:")[1]
+    assert q.count() == sum(1 for f in events.files
+                            if str(f.partition_values["date"]) == "2025-01-02"
+                            for v in f.table.column("amount").to_pylist() if v > 1)

@@ -54,7 +54,7 @@ def _listing_scans(node: Any, filters: list[Any]) -> list[tuple[Any, list[Any]]]
     name = node.nodeName()
     if name in ("DataSourceV2ScanRelation", "RelationV2", "DataSourceV2Relation"):
         table = _relation(node).table()
-        if table.getClass().getSimpleName() == "PythonTable" and table.name() == "listing":
+        if table.getClass().getSimpleName().endswith("PythonTable") and table.name() == "listing":
             return [(node, filters)]
         return []
     if name == "Filter":

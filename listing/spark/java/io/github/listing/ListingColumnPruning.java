@@ -95,9 +95,11 @@ public final class ListingColumnPruning extends Rule<LogicalPlan> {
     scala.collection.immutable.Seq<AttributeReference> output =
         CollectionConverters.asScala(keep).toList();
     List<Attribute> attrs = new ArrayList<>(keep);
-    PythonTable narrow = new PythonTable(
-        (PythonDataSourceV2) ds, table.name(),
-        DataTypeUtils.fromAttributes(CollectionConverters.asScala(attrs).toList()));
+    org.apache.spark.sql.types.StructType schema =
+        DataTypeUtils.fromAttributes(CollectionConverters.asScala(attrs).toList());
+    PythonTable narrow = table instanceof DescribedPythonTable  // keep what it already was
+        ? new DescribedPythonTable((PythonDataSourceV2) ds, table.name(), schema)
+        : new PythonTable((PythonDataSourceV2) ds, table.name(), schema);
     LogicalPlan newLeaf = rel.copy(
         narrow, output, rel.catalog(), rel.identifier(), rel.options(), rel.timeTravelSpec());
     LogicalPlan newChild = filter != null ? filter.withNewChildren(

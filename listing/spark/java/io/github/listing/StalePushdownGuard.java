@@ -77,7 +77,11 @@ public final class StalePushdownGuard extends Rule<LogicalPlan> {
             return fallback.apply(plan);
           }
           DataSourceV2Relation rel = (DataSourceV2Relation) plan;
-          PythonTable isolated = new PythonTable(copyOf(shared), shared.name(), shared.schema());
+          PythonDataSourceV2 fresh = copyOf(shared);
+          // listing scans also say what they prune (DescribedPythonTable); others stay plain
+          PythonTable isolated = ListingColumnPruning.SOURCE.equalsIgnoreCase(shared.name())
+              ? new DescribedPythonTable(fresh, shared.name(), shared.schema())
+              : new PythonTable(fresh, shared.name(), shared.schema());
           return (B1) rel.copy(
               isolated, rel.output(), rel.catalog(), rel.identifier(), rel.options(),
               rel.timeTravelSpec());
