@@ -37,15 +37,22 @@ def log(msg: str) -> None:
     print(msg, flush=True)
 
 
+def _run_module(cmd: list[str], timeout: float) -> subprocess.CompletedProcess[str] | None:
+    """A bench module run through its CLI in the repository, or None on timeout."""
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT,
+                              check=False)
+    except subprocess.TimeoutExpired:
+        return None
+
+
 def memory_section(size_mb: int, timeout: float) -> dict[str, Any]:
     """Run ``python -m bench.memory`` (someone else's module, used through its CLI) and
     parse its table."""
     cmd = [sys.executable, "-m", "bench.memory", "--size-mb", str(size_mb)]
     t0 = time.perf_counter()
-    try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT,
-                             check=False)
-    except subprocess.TimeoutExpired:
+    out = _run_module(cmd, timeout)
+    if out is None:
         return {"error": f"timeout after {timeout:.0f} s", "seconds": timeout}
     text = out.stdout
     rows = []
@@ -71,10 +78,8 @@ def write_section(quick: bool, timeout: float) -> dict[str, Any]:
     keep the tables it prints."""
     cmd = [sys.executable, "-m", "bench.write"] + (["--quick"] if quick else [])
     t0 = time.perf_counter()
-    try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT,
-                             check=False)
-    except subprocess.TimeoutExpired:
+    out = _run_module(cmd, timeout)
+    if out is None:
         return {"error": f"timeout after {timeout:.0f} s", "seconds": timeout}
     tables = [ln for ln in out.stdout.splitlines() if not ln.startswith("[write]")]
     res: dict[str, Any] = {"command": "python " + shlex.join(cmd[1:]),

@@ -15,10 +15,8 @@ import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation;
 import org.apache.spark.sql.execution.datasources.v2.python.PythonTable;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
-import scala.Function1;
 import scala.Option;
 import scala.jdk.javaapi.CollectionConverters;
-import scala.runtime.AbstractPartialFunction;
 
 /**
  * Gives a {@code listing} relation read from a catalog table the options the table was created
@@ -39,20 +37,7 @@ public final class ListingCatalogOptions extends Rule<LogicalPlan> {
     this.session = session;
   }
 
-  private final AbstractPartialFunction<LogicalPlan, LogicalPlan> fill =
-      new AbstractPartialFunction<LogicalPlan, LogicalPlan>() {
-        @Override
-        public boolean isDefinedAt(LogicalPlan plan) {
-          return withCatalogOptions(plan) != null;
-        }
-
-        @Override
-        @SuppressWarnings("unchecked")
-        public <A1 extends LogicalPlan, B1> B1 applyOrElse(A1 plan, Function1<A1, B1> fallback) {
-          LogicalPlan rewritten = withCatalogOptions(plan);
-          return rewritten == null ? fallback.apply(plan) : (B1) rewritten;
-        }
-      };
+  private final NodeRewrite fill = new NodeRewrite(this::withCatalogOptions);
 
   @Override
   public LogicalPlan apply(LogicalPlan plan) {

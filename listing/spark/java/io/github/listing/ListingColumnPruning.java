@@ -15,9 +15,7 @@ import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation;
 import org.apache.spark.sql.execution.datasources.v2.python.PythonDataSourceV2;
 import org.apache.spark.sql.execution.datasources.v2.python.PythonTable;
 
-import scala.Function1;
 import scala.jdk.javaapi.CollectionConverters;
-import scala.runtime.AbstractPartialFunction;
 
 /**
  * Narrows each scan of the {@code listing} Python data source to the columns its query uses.
@@ -37,20 +35,7 @@ public final class ListingColumnPruning extends Rule<LogicalPlan> {
 
   static final String SOURCE = "listing";
 
-  private final AbstractPartialFunction<LogicalPlan, LogicalPlan> prune =
-      new AbstractPartialFunction<LogicalPlan, LogicalPlan>() {
-        @Override
-        public boolean isDefinedAt(LogicalPlan plan) {
-          return narrowed(plan) != null;
-        }
-
-        @Override
-        @SuppressWarnings("unchecked")
-        public <A1 extends LogicalPlan, B1> B1 applyOrElse(A1 plan, Function1<A1, B1> fallback) {
-          LogicalPlan rewritten = narrowed(plan);
-          return rewritten == null ? fallback.apply(plan) : (B1) rewritten;
-        }
-      };
+  private final NodeRewrite prune = new NodeRewrite(ListingColumnPruning::narrowed);
 
   @Override
   public LogicalPlan apply(LogicalPlan plan) {

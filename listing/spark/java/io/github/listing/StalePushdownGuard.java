@@ -9,8 +9,6 @@ import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation;
 import org.apache.spark.sql.execution.datasources.v2.python.PythonDataSourceV2;
 import org.apache.spark.sql.execution.datasources.v2.python.PythonTable;
 
-import scala.Function1;
-import scala.runtime.AbstractPartialFunction;
 
 /**
  * Gives every Python-data-source scan in a plan its own {@link PythonDataSourceV2} before V2
@@ -62,31 +60,24 @@ public final class StalePushdownGuard extends Rule<LogicalPlan> {
     }
   }
 
-  private final AbstractPartialFunction<LogicalPlan, LogicalPlan> isolate =
-      new AbstractPartialFunction<LogicalPlan, LogicalPlan>() {
-        @Override
-        public boolean isDefinedAt(LogicalPlan plan) {
-          return sharedPythonTable(plan) != null;
-        }
+  private final NodeRewrite isolate = new NodeRewrite(this::isolated);
 
-        @Override
-        @SuppressWarnings("unchecked")
-        public <A1 extends LogicalPlan, B1> B1 applyOrElse(A1 plan, Function1<A1, B1> fallback) {
-          PythonTable shared = sharedPythonTable(plan);
-          if (shared == null) {
-            return fallback.apply(plan);
-          }
-          DataSourceV2Relation rel = (DataSourceV2Relation) plan;
-          PythonDataSourceV2 fresh = copyOf(shared);
-          // listing scans also say what they prune (DescribedPythonTable); others stay plain
-          PythonTable isolated = ListingColumnPruning.SOURCE.equalsIgnoreCase(shared.name())
-              ? new DescribedPythonTable(fresh, shared.name(), shared.schema())
-              : new PythonTable(fresh, shared.name(), shared.schema());
-          return (B1) rel.copy(
-              isolated, rel.output(), rel.catalog(), rel.identifier(), rel.options(),
-              rel.timeTravelSpec());
-        }
-      };
+  /** The relation with a private data source, or null when it has one already. */
+  private LogicalPlan isolated(LogicalPlan plan) {
+    PythonTable shared = sharedPythonTable(plan);
+    if (shared == null) {
+      return null;
+    }
+    DataSourceV2Relation rel = (DataSourceV2Relation) plan;
+    PythonDataSourceV2 fresh = copyOf(shared);
+    // listing scans also say what they prune (DescribedPythonTable); others stay plain
+    PythonTable isolated = ListingColumnPruning.SOURCE.equalsIgnoreCase(shared.name())
+        ? new DescribedPythonTable(fresh, shared.name(), shared.schema())
+        : new PythonTable(fresh, shared.name(), shared.schema());
+    return rel.copy(
+        isolated, rel.output(), rel.catalog(), rel.identifier(), rel.options(),
+        rel.timeTravelSpec());
+  }
 
   @Override
   public LogicalPlan apply(LogicalPlan plan) {
