@@ -84,6 +84,12 @@ def is_hidden(segment: str) -> bool:
     return segment.startswith(("_", "."))
 
 
+def is_hidden_below(root: str, path: str) -> bool:
+    """Whether any segment of ``path`` below ``root`` is hidden (``_temporary/…``,
+    ``_SUCCESS``, ``.crc``): such keys are never part of a table."""
+    return any(is_hidden(s) for s in path[len(root):].split("/"))
+
+
 def parse_segment(segment: str) -> tuple[str, str] | None:
     """Split ``name=raw`` (raw still escaped); None for a plain directory name."""
     name, sep, raw = segment.partition("=")
@@ -285,8 +291,7 @@ class HiveLayout:
 
     def segments(self, path: str) -> list[str] | None:
         """Segments of ``path`` below the root, or None when any of them is hidden."""
-        rel = path[len(self.root):].split("/")
-        return None if any(is_hidden(s) for s in rel) else rel
+        return None if is_hidden_below(self.root, path) else path[len(self.root):].split("/")
 
     def decode(self, path: str, example: str | None = None) -> dict[str, Any] | None:
         """Typed partition values of a listed key; None for a hidden key. A key that breaks

@@ -27,7 +27,7 @@ from listing.expressions import (
 )
 from listing.files import FILE_METADATA, FILE_METADATA_FIELD, PartitionedFile
 from listing.formats.base import FileFormat
-from listing.hive import discover_columns, is_hidden, partition_type
+from listing.hive import discover_columns, is_hidden_below, partition_type
 from listing.list_cache import CACHE, CachedLister
 from listing.options import ListingOptions
 from listing.packing import pack_file_groups
@@ -326,7 +326,7 @@ def _merged_schema(url: TableUrl, fmt: FileFormat, storage: StorageSpec,
 def _infer_schema(url: TableUrl, fmt: FileFormat, storage: StorageSpec, sample: Page,
                   cols: list[tuple[str, pa.DataType]], counter: RequestCounter) -> pa.Schema:
     for meta in sample.files:
-        if any(is_hidden(s) for s in meta.path[len(url.prefix):].split("/")) \
+        if is_hidden_below(url.prefix, meta.path) \
                 or not fmt.matches(meta.path):
             continue
         counter.get += 1

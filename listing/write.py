@@ -61,7 +61,7 @@ import pyarrow.compute as pc
 from listing import formats
 from listing.errors import CommitError, OptionError, TableExistsError
 from listing.formats.base import FileFormat, FileSink, FileWriter
-from listing.hive import DEFAULT_PARTITION_NAME, escape_path_name, is_hidden
+from listing.hive import DEFAULT_PARTITION_NAME, escape_path_name, is_hidden_below
 from listing.options import parse_int
 from listing.storage import Lister, RequestCounter, StorageSpec, s3_copy, s3_delete, s3_put
 from listing.url import TableUrl
@@ -251,8 +251,7 @@ class _Store:
                 self.add("list_requests", counter.list)
                 self.add("retries", counter.retries)
         if visible_below is not None:
-            paths = [p for p in paths
-                     if not any(is_hidden(s) for s in p[len(visible_below):].split("/"))]
+            paths = [p for p in paths if not is_hidden_below(visible_below, p)]
         return paths
 
     def prune_dirs(self, paths: Iterable[str], stop: str) -> None:
