@@ -39,7 +39,8 @@ class ListingRun:
 
     def __init__(self, lister: Lister, root_prefix: str,
                  partition_cols: list[tuple[str, pa.DataType]], profile: TableProfile | None,
-                 predicate: Expr | None, file_filter: FileFilter) -> None:
+                 predicate: Expr | None, file_filter: FileFilter,
+                 start_after: str | None = None) -> None:
         self.lister = lister
         self.root = root_prefix
         self.cols = partition_cols
@@ -50,7 +51,8 @@ class ListingRun:
         self.metrics = ListingMetrics()
         self._pruned: set[str] = set()
         self._example: str | None = None
-        self._after: str | None = None  # keys up to here were listed already
+        # keys up to here were listed already (or, given, are not wanted: a stream's frontier)
+        self._after: str | None = start_after
         self.steps: list[str] = []  # what was done, for explain()
 
     @property
@@ -80,7 +82,7 @@ class ListingRun:
         """List the table flat, re-deciding after every page (see module doc)."""
         builder = ProfileBuilder(self.root, len(self.cols))
         spent, last, alt = 0, None, None
-        for page in self.lister.pages(self.root, delimiter=False):
+        for page in self.lister.pages(self.root, delimiter=False, start_after=self._after):
             spent += 1
             builder.add(page)
             for meta in page.files:

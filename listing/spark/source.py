@@ -57,7 +57,9 @@ SPARK_NAMES = {
 CATALOG_KEYS = {"location", "owner", "provider", "comment", "external", "is_managed_location",
                 "collation"}
 SOURCE_OPTIONS = {"path", "paths", "format", "partition_cols", "storage_options", "where",
-                  "limit", "table_spec", "basepath"}
+                  "limit", "table_spec", "basepath", "engine"}
+#: who reads the files: Spark's own readers where its JVM can (native), ours (python)
+ENGINES = ("auto", "python", "native")
 #: options only a write takes (listing.spark.writer): the source's reading config ignores them
 WRITE_ONLY = {"partition_by", "partitionby", "partition_overwrite_mode",
               "partitionoverwritemode", "max_records_per_file", "maxrecordsperfile",
@@ -77,6 +79,7 @@ class SourceConfig:
     where: list[Any] | None = None
     limit: int | None = None
     table_schema: pa.Schema | None = None
+    engine: str = "auto"
 
     def __repr__(self) -> str:
         return (f"SourceConfig(url={self.url!r}, format={self.format!r}, "
@@ -140,7 +143,12 @@ class SourceConfig:
             except ValueError:
                 raise OptionError(f"option limit={opts['limit']!r} is not an integer") from None
         _check_format_options(fmt, fmt_opts)
-        return cls(url, fmt, storage, cols, listing, fmt_opts, where or None, limit, schema)
+        engine = opts.get("engine", "auto").strip().lower()
+        if engine not in ENGINES:
+            raise OptionError(f"option engine={opts['engine']!r}: expected one of "
+                              f"{', '.join(ENGINES)}")
+        return cls(url, fmt, storage, cols, listing, fmt_opts, where or None, limit, schema,
+                   engine)
 
     def open(self, data_schema: pa.Schema | None = None) -> ListingTable:
         return ListingTable.open(self.url, format=self.format,
