@@ -58,6 +58,14 @@ CATALOG_KEYS = {"location", "owner", "provider", "comment", "external", "is_mana
                 "collation"}
 SOURCE_OPTIONS = {"path", "paths", "format", "partition_cols", "storage_options", "where",
                   "limit", "table_spec", "basepath", "engine"}
+#: options only ``spark.readStream`` takes (listing.spark.stream_reader), Spark's names too
+STREAM_OPTIONS = {"max_files_per_trigger": "max_files_per_trigger",
+                  "maxfilespertrigger": "max_files_per_trigger",
+                  "max_bytes_per_trigger": "max_bytes_per_trigger",
+                  "maxbytespertrigger": "max_bytes_per_trigger",
+                  "lookback": "lookback", "reconcile_every": "reconcile_every",
+                  "starting": "starting", "max_file_age": "max_file_age",
+                  "maxfileage": "max_file_age"}
 #: who reads the files: Spark's own readers where its JVM can (native), ours (python)
 ENGINES = ("auto", "python", "native")
 #: options only a write takes (listing.spark.writer): the source's reading config ignores them
@@ -80,6 +88,7 @@ class SourceConfig:
     limit: int | None = None
     table_schema: pa.Schema | None = None
     engine: str = "auto"
+    stream_options: dict[str, str] = dataclasses.field(default_factory=dict)
 
     def __repr__(self) -> str:
         return (f"SourceConfig(url={self.url!r}, format={self.format!r}, "
@@ -119,8 +128,11 @@ class SourceConfig:
             storage.update(json_object("storage_options", opts["storage_options"]))
         listing: dict[str, Any] = {}
         fmt_opts: dict[str, Any] = {}
+        stream: dict[str, str] = {}
         for key, value in opts.items():
-            if key.startswith("storage."):
+            if key in STREAM_OPTIONS:
+                stream[STREAM_OPTIONS[key]] = value
+            elif key.startswith("storage."):
                 storage[key[len("storage."):]] = storage_value(value)
             elif key in SOURCE_OPTIONS or key in WRITE_ONLY:
                 continue
@@ -148,7 +160,7 @@ class SourceConfig:
             raise OptionError(f"option engine={opts['engine']!r}: expected one of "
                               f"{', '.join(ENGINES)}")
         return cls(url, fmt, storage, cols, listing, fmt_opts, where or None, limit, schema,
-                   engine)
+                   engine, stream)
 
     def open(self, data_schema: pa.Schema | None = None) -> ListingTable:
         return ListingTable.open(self.url, format=self.format,
@@ -166,7 +178,8 @@ def _check_format_options(fmt: str, given: dict[str, Any]) -> None:
     unknown = sorted(set(given) - known)
     if unknown:
         source = sorted(SOURCE_OPTIONS - {"table_spec", "paths", "basepath"}
-                        | {"basePath", "storage.<name>"})
+                        | {"basePath", "storage.<name>"}
+                        | {v for v in STREAM_OPTIONS.values()})
         listing = sorted(ListingOptions.names())
         spark = sorted({*SPARK_NAMES, *SPARK_FORMAT_NAMES})
         raise OptionError(
