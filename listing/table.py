@@ -152,9 +152,8 @@ class ListingTable:
         if limit is not None and (not isinstance(limit, int) or limit < 0):
             raise OptionError(f"limit must be a non-negative int, got {limit!r}")
         projection = self.projection(columns)
-        filters = [b.expr for b in self.bind(where)]
-        partition_filter, rest = split_by_columns(conjunction(filters), self.partition_names)
-        data_filter, mixed = split_by_columns(rest, self.file_schema.names)
+        partition_filter, _ = split_by_columns(
+            conjunction([b.expr for b in self.bind(where)]), self.partition_names)
         counter = RequestCounter()
         ttl = self.options.list_cache_ttl
         lister = (CachedLister(self.storage, counter, progress, ttl=ttl) if ttl
@@ -170,16 +169,8 @@ class ListingTable:
             self._layout_checked = True
         elif not self._layout_checked and self.partition_cols:
             self._check_declared_layout(counter)
-
-        data_cols = [n for n in projection if n in self.file_schema.names]
-        needed = set(mixed.columns()) if mixed is not None else set()
-        read_cols = data_cols + [n for n in self.file_schema.names
-                                 if n in needed and n not in data_cols]
-        source = self.format.file_source(self.file_schema, read_cols, data_filter,
-                                         storage=self.storage, batch_size=self.options.batch_size)
-        groups = pack_file_groups(files, self.format, self.options, min_partitions)
         m = run.metrics
-        metrics = ScanMetrics({
+        metrics = {
             "list_requests": counter.list,
             "list_retries": counter.retries,
             "files_listed": m.files_listed,
@@ -187,16 +178,37 @@ class ListingTable:
             "partitions_pruned": m.partitions_pruned,
             "files_skipped_hidden": m.files_skipped_hidden,
             "files_skipped_other": m.files_skipped_other,
-            "data_files_opened": 0,
-            "file_groups": len(groups),
-            "bytes": sum(f.size for f in files),
-        })
+        }
         steps = list(run.steps)
         if isinstance(lister, CachedLister):
             metrics["list_cache_hits"] = lister.hits
             if lister.hits:
                 steps.append(f"{lister.hits} of these listing requests answered from the "
                              "listing cache")
+        return self.plan_files(files, projection, where, limit, min_partitions=min_partitions,
+                               listing_plan=steps, listing_metrics=metrics)
+
+    def plan_files(self, files: Sequence[PartitionedFile], columns: Sequence[str] | None = None,
+                   where: Where = None, limit: int | None = None, *,
+                   min_partitions: int | None = None, listing_plan: Sequence[str] = (),
+                   listing_metrics: dict[str, int] | None = None) -> ScanPlan:
+        """Plan a read of files already chosen (by a listing, or by streaming discovery):
+        group them into tasks and set what each task reads and filters."""
+        projection = self.projection(columns)
+        filters = [b.expr for b in self.bind(where)]
+        partition_filter, rest = split_by_columns(conjunction(filters), self.partition_names)
+        data_filter, mixed = split_by_columns(rest, self.file_schema.names)
+        files = list(files)
+        data_cols = [n for n in projection if n in self.file_schema.names]
+        needed = set(mixed.columns()) if mixed is not None else set()
+        read_cols = data_cols + [n for n in self.file_schema.names
+                                 if n in needed and n not in data_cols]
+        source = self.format.file_source(self.file_schema, read_cols, data_filter,
+                                         storage=self.storage, batch_size=self.options.batch_size)
+        groups = pack_file_groups(files, self.format, self.options, min_partitions)
+        metrics = ScanMetrics({**(listing_metrics or {"list_requests": 0}),
+                               "data_files_opened": 0, "file_groups": len(groups),
+                               "bytes": sum(f.size for f in files)})
         read = ReadSpec(source=source,
                         schema=pa.schema([self.schema.field(n) for n in projection]),
                         partition_fields=tuple(pa.field(n, t) for n, t in self.partition_cols),
@@ -207,7 +219,7 @@ class ListingTable:
         return ScanPlan(url=str(self.url), storage=self.storage,
                         partition_filter=partition_filter, data_filter=data_filter,
                         files=files, file_groups=groups, read=read,
-                        listing_plan=steps, metrics=metrics)
+                        listing_plan=list(listing_plan), metrics=metrics)
 
     def _check_declared_layout(self, counter: RequestCounter) -> None:
         """An empty scan of a table opened with declared partition columns: make sure the
