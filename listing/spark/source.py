@@ -23,7 +23,13 @@ from typing import Any, ClassVar
 
 import pyarrow as pa
 from pyspark import cloudpickle
-from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceWriter, InputPartition
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    DataSourceWriter,
+    InputPartition,
+)
 from pyspark.sql.types import StructType
 
 from listing import formats
@@ -294,6 +300,14 @@ class ListingDataSource(DataSource):
             formats.register(fmt_name, factory)
         return ListingWriter(dict(self.options), schema, overwrite)
 
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:  # noqa: N802
+        """``spark.readStream.format("listing")`` (:mod:`listing.spark.stream_reader`)."""
+        from listing.spark.stream_reader import ListingStreamReader
+
+        return ListingStreamReader(self._table_for(schema), schema, self.config.where,
+                                   self.config.stream_options, self.default_parallelism,
+                                   self.skips)
+
     def reader(self, schema: StructType) -> DataSourceReader:
         return ListingReader(self._table_for(schema), schema, self.config,
                              self.default_parallelism, self.skips)
@@ -409,19 +423,24 @@ class PlainListingReader(DataSourceReader):
         return [GroupPartition(plan.read, group) for group in plan.file_groups]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        if not isinstance(partition, GroupPartition):  # no files matched: Spark's empty task
-            return
-        counts: dict[str, int] = {}
-        paths: list[str] = []
-        try:
-            for batch in read_group(partition.spec, partition.group, counts,
-                                    skipped_paths=paths):
-                yield conform_batch(batch.rename_columns(self.target.names), self.target,
-                                    partition.group.files[0].path)
-        finally:  # the driver sums these (listing.skipped_files)
-            if paths and self.skips is not None:
-                self.skips.add({**{k: v for k, v in counts.items()
-                                   if k.startswith("files_skipped_")}, "paths": paths})
+        yield from read_partition(partition, self.target, self.skips)
+
+
+def read_partition(partition: InputPartition, target: pa.Schema,
+                   skips: Any = None) -> Iterator[pa.RecordBatch]:
+    """One Spark task: its group's batches shaped as ``target``; skips go to ``skips``."""
+    if not isinstance(partition, GroupPartition):  # no files matched: Spark's empty task
+        return
+    counts: dict[str, int] = {}
+    paths: list[str] = []
+    try:
+        for batch in read_group(partition.spec, partition.group, counts, skipped_paths=paths):
+            yield conform_batch(batch.rename_columns(target.names), target,
+                                partition.group.files[0].path)
+    finally:  # the driver sums these (listing.skipped_files)
+        if paths and skips is not None:
+            skips.add({**{k: v for k, v in counts.items() if k.startswith("files_skipped_")},
+                       "paths": paths})
 
 
 class ListingReader(PlainListingReader):

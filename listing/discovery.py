@@ -1,0 +1,394 @@
+"""Finding a growing table's new files for the cost of the new keys (streaming discovery).
+
+Object stores list keys in lexicographic order and accept ``StartAfter``; time-partitioned
+layouts (``date=…/hour=…/``) write new keys after the old ones. So each trigger lists only
+after the *frontier* (the greatest key read so far), plus a *lookback* window (the newest
+partitions read, re-listed to catch files that arrive late inside a partition already
+passed). Every ``reconcile_every`` triggers, and on the first trigger of a new reader
+(a restarted query), a full listing finds files that arrived anywhere else: they are read
+once and counted as ``late_files``.
+
+What was read is remembered in the offset as Spark's file source remembers it
+(``maxFileAge``): every key read whose modification time is within ``max_file_age`` of the
+newest one seen. Files older than that are never read again, however they are re-listed,
+unless they sort after the frontier. So a file overwritten or deleted after it was read is
+not read again while remembered; an old file overwritten with a new modification time
+after it was forgotten is read again, as a late file (counted).
+
+Offsets are JSON values (Spark stores them in its checkpoint): :class:`StreamOffset`. Each
+carries the files of the batch that ends at it, so a restarted query re-reads exactly the
+batch it had planned.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from listing.errors import OptionError
+from listing.expressions import conjunction, split_by_columns
+from listing.files import PartitionedFile
+from listing.hive import HiveLayout
+from listing.options import parse_duration, parse_int, parse_size, parse_timestamp
+from listing.planner import ListingRun
+from listing.storage import Lister, ObjectMeta, RequestCounter
+
+if TYPE_CHECKING:
+    from listing.table import ListingTable, Where
+
+#: files seen by a "latest" start within this much of the listing are remembered, so a file
+#: written while the start listing ran is neither lost nor read twice (clock skew margin)
+CLOCK_SKEW_MS = 5 * 60 * 1000
+OFFSET_VERSION = 1
+
+
+@dataclass(frozen=True)
+class DiscoverySettings:
+    """How a stream finds new files (options ``lookback``, ``reconcile_every``, …)."""
+
+    #: newest partitions re-listed each trigger (an int), or partitions written within
+    #: this many seconds of the newest file (a duration such as ``2h``)
+    lookback_partitions: int | None = 1
+    lookback_seconds: float | None = None
+    reconcile_every: int = 10
+    max_file_age_seconds: float = 7 * 86400
+    #: "earliest", "latest", or files modified at or after a time
+    starting: str | dt.datetime = "earliest"
+    max_files: int | None = None
+    max_bytes: int | None = None
+
+    @classmethod
+    def parse(cls, options: Mapping[str, Any]) -> DiscoverySettings:
+        known = {"lookback", "reconcile_every", "max_file_age", "starting",
+                 "max_files_per_trigger", "max_bytes_per_trigger"}
+        unknown = sorted(set(options) - known)
+        if unknown:
+            raise OptionError(f"unknown streaming option(s) {', '.join(unknown)}; "
+                              f"known: {', '.join(sorted(known))}")
+        out = cls()
+        if "lookback" in options:
+            out = replace(out, **_lookback(options["lookback"]))
+        if "reconcile_every" in options:
+            out = replace(out, reconcile_every=parse_int(options["reconcile_every"],
+                                                         "reconcile_every", minimum=0))
+        if "max_file_age" in options:
+            age = parse_duration(options["max_file_age"], "max_file_age")
+            out = replace(out, max_file_age_seconds=age)
+        if "starting" in options:
+            out = replace(out, starting=_starting(options["starting"]))
+        if options.get("max_files_per_trigger") is not None:
+            out = replace(out, max_files=parse_int(options["max_files_per_trigger"],
+                                                   "max_files_per_trigger", minimum=1))
+        if options.get("max_bytes_per_trigger") is not None:
+            n = parse_size(options["max_bytes_per_trigger"], "max_bytes_per_trigger")
+            if n < 1:
+                raise OptionError(f"option max_bytes_per_trigger={n} must be positive")
+            out = replace(out, max_bytes=n)
+        return out
+
+
+def _lookback(value: Any) -> dict[str, Any]:
+    text = str(value).strip()
+    if isinstance(value, int) or text.isdigit():
+        return {"lookback_partitions": parse_int(value, "lookback", minimum=0),
+                "lookback_seconds": None}
+    try:
+        return {"lookback_partitions": None,
+                "lookback_seconds": parse_duration(value, "lookback")}
+    except OptionError:
+        raise OptionError(f"option lookback={value!r}: a number of newest partitions (2) "
+                          "or a duration (2h)") from None
+
+
+def _starting(value: Any) -> str | dt.datetime:
+    if isinstance(value, dt.datetime):
+        return value
+    text = str(value).strip().lower()
+    if text in ("earliest", "latest"):
+        return text
+    try:
+        return parse_timestamp(value, "starting")
+    except OptionError:
+        raise OptionError(f"option starting={value!r}: earliest, latest, or a timestamp "
+                          "such as 2026-03-01T00:00:00") from None
+
+
+@dataclass(frozen=True)
+class StreamOffset:
+    """Where a stream stands: a JSON value Spark keeps in its checkpoint.
+
+    Keys are relative to the table root. ``seen`` maps each remembered key read to its
+    modification time (ms); ``recent`` maps the lookback window's partition directories to
+    the newest modification time read in them; ``batch`` lists the files of the batch
+    ending here as ``[key, size, mtime_ms, etag]``.
+    """
+
+    frontier: str | None = None
+    seen: Mapping[str, int] = field(default_factory=dict)
+    recent: Mapping[str, int] = field(default_factory=dict)
+    batch: tuple[tuple[str, int, int | None, str | None], ...] = ()
+    newest_ms: int | None = None
+    not_before_ms: int | None = None
+    batches: int = 0
+    files: int = 0
+    late_files: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"v": OFFSET_VERSION, "frontier": self.frontier, "batches": self.batches,
+                "files": self.files, "late_files": self.late_files,
+                "newest_ms": self.newest_ms, "not_before_ms": self.not_before_ms,
+                "recent": dict(sorted(self.recent.items())),
+                "seen": dict(sorted(self.seen.items())),
+                "batch": [list(f) for f in self.batch]}
+
+    @classmethod
+    def from_json(cls, value: Mapping[str, Any]) -> StreamOffset:
+        if value.get("v") != OFFSET_VERSION:
+            raise OptionError(f"stream offset version {value.get('v')!r} is not "
+                              f"{OFFSET_VERSION}: this checkpoint was written by another "
+                              "version of the listing source")
+        return cls(frontier=value.get("frontier"), seen=dict(value.get("seen") or {}),
+                   recent=dict(value.get("recent") or {}),
+                   batch=tuple((f[0], int(f[1]), f[2], f[3]) for f in value.get("batch") or []),
+                   newest_ms=value.get("newest_ms"), not_before_ms=value.get("not_before_ms"),
+                   batches=int(value.get("batches", 0)), files=int(value.get("files", 0)),
+                   late_files=int(value.get("late_files", 0)))
+
+
+@dataclass
+class DiscoveredFiles:
+    """One trigger's result: the files of the batch (none: nothing new) and the offset
+    that ends it, with what the trigger cost."""
+
+    files: list[PartitionedFile]
+    offset: StreamOffset
+    metrics: dict[str, int]
+
+
+@dataclass
+class _Listed:
+    key: str  # relative to the root
+    meta: ObjectMeta
+
+    @property
+    def mtime_ms(self) -> int | None:
+        m = self.meta.last_modified
+        return None if m is None else int(m.timestamp() * 1000)
+
+
+class FileDiscovery:
+    """New files of one table, trigger after trigger (see the module doc)."""
+
+    def __init__(self, table: ListingTable, where: Where = None,
+                 settings: DiscoverySettings | None = None, *,
+                 reconcile_first: bool = True) -> None:
+        self.table = table
+        self.settings = settings or DiscoverySettings()
+        bound = [b.expr for b in table.bind(where)]
+        self.predicate, _ = split_by_columns(conjunction(bound), table.partition_names)
+        self.layout = HiveLayout(table.url.prefix, tuple(table.partition_cols))
+        every = self.settings.reconcile_every
+        self._since_full = every if (reconcile_first and every) else 0
+        # the last listing and the offset it was last served up to: a backlog bigger than
+        # one trigger's limit is served from it without listing again
+        self._backlog: list[_Listed] | None = None
+        self._backlog_end: dict[str, Any] | None = None
+        self._frozen = False  # Trigger.AvailableNow: list once, then serve what was found
+        self.totals: dict[str, int] = {}
+
+    # --- offsets --------------------------------------------------------------------------
+    def initial_offset(self) -> StreamOffset:
+        """Where a new stream starts: before every file (earliest), after every file that
+        exists now (latest: one full listing), or at files modified since a time."""
+        start = self.settings.starting
+        if start == "earliest":
+            return StreamOffset()
+        if isinstance(start, dt.datetime):
+            return StreamOffset(not_before_ms=int(start.timestamp() * 1000))
+        now_ms = int(time.time() * 1000)
+        listed, _ = self._list(None)
+        self._since_full = 0
+        not_before = now_ms - CLOCK_SKEW_MS
+        offset = StreamOffset(not_before_ms=not_before)
+        if not listed:
+            return offset
+        return self._advance(offset, listed, set(), late=0, min_seen_ms=not_before)
+
+    # --- triggers -------------------------------------------------------------------------
+    def freeze(self) -> None:
+        """Trigger.AvailableNow: the next trigger lists; later ones only serve what it
+        found, so the stream ends at the data available when it started."""
+        self._frozen = True
+        self._backlog = None
+
+    def new_files(self, since: StreamOffset | Mapping[str, Any] | None = None,
+                  max_files: int | None = None, max_bytes: int | None = None, *,
+                  all_available: bool = False) -> DiscoveredFiles:
+        """The files after ``since`` (None: the initial offset), at most ``max_files`` /
+        ``max_bytes`` of them (at least one; the settings' limits when not given, none with
+        ``all_available``), and the offset that ends them."""
+        if not all_available:
+            max_files = max_files if max_files is not None else self.settings.max_files
+            max_bytes = max_bytes if max_bytes is not None else self.settings.max_bytes
+        if since is None:
+            start = self.initial_offset()
+        elif isinstance(since, StreamOffset):
+            start = since
+        else:
+            start = StreamOffset.from_json(since)
+        counts: dict[str, int] = {"list_requests": 0, "full_listing": 0}
+        listed = self._backlog if (self._frozen or self._backlog_end == start.to_json()) \
+            else None
+        if listed is None:
+            full = start.frontier is None or (
+                self.settings.reconcile_every > 0
+                and self._since_full >= self.settings.reconcile_every)
+            after = None if full else self._list_start(start)
+            listed, counts = self._list(after)
+            counts["full_listing"] = int(full)
+            self._since_full = 0 if full else self._since_full + 1
+        candidates, counts_c = self._classify(start, listed)
+        counts.update(counts_c)
+        taken = self._limit(candidates, max_files, max_bytes)
+        counts["files"] = len(taken)
+        for name, n in counts.items():
+            self.totals[name] = self.totals.get(name, 0) + n
+        if not taken:
+            self._backlog = [] if self._frozen else None
+            return DiscoveredFiles([], start, counts)
+        window = self._window_start(start)
+        old = {c.key for c in taken if start.frontier is not None and c.key <= start.frontier}
+        late = sum(1 for k in old if window is None or k < window)
+        counts["late_files"] = late
+        counts["window_files"] = len(old) - late
+        end = self._advance(start, taken, old, late)
+        self._backlog = listed if self._frozen or len(taken) < len(candidates) else None
+        self._backlog_end = end.to_json() if self._backlog is not None else None
+        return DiscoveredFiles(self.files_of(end), end, counts)
+
+    def files_of(self, offset: StreamOffset | Mapping[str, Any]) -> list[PartitionedFile]:
+        """The files of the batch that ends at ``offset`` (what a Spark batch reads)."""
+        if not isinstance(offset, StreamOffset):
+            offset = StreamOffset.from_json(offset)
+        root, url = self.table.url.prefix, self.table.url
+        out = []
+        for key, size, mtime_ms, etag in offset.batch:
+            values = self.layout.decode(root + key) or {}
+            modified = (None if mtime_ms is None
+                        else dt.datetime.fromtimestamp(mtime_ms / 1000, dt.UTC))
+            out.append(PartitionedFile(url.to_url(root + key), size, values,
+                                       last_modified=modified, etag=etag))
+        return out
+
+    # --- listing --------------------------------------------------------------------------
+    def _list_start(self, start: StreamOffset) -> str | None:
+        window = self._window_start(start)
+        after = start.frontier if window is None else min(window, start.frontier or window)
+        return None if after is None else self.table.url.prefix + after
+
+    def _list(self, start_after: str | None) -> tuple[list[_Listed], dict[str, int]]:
+        t = self.table
+        counter = RequestCounter()
+        run = ListingRun(Lister(t.storage, counter), t.url.prefix, t.partition_cols, t.profile,
+                         self.predicate, t.file_filter, start_after=start_after)
+        root = len(t.url.prefix)
+        listed = [_Listed(f.meta.path[root:], f.meta) for f in run.files()]
+        listed.sort(key=lambda f: f.key)
+        m = run.metrics
+        return listed, {"list_requests": counter.list, "files_listed": m.files_listed,
+                        "partitions_pruned": m.partitions_pruned}
+
+    def _classify(self, start: StreamOffset, listed: Iterable[_Listed]
+                  ) -> tuple[list[_Listed], dict[str, int]]:
+        """Files to read, in order: files before the frontier (late: found in the lookback
+        window or by reconciliation) first, then new ones, each by key."""
+        floor = self._floor(start)
+        frontier = start.frontier
+        old: list[_Listed] = []
+        new: list[_Listed] = []
+        counts = {"files_before_start": 0, "files_too_old": 0}
+        for f in listed:
+            mtime = f.mtime_ms
+            if f.key in start.seen:
+                continue
+            if start.not_before_ms is not None and mtime is not None \
+                    and mtime < start.not_before_ms:
+                counts["files_before_start"] += 1
+            elif frontier is None or f.key > frontier:
+                new.append(f)
+            elif floor is not None and (mtime is None or mtime < floor):
+                counts["files_too_old"] += 1  # forgotten, as Spark's maxFileAge forgets
+            else:
+                old.append(f)
+        return old + new, counts
+
+    @staticmethod
+    def _limit(candidates: list[_Listed], max_files: int | None,
+               max_bytes: int | None) -> list[_Listed]:
+        taken: list[_Listed] = []
+        size = 0
+        for f in candidates:
+            if taken and max_files is not None and len(taken) >= max_files:
+                break
+            if taken and max_bytes is not None and size + f.meta.size > max_bytes:
+                break
+            taken.append(f)
+            size += f.meta.size
+        return taken
+
+    # --- state ----------------------------------------------------------------------------
+    def _floor(self, offset: StreamOffset) -> int | None:
+        """Files modified before this are forgotten (``max_file_age`` before the newest)."""
+        if offset.newest_ms is None:
+            return None
+        return offset.newest_ms - int(self.settings.max_file_age_seconds * 1000)
+
+    def _window_start(self, offset: StreamOffset) -> str | None:
+        """First key of the lookback window: the oldest of its partition directories."""
+        return min(offset.recent) if offset.recent else None
+
+    def _partition_dir(self, key: str) -> str:
+        depth = len(self.table.partition_cols)
+        parts = key.split("/")
+        if depth:
+            return "/".join(parts[:depth]) + "/"
+        return "/".join(parts[:-1]) + "/" if len(parts) > 1 else ""
+
+    def _advance(self, start: StreamOffset, taken: list[_Listed], old: set[str],
+                 late: int, min_seen_ms: int | None = None) -> StreamOffset:
+        """The offset after reading ``taken`` (``old``: the keys of those before the
+        frontier). ``min_seen_ms``: a "latest" start, which reads nothing it listed."""
+        s = self.settings
+        mtimes = [m for f in taken if (m := f.mtime_ms) is not None]
+        if start.newest_ms is not None:
+            mtimes.append(start.newest_ms)
+        newest = max(mtimes) if mtimes else None
+        frontier = max([start.frontier or "", *(f.key for f in taken if f.key not in old)])
+        # remembered: what a later listing could show again and must not be read again
+        bounds = [b for b in (self._floor(replace(start, newest_ms=newest)), min_seen_ms,
+                              start.not_before_ms) if b is not None]
+        seen = {**start.seen, **{f.key: f.mtime_ms or 0 for f in taken}}
+        if bounds:
+            seen = {k: m for k, m in seen.items() if m >= max(bounds)}
+        recent = dict(start.recent)
+        for f in taken:
+            d = self._partition_dir(f.key)
+            recent[d] = max(recent.get(d, 0), f.mtime_ms or 0)
+        if s.lookback_partitions is not None:
+            recent = dict(sorted(recent.items())[-s.lookback_partitions:]) \
+                if s.lookback_partitions else {}
+        elif s.lookback_seconds is not None and recent:
+            last = max(recent)
+            cut = (newest or 0) - int(s.lookback_seconds * 1000)
+            recent = {d: m for d, m in recent.items() if m >= cut or d == last}
+        batch = tuple((f.key, f.meta.size, f.mtime_ms, f.meta.etag) for f in taken)
+        if min_seen_ms is not None:  # a "latest" start: nothing of this listing is read
+            batch = ()
+        return StreamOffset(frontier=frontier or None, seen=seen, recent=recent, batch=batch,
+                            newest_ms=newest, not_before_ms=start.not_before_ms,
+                            batches=start.batches + (0 if min_seen_ms is not None else 1),
+                            files=start.files + len(batch),
+                            late_files=start.late_files + late)

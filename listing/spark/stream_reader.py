@@ -1,0 +1,95 @@
+"""``spark.readStream.format("listing")``: new files of a growing table, trigger by trigger.
+
+Discovery (:mod:`listing.discovery`) runs in Spark's long-lived Python planning worker,
+so a backlog bigger than one trigger's limit is listed once and served over several
+triggers. Offsets are :class:`~listing.discovery.StreamOffset` JSON; each carries its
+batch's files, so ``partitions(start, end)`` after a restart plans exactly the batch that
+was planned before. Files are read by the batch source's reader, one file group a task.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxBytes,
+    ReadMaxFiles,
+    SupportsTriggerAvailableNow,
+)
+from pyspark.sql.types import StructType
+
+from listing.discovery import DiscoverySettings, FileDiscovery
+from listing.spark.types import arrow_schema
+from listing.table import ListingTable
+
+log = logging.getLogger("listing.spark")
+
+
+class ListingStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Admission control (``max_files_per_trigger``/``max_bytes_per_trigger``) and
+    ``Trigger.AvailableNow``; partition filters come from the ``where`` option."""
+
+    def __init__(self, table: ListingTable, schema: StructType, where: list[Any] | None,
+                 stream_options: dict[str, str], min_partitions: int | None = None,
+                 skips: Any = None) -> None:
+        self.table = table
+        self.where = where
+        self.settings = DiscoverySettings.parse(stream_options)
+        self.discovery = FileDiscovery(table, where, self.settings)
+        self.columns = [_resolve(table, n) for n in schema.fieldNames()]
+        self.target = arrow_schema(schema)
+        self.min_partitions = min_partitions
+        self.skips = skips
+
+    def initialOffset(self) -> dict:  # noqa: N802 - Spark's names
+        return self.discovery.initial_offset().to_json()
+
+    def getDefaultReadLimit(self) -> ReadLimit:  # noqa: N802
+        if self.settings.max_files is not None:
+            return ReadMaxFiles(self.settings.max_files)
+        if self.settings.max_bytes is not None:
+            return ReadMaxBytes(self.settings.max_bytes)
+        return ReadAllAvailable()
+
+    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:  # noqa: N802
+        if isinstance(limit, ReadMaxFiles):  # max_bytes_per_trigger, if set too, still caps
+            found = self.discovery.new_files(start, max_files=limit.max_files)
+        elif isinstance(limit, ReadMaxBytes):
+            found = self.discovery.new_files(start, max_bytes=limit.max_bytes)
+        else:
+            found = self.discovery.new_files(start, all_available=True)
+        log.info("listing stream %s: %s", self.table.url, found.metrics)
+        return start if not found.files else found.offset.to_json()
+
+    def prepareForTriggerAvailableNow(self) -> None:  # noqa: N802
+        self.discovery.freeze()
+
+    def partitions(self, start: dict, end: dict) -> list[InputPartition]:
+        from listing.spark.source import GroupPartition
+
+        if start == end:
+            return []
+        files = self.discovery.files_of(end)
+        plan = self.table.plan_files(files, self.columns, self.where,
+                                     min_partitions=self.min_partitions)
+        return [GroupPartition(plan.read, group) for group in plan.file_groups]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        from listing.spark.source import read_partition
+
+        yield from read_partition(partition, self.target, self.skips)
+
+    def commit(self, end: dict) -> None:
+        """Nothing to release: what was read lives in the offsets Spark keeps."""
+
+
+def _resolve(table: ListingTable, name: str) -> str:
+    from listing.spark.source import _resolve as resolve
+
+    return resolve(table, name)
