@@ -41,8 +41,16 @@ if TYPE_CHECKING:
 
 #: files seen by a "latest" start within this much of the listing are remembered, so a file
 #: written while the start listing ran is neither lost nor read twice (clock skew margin)
-CLOCK_SKEW_MS = 5 * 60 * 1000
+CLOCK_SKEW_US = 5 * 60 * 1_000_000
 OFFSET_VERSION = 1
+EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+
+
+def _micros(t: dt.datetime) -> int:
+    """Exact microseconds since the epoch (a naive time is UTC): the offset keeps the
+    listed modification time exactly, for the reader's changed-since-listing check."""
+    aware = t if t.tzinfo is not None else t.replace(tzinfo=dt.UTC)
+    return (aware - EPOCH) // dt.timedelta(microseconds=1)
 
 
 @dataclass(frozen=True)
@@ -120,18 +128,18 @@ def _starting(value: Any) -> str | dt.datetime:
 class StreamOffset:
     """Where a stream stands: a JSON value Spark keeps in its checkpoint.
 
-    Keys are relative to the table root. ``seen`` maps each remembered key read to its
-    modification time (ms); ``recent`` maps the lookback window's partition directories to
-    the newest modification time read in them; ``batch`` lists the files of the batch
-    ending here as ``[key, size, mtime_ms, etag]``.
+    Keys are relative to the table root; times are µs since the epoch. ``seen`` maps each
+    remembered key read to its modification time; ``recent`` maps the lookback window's
+    partition directories to the newest modification time read in them; ``batch`` lists
+    the files of the batch ending here as ``[key, size, mtime_us, etag]``.
     """
 
     frontier: str | None = None
     seen: Mapping[str, int] = field(default_factory=dict)
     recent: Mapping[str, int] = field(default_factory=dict)
     batch: tuple[tuple[str, int, int | None, str | None], ...] = ()
-    newest_ms: int | None = None
-    not_before_ms: int | None = None
+    newest_us: int | None = None
+    not_before_us: int | None = None
     batches: int = 0
     files: int = 0
     late_files: int = 0
@@ -139,7 +147,7 @@ class StreamOffset:
     def to_json(self) -> dict[str, Any]:
         return {"v": OFFSET_VERSION, "frontier": self.frontier, "batches": self.batches,
                 "files": self.files, "late_files": self.late_files,
-                "newest_ms": self.newest_ms, "not_before_ms": self.not_before_ms,
+                "newest_us": self.newest_us, "not_before_us": self.not_before_us,
                 "recent": dict(sorted(self.recent.items())),
                 "seen": dict(sorted(self.seen.items())),
                 "batch": [list(f) for f in self.batch]}
@@ -153,7 +161,7 @@ class StreamOffset:
         return cls(frontier=value.get("frontier"), seen=dict(value.get("seen") or {}),
                    recent=dict(value.get("recent") or {}),
                    batch=tuple((f[0], int(f[1]), f[2], f[3]) for f in value.get("batch") or []),
-                   newest_ms=value.get("newest_ms"), not_before_ms=value.get("not_before_ms"),
+                   newest_us=value.get("newest_us"), not_before_us=value.get("not_before_us"),
                    batches=int(value.get("batches", 0)), files=int(value.get("files", 0)),
                    late_files=int(value.get("late_files", 0)))
 
@@ -174,9 +182,9 @@ class _Listed:
     meta: ObjectMeta
 
     @property
-    def mtime_ms(self) -> int | None:
+    def mtime_us(self) -> int | None:
         m = self.meta.last_modified
-        return None if m is None else int(m.timestamp() * 1000)
+        return None if m is None else _micros(m)
 
 
 class FileDiscovery:
@@ -207,15 +215,15 @@ class FileDiscovery:
         if start == "earliest":
             return StreamOffset()
         if isinstance(start, dt.datetime):
-            return StreamOffset(not_before_ms=int(start.timestamp() * 1000))
-        now_ms = int(time.time() * 1000)
+            return StreamOffset(not_before_us=_micros(start))
+        now_us = time.time_ns() // 1000
         listed, _ = self._list(None)
         self._since_full = 0
-        not_before = now_ms - CLOCK_SKEW_MS
-        offset = StreamOffset(not_before_ms=not_before)
+        not_before = now_us - CLOCK_SKEW_US
+        offset = StreamOffset(not_before_us=not_before)
         if not listed:
             return offset
-        return self._advance(offset, listed, set(), late=0, min_seen_ms=not_before)
+        return self._advance(offset, listed, set(), late=0, min_seen_us=not_before)
 
     # --- triggers -------------------------------------------------------------------------
     def freeze(self) -> None:
@@ -275,10 +283,10 @@ class FileDiscovery:
             offset = StreamOffset.from_json(offset)
         root, url = self.table.url.prefix, self.table.url
         out = []
-        for key, size, mtime_ms, etag in offset.batch:
+        for key, size, mtime_us, etag in offset.batch:
             values = self.layout.decode(root + key) or {}
-            modified = (None if mtime_ms is None
-                        else dt.datetime.fromtimestamp(mtime_ms / 1000, dt.UTC))
+            modified = (None if mtime_us is None
+                        else EPOCH + dt.timedelta(microseconds=mtime_us))
             out.append(PartitionedFile(url.to_url(root + key), size, values,
                                        last_modified=modified, etag=etag))
         return out
@@ -311,11 +319,11 @@ class FileDiscovery:
         new: list[_Listed] = []
         counts = {"files_before_start": 0, "files_too_old": 0}
         for f in listed:
-            mtime = f.mtime_ms
+            mtime = f.mtime_us
             if f.key in start.seen:
                 continue
-            if start.not_before_ms is not None and mtime is not None \
-                    and mtime < start.not_before_ms:
+            if start.not_before_us is not None and mtime is not None \
+                    and mtime < start.not_before_us:
                 counts["files_before_start"] += 1
             elif frontier is None or f.key > frontier:
                 new.append(f)
@@ -342,9 +350,9 @@ class FileDiscovery:
     # --- state ----------------------------------------------------------------------------
     def _floor(self, offset: StreamOffset) -> int | None:
         """Files modified before this are forgotten (``max_file_age`` before the newest)."""
-        if offset.newest_ms is None:
+        if offset.newest_us is None:
             return None
-        return offset.newest_ms - int(self.settings.max_file_age_seconds * 1000)
+        return offset.newest_us - int(self.settings.max_file_age_seconds * 1_000_000)
 
     def _window_start(self, offset: StreamOffset) -> str | None:
         """First key of the lookback window: the oldest of its partition directories."""
@@ -358,37 +366,37 @@ class FileDiscovery:
         return "/".join(parts[:-1]) + "/" if len(parts) > 1 else ""
 
     def _advance(self, start: StreamOffset, taken: list[_Listed], old: set[str],
-                 late: int, min_seen_ms: int | None = None) -> StreamOffset:
+                 late: int, min_seen_us: int | None = None) -> StreamOffset:
         """The offset after reading ``taken`` (``old``: the keys of those before the
-        frontier). ``min_seen_ms``: a "latest" start, which reads nothing it listed."""
+        frontier). ``min_seen_us``: a "latest" start, which reads nothing it listed."""
         s = self.settings
-        mtimes = [m for f in taken if (m := f.mtime_ms) is not None]
-        if start.newest_ms is not None:
-            mtimes.append(start.newest_ms)
+        mtimes = [m for f in taken if (m := f.mtime_us) is not None]
+        if start.newest_us is not None:
+            mtimes.append(start.newest_us)
         newest = max(mtimes) if mtimes else None
         frontier = max([start.frontier or "", *(f.key for f in taken if f.key not in old)])
         # remembered: what a later listing could show again and must not be read again
-        bounds = [b for b in (self._floor(replace(start, newest_ms=newest)), min_seen_ms,
-                              start.not_before_ms) if b is not None]
-        seen = {**start.seen, **{f.key: f.mtime_ms or 0 for f in taken}}
+        bounds = [b for b in (self._floor(replace(start, newest_us=newest)), min_seen_us,
+                              start.not_before_us) if b is not None]
+        seen = {**start.seen, **{f.key: f.mtime_us or 0 for f in taken}}
         if bounds:
             seen = {k: m for k, m in seen.items() if m >= max(bounds)}
         recent = dict(start.recent)
         for f in taken:
             d = self._partition_dir(f.key)
-            recent[d] = max(recent.get(d, 0), f.mtime_ms or 0)
+            recent[d] = max(recent.get(d, 0), f.mtime_us or 0)
         if s.lookback_partitions is not None:
             recent = dict(sorted(recent.items())[-s.lookback_partitions:]) \
                 if s.lookback_partitions else {}
         elif s.lookback_seconds is not None and recent:
             last = max(recent)
-            cut = (newest or 0) - int(s.lookback_seconds * 1000)
+            cut = (newest or 0) - int(s.lookback_seconds * 1_000_000)
             recent = {d: m for d, m in recent.items() if m >= cut or d == last}
-        batch = tuple((f.key, f.meta.size, f.mtime_ms, f.meta.etag) for f in taken)
-        if min_seen_ms is not None:  # a "latest" start: nothing of this listing is read
+        batch = tuple((f.key, f.meta.size, f.mtime_us, f.meta.etag) for f in taken)
+        if min_seen_us is not None:  # a "latest" start: nothing of this listing is read
             batch = ()
         return StreamOffset(frontier=frontier or None, seen=seen, recent=recent, batch=batch,
-                            newest_ms=newest, not_before_ms=start.not_before_ms,
-                            batches=start.batches + (0 if min_seen_ms is not None else 1),
+                            newest_us=newest, not_before_us=start.not_before_us,
+                            batches=start.batches + (0 if min_seen_us is not None else 1),
                             files=start.files + len(batch),
                             late_files=start.late_files + late)

@@ -25,6 +25,7 @@ from listing.expressions import (
     parse_predicate,
     split_by_columns,
 )
+from listing.discovery import DiscoverySettings, FileDiscovery
 from listing.files import FILE_METADATA, FILE_METADATA_FIELD, PartitionedFile
 from listing.formats.base import FileFormat
 from listing.hive import discover_columns, is_hidden_below, partition_type
@@ -259,6 +260,14 @@ class ListingTable:
         from listing.spark.dataframe import to_spark  # the Spark edge, imported on use
 
         return to_spark(self, spark, columns, where, limit)
+
+    def discovery(self, where: Where = None, **options: Any) -> FileDiscovery:
+        """New files, trigger after trigger, without re-listing the table: the Python side
+        of ``spark.readStream.format("listing")`` (options as there: ``lookback``,
+        ``reconcile_every``, ``max_file_age``, ``starting``, ``max_files_per_trigger``,
+        ``max_bytes_per_trigger``). Call ``.new_files(since=offset)``; see
+        :mod:`listing.discovery`."""
+        return FileDiscovery(self, where, DiscoverySettings.parse(options))
 
     def refresh(self) -> None:
         """Forget cached listings of this table (``list_cache_ttl``): the next scan lists."""
