@@ -1,0 +1,273 @@
+"""Streaming discovery: ``spark.readStream.format("listing")`` and ``table.discovery()``.
+
+Every Spark test runs a real ``writeStream`` (Parquet sink, checkpoint on local disk,
+``Trigger.AvailableNow``) against the moto S3 server; a restart is a new query on the same
+checkpoint. Request counts come from the server's log.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from listing import ListingTable
+from listing.discovery import StreamOffset
+from listing.errors import OptionError
+from listing.testing.datasets import encode
+
+SCHEMA = "id long, amount double, name string, date date, hour int"
+PARTS = "date:date,hour:int"
+
+
+class Events:
+    """A date/hour table in one bucket; every file holds two ids: 10*n and 10*n+1."""
+
+    def __init__(self, server: Any, bucket: str) -> None:
+        self.server, self.bucket = server, bucket
+        self.root = f"s3://{bucket}/events"
+        self.ids: list[int] = []
+        self.n = 0
+
+    def put(self, day: int, hour: int, name: str | None = None) -> list[int]:
+        ids = [10 * self.n, 10 * self.n + 1]
+        self.n += 1
+        table = pa.table({"id": pa.array(ids, pa.int64()), "amount": [1.0, 2.0],
+                          "name": ["a", "b"]})
+        key = f"events/date=2026-03-{day:02d}/hour={hour:02d}/{name or f'part-{self.n}.parquet'}"
+        self.server.put_objects_fast(self.bucket, {key: encode(table, "parquet")})
+        return ids
+
+    def add(self, day: int, hour: int) -> None:
+        self.ids += self.put(day, hour)
+
+    def seed(self, days: int = 2, hours: int = 3) -> None:
+        for d in range(1, days + 1):
+            for h in range(hours):
+                self.add(d, h)
+
+
+@pytest.fixture
+def events(s3_server, s3_bucket) -> Events:
+    return Events(s3_server, s3_bucket)
+
+
+def stream(spark, server, root: str, **options: Any):
+    r = (spark.readStream.format("listing").schema(SCHEMA).option("partition_cols", PARTS)
+         .option("storage.endpoint_url", server.endpoint_url)
+         .option("storage.key", "testing").option("storage.secret", "testing"))
+    for k, v in options.items():
+        r = r.option(k, str(v))
+    return r.load(root)
+
+
+def run(spark, server, root: str, out: Path, **options: Any) -> list[dict[str, Any]]:
+    """One restart of the query: every trigger until the data available now is read."""
+    df = stream(spark, server, root, **options)
+    q = (df.writeStream.format("parquet").option("path", str(out / "data"))
+         .option("checkpointLocation", str(out / "cp")).trigger(availableNow=True).start())
+    try:
+        assert q.awaitTermination(180), "the stream did not finish"
+    finally:
+        q.stop()
+    return [p for p in q.recentProgress if p["numInputRows"]]
+
+
+def read_ids(spark, out: Path) -> list[int]:
+    if not (out / "data" / "_spark_metadata").exists():
+        return []
+    return sorted(r.id for r in spark.read.parquet(str(out / "data")).select("id").collect())
+
+
+def end_offset(progress: list[dict[str, Any]]) -> dict[str, Any]:
+    offset = progress[-1]["sources"][0]["endOffset"]
+    return json.loads(offset) if isinstance(offset, str) else offset
+
+
+# --- Spark: exactly once ------------------------------------------------------------------
+
+def test_every_file_read_once_across_triggers_and_restarts(spark, s3_server, events, tmp_path):
+    events.seed()
+    first = run(spark, s3_server, events.root, tmp_path, max_files_per_trigger=4)
+    assert [p["numInputRows"] for p in first] == [8, 4]  # two triggers of <= 4 files
+    assert read_ids(spark, tmp_path) == sorted(events.ids)
+
+    events.add(2, 2)  # late, inside the newest partition (the lookback window)
+    events.add(2, 5)  # new, after the frontier
+    events.add(1, 0)  # late, far before the frontier: only a full listing finds it
+    second = run(spark, s3_server, events.root, tmp_path, max_files_per_trigger=4)
+    assert read_ids(spark, tmp_path) == sorted(events.ids)  # no file twice, none missed
+    assert end_offset(second)["late_files"] == 1
+
+    assert run(spark, s3_server, events.root, tmp_path) == []  # nothing new: no batch
+    assert read_ids(spark, tmp_path) == sorted(events.ids)
+
+
+def test_quiet_trigger_costs_one_list_and_new_keys_one_more(spark, s3_server, events,
+                                                            tmp_path):
+    events.seed(days=3, hours=4)
+    opts = {"reconcile_every": 0, "lookback": 1}
+    run(spark, s3_server, events.root, tmp_path, **opts)
+    with s3_server.log.capture(bucket=events.bucket) as quiet:
+        assert run(spark, s3_server, events.root, tmp_path, **opts) == []
+    assert quiet.count("LIST") == 1 and quiet.count("GET") == 0
+
+    for _ in range(3):
+        events.add(3, 7)
+    with s3_server.log.capture(bucket=events.bucket) as busy:
+        progress = run(spark, s3_server, events.root, tmp_path, **opts)
+    assert [p["numInputRows"] for p in progress] == [6]
+    assert busy.count("LIST") == 1  # the window and the new keys: one page
+    assert read_ids(spark, tmp_path) == sorted(events.ids)
+
+
+def test_late_file_outside_the_window_is_found_by_reconciliation(spark, s3_server, events,
+                                                                 tmp_path):
+    events.seed()
+    run(spark, s3_server, events.root, tmp_path, reconcile_every=0)
+    late = events.put(1, 1, "late.parquet")
+    events.add(2, 2)  # inside the window: found without a full listing
+    run(spark, s3_server, events.root, tmp_path, reconcile_every=0)
+    assert read_ids(spark, tmp_path) == sorted(events.ids)  # the late file is not yet read
+
+    progress = run(spark, s3_server, events.root, tmp_path, reconcile_every=1)
+    events.ids += late
+    assert read_ids(spark, tmp_path) == sorted(events.ids)
+    assert end_offset(progress)["late_files"] == 1
+
+
+def test_overwritten_or_deleted_after_read_is_not_read_again(spark, s3_server, events,
+                                                            tmp_path):
+    events.seed()
+    run(spark, s3_server, events.root, tmp_path)
+    events.put(1, 0, "part-1.parquet")  # same key as the first file, new content and mtime
+    s3_server.client().delete_object(Bucket=events.bucket,
+                                     Key="events/date=2026-03-01/hour=01/part-2.parquet")
+    assert run(spark, s3_server, events.root, tmp_path) == []  # a full listing ran
+    assert read_ids(spark, tmp_path) == sorted(events.ids)
+
+
+# --- Spark: where it starts, what it sees -------------------------------------------------
+
+def test_partition_filter_prunes_discovery(spark, s3_server, events, tmp_path):
+    events.seed(days=2, hours=4)
+    want = sorted(i for i, n in zip(events.ids, range(len(events.ids)), strict=True)
+                  if (n // 2) % 4 == 1)  # hour = 1 (files are written hour by hour)
+    with s3_server.log.capture(bucket=events.bucket) as cap:
+        run(spark, s3_server, events.root, tmp_path, where="hour = 1")
+    assert read_ids(spark, tmp_path) == want
+    gets = [e.key for e in cap.entries() if e.kind == "GET"]
+    assert gets and all("/hour=01/" in k for k in gets)
+    listed = [e.query.get("prefix", "") for e in cap.entries() if e.kind == "LIST"]
+    assert listed and "events/date=2026-03-01/hour=00/" not in listed
+    assert any(p.endswith("hour=01/") for p in listed), listed
+
+
+def test_starting_latest_reads_only_files_added_later(spark, s3_server, events, tmp_path):
+    events.seed()
+    before = list(events.ids)
+    assert run(spark, s3_server, events.root, tmp_path, starting="latest") == []
+    events.ids = []
+    events.add(2, 2)
+    events.add(2, 9)
+    run(spark, s3_server, events.root, tmp_path, starting="latest")
+    assert read_ids(spark, tmp_path) == sorted(events.ids)
+    assert not set(before) & set(read_ids(spark, tmp_path))
+
+
+def test_empty_table_at_start_then_files_arrive(spark, s3_server, events, tmp_path):
+    assert run(spark, s3_server, events.root, tmp_path) == []
+    events.seed(days=1, hours=2)
+    run(spark, s3_server, events.root, tmp_path)
+    assert read_ids(spark, tmp_path) == sorted(events.ids)
+
+
+def test_hidden_and_temporary_files_are_never_read(spark, s3_server, events, tmp_path):
+    events.seed(days=1, hours=2)
+    events.put(1, 1, "_temporary/0/part-9.parquet")
+    events.put(1, 1, "part-9.parquet.inprogress")
+    events.put(1, 1, ".part-9.parquet.crc")
+    events.put(1, 1, "_SUCCESS")
+    run(spark, s3_server, events.root, tmp_path)
+    assert read_ids(spark, tmp_path) == sorted(events.ids)
+
+
+def test_two_queries_on_one_table_each_read_everything(spark, s3_server, events, tmp_path):
+    events.seed(days=1, hours=3)
+    run(spark, s3_server, events.root, tmp_path / "a")
+    events.add(1, 5)
+    run(spark, s3_server, events.root, tmp_path / "b", max_files_per_trigger=1)
+    run(spark, s3_server, events.root, tmp_path / "a")
+    assert read_ids(spark, tmp_path / "a") == read_ids(spark, tmp_path / "b") \
+        == sorted(events.ids)
+
+
+def test_bad_streaming_option_names_itself(spark, s3_server, events, tmp_path):
+    events.seed(days=1, hours=1)
+    with pytest.raises(Exception, match="lookback='soon'"):
+        run(spark, s3_server, events.root, tmp_path, lookback="soon")
+
+
+# --- the Python API -----------------------------------------------------------------------
+
+def table(events: Events) -> ListingTable:
+    return ListingTable.open(events.root, storage_options=events.server.storage_options)
+
+
+def test_backlog_is_listed_once_and_served_over_triggers(s3_server, events):
+    events.seed()
+    disc = table(events).discovery(max_files_per_trigger=2, reconcile_every=0)
+    found, lists, offset = [], [], None
+    for _ in range(3):
+        got = disc.new_files(offset)
+        found += [f.path for f in got.files]
+        lists.append(got.metrics["list_requests"])
+        offset = got.offset
+    assert lists == [1, 0, 0] and len(found) == 6 == len(set(found))
+    quiet = disc.new_files(offset)
+    assert quiet.files == [] and quiet.metrics["list_requests"] == 1
+    assert quiet.offset == offset
+
+
+def test_offset_round_trips_through_json_and_restarts_exactly(s3_server, events):
+    events.seed()
+    first = table(events).discovery(max_files_per_trigger=4).new_files(None)
+    saved = json.loads(json.dumps(first.offset.to_json()))
+    again = table(events).discovery().files_of(saved)  # a restarted query's plan
+    assert [f.path for f in again] == [f.path for f in first.files]
+    assert [f.last_modified for f in again] == [f.last_modified for f in first.files]
+    rest = table(events).discovery().new_files(saved)
+    assert len(rest.files) == 2 and not {f.path for f in rest.files} & {
+        f.path for f in first.files}
+    assert StreamOffset.from_json(saved) == first.offset
+
+
+def test_starting_at_a_time_skips_older_files(s3_server, events):
+    events.seed(days=1, hours=2)
+    later = dt.datetime.now(dt.UTC) + dt.timedelta(hours=1)
+    disc = table(events).discovery(starting=later.replace(tzinfo=None).isoformat())
+    got = disc.new_files(None)
+    assert got.files == [] and got.metrics["files_before_start"] == 2
+
+
+@pytest.mark.parametrize(("name", "value", "message"), [
+    ("lookback", "soon", "lookback='soon'"),
+    ("starting", "yesterday", "starting='yesterday'"),
+    ("max_files_per_trigger", "0", "max_files_per_trigger"),
+    ("reconcile_every", "-1", "reconcile_every"),
+    ("max_bytes_per_trigger", "lots", "max_bytes_per_trigger"),
+    ("bogus", "1", "unknown streaming option"),
+])
+def test_bad_options_are_named(s3_server, events, name, value, message):
+    events.seed(days=1, hours=1)
+    with pytest.raises(OptionError, match=message):
+        table(events).discovery(**{name: value})
+
+
+def test_offset_of_another_version_is_refused():
+    with pytest.raises(OptionError, match="version"):
+        StreamOffset.from_json({"v": 99})
