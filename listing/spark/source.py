@@ -309,6 +309,11 @@ class ListingDataSource(DataSource):
                                    self.skips)
 
     def reader(self, schema: StructType) -> DataSourceReader:
+        if self.config.engine == "native":  # the JVM rule would have taken this scan
+            raise OptionError("engine=native needs the listing Spark extension "
+                              "(listing.spark.session), which hands the scan to Spark's own "
+                              "reader; this session reads with the Python engine: use "
+                              "engine=auto or engine=python")
         return ListingReader(self._table_for(schema), schema, self.config,
                              self.default_parallelism, self.skips)
 
@@ -345,6 +350,11 @@ class UnguardedListingDataSource(ListingDataSource):
     ``where``/``to_spark`` still prune (they are part of the relation, not pushed)."""
 
     def reader(self, schema: StructType) -> DataSourceReader:
+        if self.config.engine == "native":  # as ListingDataSource.reader
+            raise OptionError("engine=native needs the listing Spark extension "
+                              "(listing.spark.session), which hands the scan to Spark's own "
+                              "reader; this session reads with the Python engine: use "
+                              "engine=auto or engine=python")
         return PlainListingReader(self._table_for(schema), schema, self.config,
                                   self.default_parallelism, self.skips)
 

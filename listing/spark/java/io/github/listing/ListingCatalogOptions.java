@@ -44,7 +44,8 @@ public final class ListingCatalogOptions extends Rule<LogicalPlan> {
     return plan.transformUp(fill);
   }
 
-  private LogicalPlan withCatalogOptions(LogicalPlan plan) {
+  /** The relation with its catalog table's options, or null (also used by ListingNativeEngine). */
+  LogicalPlan withCatalogOptions(LogicalPlan plan) {
     if (!(plan instanceof DataSourceV2Relation)) {
       return null;
     }

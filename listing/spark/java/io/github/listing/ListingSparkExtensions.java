@@ -19,12 +19,24 @@ import scala.runtime.BoxedUnit;
  * after every operator-optimization pass and immediately before push-down is the right spot.
  * Planner strategies and resolution rules are wrong: the former run after push-down, the latter
  * only when a Dataset is analyzed, not each time a query is optimized and executed.
+ *
+ * <p>The one resolution rule, {@link ListingNativeEngine}, is the exception on purpose: it
+ * replaces a whole relation by Spark's own file source, which must happen while the query is
+ * analyzed so that Spark's {@code _metadata} column resolves against it (see that class).
  */
 public final class ListingSparkExtensions
     extends AbstractFunction1<SparkSessionExtensions, BoxedUnit> {
 
   @Override
   public BoxedUnit apply(SparkSessionExtensions extensions) {
+    // engine=auto|native: hand local scans to Spark's own file source, at analysis
+    extensions.injectResolutionRule(
+        new AbstractFunction1<SparkSession, Rule<LogicalPlan>>() {
+          @Override
+          public Rule<LogicalPlan> apply(SparkSession session) {
+            return new ListingNativeEngine(session);
+          }
+        });
     // catalog options first (a relation must know its table before anything reads it), then
     // column pruning, then the guard, which isolates the narrowed table (rules run in order)
     extensions.injectPreCBORule(

@@ -1,0 +1,539 @@
+package io.github.listing;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.catalyst.expressions.Attribute;
+import org.apache.spark.sql.catalyst.expressions.AttributeReference;
+import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.expressions.Literal$;
+import org.apache.spark.sql.catalyst.expressions.NamedExpression;
+import org.apache.spark.sql.catalyst.plans.logical.Filter;
+import org.apache.spark.sql.catalyst.plans.logical.Limit$;
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.catalyst.plans.logical.Project;
+import org.apache.spark.sql.catalyst.plans.logical.Project$;
+import org.apache.spark.sql.catalyst.rules.Rule;
+import org.apache.spark.sql.catalyst.trees.TreeNodeTag;
+import org.apache.spark.sql.catalyst.types.DataTypeUtils;
+import org.apache.spark.sql.execution.datasources.DataSource;
+import org.apache.spark.sql.execution.datasources.LogicalRelation;
+import org.apache.spark.sql.execution.datasources.LogicalRelation$;
+import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation;
+import org.apache.spark.sql.execution.datasources.v2.python.PythonTable;
+import org.apache.spark.sql.sources.BaseRelation;
+import org.apache.spark.sql.types.StructType;
+
+import scala.Option;
+import scala.jdk.javaapi.CollectionConverters;
+
+/**
+ * The {@code engine} option of the {@code listing} source: hands a scan Spark's JVM can read
+ * itself (local files in Parquet, CSV or JSON) to Spark's own file source.
+ *
+ * <p>A {@code listing} (or {@code listing_table}) relation becomes
+ * {@code DataSource(format, paths = [root], userSpecifiedSchema = the relation's schema,
+ * options = our options in Spark's names + basePath).resolveRelation()} in a
+ * {@link LogicalRelation} whose output keeps the old attributes' exprIds, under a {@code Filter}
+ * for the {@code where} option (parsed by the session's parser) and a {@code Limit} for
+ * {@code limit}. Spark's vectorized reader, column, row-group and partition pruning, file-index
+ * statistics (broadcast joins) and its {@code _metadata} column then all apply; its
+ * {@code FileScan parquet} line in {@code df.explain()} says who read the table.
+ *
+ * <p>WHY a resolution rule ({@code injectResolutionRule}): {@code _metadata} (and
+ * {@code input_file_name()}'s file source) only exist on a file source relation, and the
+ * analyzer resolves {@code df.select("_metadata.file_path")} (AddMetadataColumns) against the
+ * relation it sees while analyzing; a pre-CBO rule would swap the relation only after analysis
+ * had already failed on {@code _metadata}. Analysis also happens once per DataFrame (at
+ * {@code load()}), so errors for {@code engine=native} surface at load, and the replaced plan
+ * is what every later query on the DataFrame builds on; the column pruning and guard rules
+ * (pre-CBO) then never see a handed-off relation.
+ *
+ * <p>WHY the decision lives here, in one place: only the JVM knows that this rule is installed
+ * (Python's {@code reader()} runs only when nothing handed the scan off) and it sees the
+ * relation's options as Spark passes them, catalog options included. The Python side decides
+ * nothing: with {@code engine=native} its reader raises "needs the listing Spark extension",
+ * because reaching it means this rule is absent. {@code auto} hands off only when every option
+ * has a Spark equivalent with the same meaning (see {@link #plan}); otherwise the reason is
+ * the error text of {@code engine=native}.
+ */
+public final class ListingNativeEngine extends Rule<LogicalPlan> {
+
+  /** HadoopFsRelation option naming the listing relation it replaced (listing.explain). */
+  static final String MARK = "listing.engine";
+
+  static final Set<String> SOURCES = Set.of("listing", "listing_table");
+
+  private static final Set<String> IGNORED = Set.of(
+      // source options handled below or meaningless to a batch read
+      "path", "format", "engine", "partition_cols",
+      // catalog table properties Spark adds
+      "location", "owner", "provider", "comment", "external", "is_managed_location", "collation",
+      // streaming-only and write-only options (listing.spark.source)
+      "max_files_per_trigger", "maxfilespertrigger", "max_bytes_per_trigger",
+      "maxbytespertrigger", "lookback", "reconcile_every", "starting", "max_file_age",
+      "maxfileage", "partition_by", "partitionby", "partition_overwrite_mode",
+      "partitionoverwritemode", "max_records_per_file", "maxrecordsperfile", "compression",
+      "__partition_columns",
+      // packing and batching: change the tasks, never the rows
+      "max_partition_bytes", "maxpartitionbytes", "open_cost_in_bytes", "opencostinbytes",
+      "min_partitions", "minpartitions", "batch_size");
+
+  /** Our built-in formats Spark also has, with the file extensions our listing keeps. */
+  private static final Map<String, String> FORMATS = Map.of(
+      "parquet", "parquet", "csv", "csv", "json", "json", "ndjson", "json");
+  private static final Map<String, List<String>> EXTENSIONS = Map.of(
+      "parquet", List.of("parquet", "parq"),
+      "csv", List.of("csv", "csv.gz", "csv.bz2", "csv.zst"),
+      "json", List.of("json", "ndjson", "jsonl", "json.gz", "json.bz2", "json.zst",
+          "ndjson.gz", "ndjson.bz2", "ndjson.zst", "jsonl.gz", "jsonl.bz2", "jsonl.zst"));
+
+  /** Why a scan stays on the Python engine; the message of {@code engine=native}'s error. */
+  static final class NotNative extends Exception {
+    NotNative(String why) {
+      super(why, null, false, false);
+    }
+  }
+
+  /** What Spark's own source needs to read the table as ours would. */
+  static final class NativePlan {
+    String format;
+    String path;
+    final Map<String, String> options = new LinkedHashMap<>();
+    String where;
+    Integer limit;
+  }
+
+  private final SparkSession session;
+  private final ListingCatalogOptions catalog;
+  private final NodeRewrite handOff = new NodeRewrite(this::handedOff);
+
+  public ListingNativeEngine(SparkSession session) {
+    this.session = session;
+    this.catalog = new ListingCatalogOptions(session);
+  }
+
+  @Override
+  public LogicalPlan apply(LogicalPlan plan) {
+    return plan.resolveOperatorsUp(handOff);
+  }
+
+  private LogicalPlan handedOff(LogicalPlan plan) {
+    if (!(plan instanceof DataSourceV2Relation)) {
+      return null;
+    }
+    DataSourceV2Relation rel = (DataSourceV2Relation) plan;
+    if (!(rel.table() instanceof PythonTable)
+        || !SOURCES.contains(((PythonTable) rel.table()).name().toLowerCase(Locale.ROOT))) {
+      return null;
+    }
+    LogicalPlan filled = catalog.withCatalogOptions(rel);  // a catalog table's own options
+    if (filled instanceof DataSourceV2Relation) {
+      rel = (DataSourceV2Relation) filled;
+    }
+    Map<String, String> options = lowerCased(rel.options().asCaseSensitiveMap());
+    String engine = options.getOrDefault("engine", "auto").trim().toLowerCase(Locale.ROOT);
+    if (!engine.equals("auto") && !engine.equals("native")) {
+      return null;  // python, or a bad value the source itself reports
+    }
+    NativePlan target;
+    try {
+      target = plan(options);
+    } catch (NotNative why) {
+      if (engine.equals("native")) {
+        throw new IllegalArgumentException("listing source: engine=native cannot hand "
+            + options.getOrDefault("path", "this table") + " to Spark's own reader: "
+            + why.getMessage() + ". Use engine=auto (falls back to the Python engine) or "
+            + "engine=python.");
+      }
+      log().debug("listing: Python engine for " + options.get("path") + ": " + why.getMessage());
+      return null;
+    }
+    try {
+      return nativeRelation(rel, target);
+    } catch (NotNative why) {
+      if (engine.equals("native")) {
+        throw new IllegalArgumentException("listing source: engine=native cannot hand "
+            + target.path + " to Spark's own reader: " + why.getMessage());
+      }
+      log().debug("listing: Python engine for " + target.path + ": " + why.getMessage());
+      return null;
+    }
+  }
+
+  /** Spark's relation over the same root, with the old attributes (exprIds) on top. */
+  private LogicalPlan nativeRelation(DataSourceV2Relation rel, NativePlan target)
+      throws NotNative {
+    List<Attribute> old = new ArrayList<>(CollectionConverters.asJava(rel.output()));
+    StructType schema = DataTypeUtils.fromAttributes(CollectionConverters.asScala(old).toList());
+    Map<String, String> options = new HashMap<>(target.options);
+    options.put(MARK, "native " + target.format);
+    DataSource ds = DataSource.apply(
+        session, target.format,
+        CollectionConverters.asScala(List.of(target.path)).toList(),
+        Option.apply(schema),
+        DataSource.apply$default$5(),
+        DataSource.apply$default$6(),
+        scalaMap(options),
+        DataSource.apply$default$8(),
+        DataSource.apply$default$9());
+    BaseRelation base = ds.resolveRelation(ds.resolveRelation$default$1(),
+        ds.resolveRelation$default$2(), ds.resolveRelation$default$3());
+    LogicalRelation fresh = LogicalRelation$.MODULE$.apply(base, false);
+    // the new attributes take the exprIds of the old ones, so the plan above still resolves
+    List<AttributeReference> output = new ArrayList<>();
+    boolean sameOrder = fresh.output().size() == old.size();
+    int i = 0;
+    for (AttributeReference a : CollectionConverters.asJava(fresh.output())) {
+      Attribute before = null;
+      for (Attribute o : old) {
+        if (o.name().equalsIgnoreCase(a.name())) {
+          before = o;
+        }
+      }
+      if (before != null && !before.dataType().sameType(a.dataType())) {
+        throw new NotNative("Spark's " + target.format + " source would type column "
+            + a.name() + " as " + a.dataType().simpleString() + ", not "
+            + before.dataType().simpleString());
+      }
+      output.add(before == null ? a : a.withExprId(before.exprId()));
+      sameOrder &= before != null && old.get(i).exprId().equals(before.exprId());
+      i++;
+    }
+    for (Attribute o : old) {
+      boolean found = false;
+      for (AttributeReference a : output) {
+        found |= a.exprId().equals(o.exprId());
+      }
+      if (!found) {
+        throw new NotNative("Spark's " + target.format + " source has no column " + o.name());
+      }
+    }
+    LogicalPlan top = fresh.copy(fresh.relation(),
+        CollectionConverters.asScala(output).toList(), fresh.catalogTable(),
+        fresh.isStreaming(), fresh.stream());
+    if (!sameOrder) {  // the relation's columns in its old order; _metadata still visible
+      LogicalPlan child = top;
+      List<NamedExpression> list = new ArrayList<>(old);
+      Project project = new Project(CollectionConverters.asScala(list).toList(), child);
+      @SuppressWarnings({"unchecked", "rawtypes"})
+      TreeNodeTag<scala.collection.immutable.Seq<Attribute>> hidden =
+          (TreeNodeTag) Project$.MODULE$.hiddenOutputTag();
+      @SuppressWarnings({"unchecked", "rawtypes"})
+      scala.collection.immutable.Seq<Attribute> meta =
+          (scala.collection.immutable.Seq) child.metadataOutput();
+      project.setTagValue(hidden, meta);
+      top = project;
+    }
+    if (target.where != null) {
+      Expression condition;
+      try {
+        condition = classic().sessionState().sqlParser().parseExpression(target.where);
+      } catch (Exception e) {  // ParseException, a checked exception to javac
+        throw new NotNative("Spark's SQL parser cannot read where=" + target.where + " ("
+            + e.getMessage().split("\n", 2)[0] + ")");
+      }
+      top = new Filter(condition, top);
+    }
+    if (target.limit != null) {
+      Object limited = Limit$.MODULE$.apply(Literal$.MODULE$.apply(target.limit), top);
+      top = (LogicalPlan) limited;  // a GlobalLimit over a LocalLimit
+    }
+    return top;
+  }
+
+  private org.apache.spark.sql.classic.SparkSession classic() {
+    return (org.apache.spark.sql.classic.SparkSession) session;
+  }
+
+  // --- the decision ----------------------------------------------------------------------
+
+  /**
+   * Spark's reading of the table, or why there is none that means the same. Every option our
+   * source takes is either mapped to Spark's name (same meaning), ignored (it changes tasks,
+   * never rows: packing, batch size, schema-sampling options, since the schema is passed), or
+   * a reason to stay on the Python engine.
+   */
+  static NativePlan plan(Map<String, String> given) throws NotNative {
+    Map<String, String> opts = new LinkedHashMap<>();
+    for (Map.Entry<String, String> e : given.entrySet()) {
+      String key = e.getKey().startsWith("option.") ? e.getKey().substring(7) : e.getKey();
+      opts.putIfAbsent(key, e.getValue());
+    }
+    NativePlan plan = new NativePlan();
+    String format = opts.getOrDefault("format", "parquet").trim().toLowerCase(Locale.ROOT);
+    Map<String, String> formatOptions = new LinkedHashMap<>();
+    List<String> where = new ArrayList<>();
+    if (opts.containsKey("table_spec")) {
+      format = tableSpec(opts.get("table_spec"), formatOptions);
+    }
+    if (!FORMATS.containsKey(format)) {
+      throw new NotNative("format " + format + " is ours only (Spark's own readers: parquet, "
+          + "csv, json)");
+    }
+    plan.format = FORMATS.get(format);
+    String path = opts.get("path");
+    if (path == null || path.isEmpty()) {
+      throw new NotNative("no path");
+    }
+    if (opts.containsKey("paths")) {
+      throw new NotNative("option paths is ours only");
+    }
+    plan.path = local(path, "path");
+    plan.options.put("basePath", plan.path);
+    if (opts.containsKey("basepath")) {  // a partition folder below its table root
+      plan.options.put("basePath", local(opts.get("basepath"), "basePath"));
+    }
+    String storageOptions = opts.getOrDefault("storage_options", "{}").trim();
+    if (!storageOptions.isEmpty() && !storageOptions.equals("{}")) {
+      throw new NotNative("option storage_options configures our storage layer, which Spark's "
+          + "reader does not use");
+    }
+    String userGlob = null;
+    for (Map.Entry<String, String> e : opts.entrySet()) {
+      String key = e.getKey();
+      String value = e.getValue();
+      if (key.startsWith("storage.")) {
+        throw new NotNative("option " + key + " configures our storage layer, which Spark's "
+            + "reader does not use");
+      }
+      switch (key) {
+        case "where":
+          if (!value.trim().isEmpty()) {
+            where.add(value);
+          }
+          break;
+        case "limit":
+          try {
+            plan.limit = Integer.valueOf(value.trim());
+          } catch (NumberFormatException ex) {
+            throw new NotNative("option limit=" + value + " is not an integer");
+          }
+          break;
+        case "table_spec": case "storage_options": case "paths": case "basepath":
+          break;
+        case "recursivefilelookup":
+          if (!Boolean.FALSE.equals(bool(value))) {
+            throw new NotNative("recursiveFileLookup is not supported");
+          }
+          break;
+        case "path_glob_filter": case "pathglobfilter":
+          userGlob = value;
+          break;
+        case "ignore_missing_files": case "ignoremissingfiles":
+        case "ignore_corrupt_files": case "ignorecorruptfiles":
+        case "include_file_metadata":
+          if (!Boolean.FALSE.equals(bool(value))) {
+            throw new NotNative("option " + key + "=" + value + " is honoured by the Python "
+                + "engine only" + (key.equals("include_file_metadata")
+                ? " (Spark's own reader has a _metadata column: select it instead)"
+                : " (it counts the files it skips in listing.skipped_files)"));
+          }
+          break;
+        case "modified_before": case "modifiedbefore":
+        case "modified_after": case "modifiedafter":
+          throw new NotNative("option " + key + " is read in UTC by the Python engine, in the "
+              + "session time zone by Spark");
+        case "list_cache_ttl":
+          throw new NotNative("option list_cache_ttl (the listing cache) is the Python "
+              + "engine's");
+        default:
+          if (!IGNORED.contains(key)) {
+            formatOptions.put(key, value);
+          }
+      }
+    }
+    if (where.size() == 1) {
+      plan.where = where.get(0);
+    }
+    for (String p : List.of(plan.path, plan.options.get("basePath"))) {
+      if (p.contains("*") || p.contains("?") || p.contains("[") || p.contains("{")) {
+        throw new NotNative("a path with glob characters is listed by our rules only");
+      }
+    }
+    if (userGlob != null) {
+      throw new NotNative("option path_glob_filter: Spark takes one file-name glob, and it "
+          + "must keep the " + format + " file extensions our listing keeps");
+    }
+    plan.options.put("pathGlobFilter", extensionGlob(plan.format));
+    formatOptions(plan, formatOptions);
+    return plan;
+  }
+
+  /** The format options of a {@code listing_table} spec (written by ListingTable.to_spark). */
+  private static String tableSpec(String text, Map<String, String> formatOptions)
+      throws NotNative {
+    JsonNode spec;
+    try {
+      spec = new ObjectMapper().readTree(text);
+    } catch (Exception e) {
+      throw new NotNative("option table_spec is not JSON");
+    }
+    JsonNode where = spec.path("where");
+    if (where.isArray() && where.size() > 0) {
+      throw new NotNative("filters given to to_spark travel as our expressions");
+    }
+    Iterator<Map.Entry<String, JsonNode>> fields = spec.path("format_options").fields();
+    while (fields.hasNext()) {
+      Map.Entry<String, JsonNode> f = fields.next();
+      JsonNode v = f.getValue();
+      String value;
+      if (v.isArray()) {
+        List<String> items = new ArrayList<>();
+        v.forEach(item -> items.add(item.asText()));
+        value = String.join(",", items);
+      } else {
+        value = v.asText();
+      }
+      formatOptions.put(f.getKey().toLowerCase(Locale.ROOT), value);
+    }
+    return spec.path("format").asText("parquet").toLowerCase(Locale.ROOT);
+  }
+
+  /** Our format options in Spark's names, when the meaning is the same. */
+  private static void formatOptions(NativePlan plan, Map<String, String> given)
+      throws NotNative {
+    Map<String, String> out = plan.options;
+    if (plan.format.equals("csv")) {
+      out.put("header", "true");
+      out.put("escape", "\"");  // ours: no escape character, a doubled quote is a quote
+      out.put("enforceSchema", "false");  // a header that disagrees fails, never shifts
+    }
+    if (!plan.format.equals("parquet")) {
+      out.put("mode", "FAILFAST");  // ours raises on a malformed record, never nulls it
+    }
+    for (Map.Entry<String, String> e : given.entrySet()) {
+      String key = e.getKey();
+      String value = e.getValue();
+      String name = switch (key) {
+        case "mergeschema" -> "merge_schema";
+        case "sep" -> "delimiter";
+        case "nullvalue" -> "null_values";
+        default -> key;
+      };
+      if (name.equals("merge_schema") || name.equals("sample_bytes")
+          || name.equals("block_size")) {
+        continue;  // schema inference and read buffers: the schema is passed as it is
+      }
+      if (!plan.format.equals("csv")) {
+        throw new NotNative("option " + key + " has no Spark equivalent for " + plan.format);
+      }
+      switch (name) {
+        case "header":
+          Boolean header = bool(value);
+          if (header == null) {
+            throw new NotNative("option header=" + value + " is not a boolean");
+          }
+          out.put("header", header.toString());
+          break;
+        case "delimiter":
+          out.put("sep", character(value, key));
+          break;
+        case "quote":
+          String quote = character(value, key);
+          out.put("quote", quote);
+          out.put("escape", quote);  // ours doubles the quote character to escape it
+          break;
+        case "multiline":
+          Boolean multi = bool(value);
+          if (multi == null) {
+            throw new NotNative("option multiline=" + value + " is not a boolean");
+          }
+          out.put("multiLine", multi.toString());
+          break;
+        case "null_values":
+          if (value.contains(",")) {
+            throw new NotNative("option null_values=" + value + ": Spark takes one nullValue");
+          }
+          out.put("nullValue", value);
+          break;
+        default:
+          throw new NotNative("option " + key + " has no Spark equivalent for csv");
+      }
+    }
+  }
+
+  /** Our listing keeps a format's files by extension, in any case: so does this glob. */
+  static String extensionGlob(String format) {
+    List<String> parts = new ArrayList<>();
+    for (String ext : EXTENSIONS.get(format)) {
+      StringBuilder b = new StringBuilder();
+      for (char c : ext.toCharArray()) {
+        if (Character.isLetter(c)) {
+          b.append('[').append(Character.toLowerCase(c)).append(Character.toUpperCase(c))
+              .append(']');
+        } else {
+          b.append(c);
+        }
+      }
+      parts.add(b.toString());
+    }
+    return "*.{" + String.join(",", parts) + "}";
+  }
+
+  private static String character(String value, String key) throws NotNative {
+    String lower = value.toLowerCase(Locale.ROOT);
+    String c = switch (lower) {
+      case "\\t", "tab" -> "\t";
+      case "\\n" -> "\n";
+      default -> value;
+    };
+    if (c.length() != 1 || lower.equals("none") || lower.equals("null")
+        || lower.equals("false")) {
+      throw new NotNative("option " + key + "=" + value + " is not one character");
+    }
+    return c;
+  }
+
+  /** Our booleans (listing.options.parse_bool); null when the value is not one. */
+  static Boolean bool(String value) {
+    String v = value.trim().toLowerCase(Locale.ROOT);
+    if (Set.of("true", "1", "yes", "on").contains(v)) {
+      return Boolean.TRUE;
+    }
+    if (Set.of("false", "0", "no", "off").contains(v)) {
+      return Boolean.FALSE;
+    }
+    return null;
+  }
+
+  /** A local path Spark's JVM reads itself ({@code /abs}, {@code file:/x}, {@code file:///x}). */
+  static String local(String path, String option) throws NotNative {
+    String p = path.trim();
+    if (p.startsWith("file:///") || (p.startsWith("file:/") && !p.startsWith("file://"))) {
+      return p;
+    }
+    if (p.startsWith("/")) {
+      return p;
+    }
+    int colon = p.indexOf("://");
+    throw new NotNative(colon > 0
+        ? "storage " + p.substring(0, colon) + ":// is read by our storage layer (Spark's "
+            + "JVM here has no connector for it)"
+        : "option " + option + "=" + path + " is not an absolute local path");
+  }
+
+  private static Map<String, String> lowerCased(Map<String, String> options) {
+    Map<String, String> out = new LinkedHashMap<>();
+    for (Map.Entry<String, String> e : options.entrySet()) {
+      out.put(e.getKey().toLowerCase(Locale.ROOT), e.getValue());
+    }
+    return out;
+  }
+
+  @SuppressWarnings("unchecked")
+  private static scala.collection.immutable.Map<String, String> scalaMap(Map<String, String> m) {
+    return (scala.collection.immutable.Map<String, String>)
+        scala.collection.immutable.Map$.MODULE$.from(CollectionConverters.asScala(m));
+  }
+}
