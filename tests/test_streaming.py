@@ -154,17 +154,15 @@ def test_overwritten_or_deleted_after_read_is_not_read_again(spark, s3_server, e
 # --- Spark: where it starts, what it sees -------------------------------------------------
 
 def test_partition_filter_prunes_discovery(spark, s3_server, events, tmp_path):
-    events.seed(days=2, hours=4)
-    want = sorted(i for i, n in zip(events.ids, range(len(events.ids)), strict=True)
-                  if (n // 2) % 4 == 1)  # hour = 1 (files are written hour by hour)
+    events.seed(days=3, hours=2)
+    want = sorted(events.ids[4:8])  # date = 2026-03-02 (files are written day by day)
     with s3_server.log.capture(bucket=events.bucket) as cap:
-        run(spark, s3_server, events.root, tmp_path, where="hour = 1")
+        run(spark, s3_server, events.root, tmp_path, where="date = '2026-03-02'")
     assert read_ids(spark, tmp_path) == want
     gets = [e.key for e in cap.entries() if e.kind == "GET"]
-    assert gets and all("/hour=01/" in k for k in gets)
+    assert gets and all("/date=2026-03-02/" in k for k in gets)
     listed = [e.query.get("prefix", "") for e in cap.entries() if e.kind == "LIST"]
-    assert listed and "events/date=2026-03-01/hour=00/" not in listed
-    assert any(p.endswith("hour=01/") for p in listed), listed
+    assert listed == ["events/date=2026-03-02/"]  # as a batch scan lists: one prefix
 
 
 def test_starting_latest_reads_only_files_added_later(spark, s3_server, events, tmp_path):
