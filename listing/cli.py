@@ -3,6 +3,7 @@
     listing schema s3://lake/events/ --storage-option endpoint_url=http://127.0.0.1:5000
     listing ls s3://lake/events/ --where "date = '2026-03-01'"
     listing explain s3://lake/events/ --where "date >= '2026-03-01' AND amount > 10"
+    listing watch s3://lake/events/ --interval 30s
     listing demo
 """
 
@@ -109,6 +110,48 @@ def cmd_explain(args: argparse.Namespace) -> None:
     print(plan.explain())
 
 
+def cmd_watch(args: argparse.Namespace) -> None:
+    """Print new files as they appear: each trigger lists after the last key seen (plus
+    the lookback window), as ``spark.readStream.format("listing")`` does."""
+    import time
+    from pathlib import Path
+
+    from listing.options import parse_duration
+
+    interval = parse_duration(args.interval, "--interval")
+    options = {k: v for k, v in (("lookback", args.lookback),
+                                 ("reconcile_every", args.reconcile_every),
+                                 ("starting", args.starting)) if v is not None}
+    discovery = _open(args).discovery(where=args.where, **options)
+    state = Path(args.offset_file) if args.offset_file else None
+    offset: Any = None
+    if state is not None and state.exists():
+        try:
+            offset = json.loads(state.read_text())
+        except json.JSONDecodeError as err:
+            raise SystemExit(f"--offset-file {state}: not a saved offset ({err})") from None
+    trigger = 0
+    try:
+        while args.count is None or trigger < args.count:
+            if trigger:
+                time.sleep(interval)
+            trigger += 1
+            found = discovery.new_files(offset)
+            for f in found.files:
+                print(f"{f.size:>12,}  {f.path}", flush=True)
+            m = found.metrics
+            if not args.quiet:
+                print(f"trigger {trigger}: {len(found.files)} new files "
+                      f"({m.get('late_files', 0)} late), {m['list_requests']} LIST requests"
+                      f"{' (full listing)' if m['full_listing'] else ''}", file=sys.stderr,
+                      flush=True)
+            offset = found.offset
+            if state is not None:
+                state.write_text(json.dumps(offset.to_json()))
+    except KeyboardInterrupt:
+        pass
+
+
 DEMO_WHERE = "date BETWEEN '2026-03-01' AND '2026-03-03' AND region = 'us' AND amount > 10"
 
 
@@ -165,6 +208,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--columns", help="comma-separated projection")
     p.add_argument("--limit", type=int, help="stop reading after this many rows")
     p.set_defaults(func=cmd_explain)
+    p = table_command("watch", "print new files as they appear, listing only after the "
+                               "last key seen (and the newest partitions, for late files)")
+    p.add_argument("--where", help="SQL predicate on partition columns")
+    p.add_argument("--interval", default="10s", help="time between listings (default 10s)")
+    p.add_argument("--count", type=int, help="stop after this many listings")
+    p.add_argument("--starting", help="earliest, latest (default), or a timestamp")
+    p.add_argument("--lookback", help="newest partitions re-listed each time (default 1), "
+                                      "or a duration such as 2h")
+    p.add_argument("--reconcile-every", help="listings between full listings (default 10; "
+                                             "0: never)")
+    p.add_argument("--offset-file", metavar="PATH",
+                   help="resume from and save the stream's offset (JSON) in this file")
+    p.set_defaults(func=cmd_watch, starting="latest")
     p = sub.add_parser("demo", description="Start a moto S3 server on 127.0.0.1, write a "
                        "date-partitioned Parquet table over HTTP, plan a pruned scan (explain() "
                        "and request counts), run the same query through Spark's listing "

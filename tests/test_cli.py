@@ -137,3 +137,25 @@ def test_plans_without_an_estimate_say_so():
     assert describe(Flat("b/t/date=", 0, {}, math.inf)) == ["list 'b/t/date=' (size unknown)"]
     assert describe(Flat("b/t/", 0, {}, math.nan)) == ["list 'b/t/' (size unknown)"]
     assert describe(Flat("b/t/", 0, {}, 2)) == ["list 'b/t/' (est. 2 requests)"]
+
+
+def test_watch_prints_new_files_and_resumes_from_its_offset_file(s3_server, s3_bucket,
+                                                                  tmp_path, capsys):
+    ds = datasets.daily(f"s3://{s3_bucket}/events", s3_server.storage_options, days=3,
+                        put=datasets.fast_writer(s3_server))
+    args = [ds.root, "--storage-option", f"endpoint_url={s3_server.endpoint_url}",
+            "--storage-option", "key=testing", "--storage-option", "secret=testing",
+            "--offset-file", str(tmp_path / "offset.json"), "--count", "1",
+            "--starting", "earliest", "--reconcile-every", "0"]
+    assert main(["watch", *args]) == 0
+    out, err = capsys.readouterr()
+    assert sorted(line.split()[-1] for line in out.splitlines()) == sorted(
+        f.path for f in ds.files)
+    assert f"trigger 1: {len(ds.files)} new files" in err
+
+    key = "events/date=2025-01-04/region=us/part-0.parquet"
+    s3_server.put_objects_fast(s3_bucket, {key: datasets.encode(ds.files[0].table, "parquet")})
+    assert main(["watch", *args]) == 0  # resumes: only the new file, for one LIST
+    out, err = capsys.readouterr()
+    assert [line.split()[-1] for line in out.splitlines()] == [f"s3://{s3_bucket}/{key}"]
+    assert "1 new files (0 late), 1 LIST requests" in err
