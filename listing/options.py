@@ -18,6 +18,7 @@ from typing import Any
 from listing.errors import OptionError
 
 MB = 1024 * 1024
+MAX_CONCURRENT_REQUESTS = 64  # listing threads one scan may use
 
 _TRUE = frozenset({"true", "1", "yes", "on"})
 _FALSE = frozenset({"false", "0", "no", "off"})
@@ -213,6 +214,8 @@ class ListingOptions:
     batch_size: int = 65_536
     include_file_metadata: bool = False  # add Spark's _metadata struct column
     list_cache_ttl: float | None = None  # seconds a listing is reused (listing.list_cache)
+    # LIST requests one scan's planning may have in flight at once (1: one after another)
+    max_concurrent_requests: int = 8
 
     @classmethod
     def names(cls) -> set[str]:
@@ -232,6 +235,10 @@ class ListingOptions:
         if opts.max_partition_bytes <= 0 or opts.open_cost_in_bytes < 0 or opts.batch_size <= 0:
             raise OptionError("max_partition_bytes and batch_size must be positive, "
                               "open_cost_in_bytes not negative")
+        if not 1 <= opts.max_concurrent_requests <= MAX_CONCURRENT_REQUESTS:
+            raise OptionError(f"option max_concurrent_requests="
+                              f"{values.get('max_concurrent_requests')!r} must be between 1 "
+                              f"(one request at a time) and {MAX_CONCURRENT_REQUESTS}")
         return opts
 
 
@@ -247,4 +254,5 @@ _PARSERS: dict[str, Callable[[Any, str], Any]] = {
     "batch_size": parse_size,
     "include_file_metadata": parse_bool,
     "list_cache_ttl": parse_duration,
+    "max_concurrent_requests": parse_int,
 }

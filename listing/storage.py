@@ -599,6 +599,23 @@ class Lister:
         self.counter = counter or RequestCounter()
         self.progress = progress  # called with (requests, keys) after every page
         self.keys = 0
+        # the planner may list several prefixes at once from its threads: counts, keys and
+        # progress calls are updated under this lock (s3fs runs every request on its own
+        # event loop thread; our threads only wait for them)
+        self._lock = threading.Lock()
+
+    @property
+    def splits_ranges(self) -> bool:
+        """Whether one flat listing may be sent as several key ranges at once: the store
+        lists in key order from ``StartAfter`` (S3), so a range costs its own pages; other
+        stores list everything in one request and filter. A subclass that answers or keeps
+        whole listings (the listing cache) gets whole listings."""
+        return self.spec.is_s3 and type(self).pages is Lister.pages
+
+    def _count(self, requests: int = 0, retries: int = 0) -> None:
+        with self._lock:
+            self.counter.list += requests
+            self.counter.retries += retries
 
     def pages(self, prefix: str, *, delimiter: bool, start_after: str | None = None,
               stop_after: str | None = None) -> Iterator[Page]:
@@ -610,9 +627,10 @@ class Lister:
         pages = (self._s3_pages if self.spec.is_s3 else self._fs_pages)(
             prefix, delimiter, start_after, stop_after)
         for page in pages:
-            self.keys += len(page.files) + len(page.dirs)
-            if self.progress is not None:
-                self.progress(self.counter.list, self.keys)
+            with self._lock:
+                self.keys += len(page.files) + len(page.dirs)
+                if self.progress is not None:
+                    self.progress(self.counter.list, self.keys)
             yield page
 
     def _s3_pages(self, prefix: str, delimiter: bool, start_after: str | None,
@@ -624,7 +642,7 @@ class Lister:
         if start_after and start_after.startswith(bucket + "/"):
             kwargs["StartAfter"] = start_after[len(bucket) + 1:]
         while True:
-            self.counter.list += 1
+            self._count(requests=1)
             try:
                 resp = _s3_call(self.fs, "list_objects_v2", **kwargs)
             except Exception as err:  # noqa: BLE001 - classified, never swallowed
@@ -635,7 +653,7 @@ class Lister:
                 raise failure from None
             retries = _retry_attempts(resp)
             if retries:
-                self.counter.retries += retries
+                self._count(retries=retries)
                 log.info("LIST s3://%s took %d retries", prefix, retries)
             files = [ObjectMeta(f"{bucket}/{o['Key']}", int(o["Size"]), o.get("LastModified"),
                                 o.get("ETag", "").strip('"') or None)
@@ -657,7 +675,7 @@ class Lister:
                   stop_after: str | None) -> Iterator[Page]:
         parent, _, name_prefix = prefix.rpartition("/")
         parent = parent or "/"
-        self.counter.list += 1
+        self._count(requests=1)
         try:
             if delimiter:
                 entries = self.fs.ls(parent, detail=True)

@@ -160,7 +160,8 @@ class ListingTable:
         lister = (CachedLister(self.storage, counter, progress, ttl=ttl) if ttl
                   else Lister(self.storage, counter, progress))
         run = ListingRun(lister, self.url.prefix, self.partition_cols, self.profile,
-                         partition_filter, self.file_filter)
+                         partition_filter, self.file_filter,
+                         max_concurrent_requests=self.options.max_concurrent_requests)
         files = [PartitionedFile(self.url.to_url(f.meta.path), f.meta.size, f.values,
                                  last_modified=f.meta.last_modified, etag=f.meta.etag)
                  for f in run.files()]

@@ -1,11 +1,34 @@
-"""Running a listing plan: send the requests, decode and filter every listed key."""
+"""Running a listing plan: send the requests, decode and filter every listed key.
+
+With ``max_concurrent_requests`` above 1, requests are sent ahead of need from a few
+threads (:class:`Fetcher`), while this run still reads every page itself, in key order,
+exactly as a sequential run would: the files, their order, the metrics and any error are
+the same, and so are the requests, except for the split of a long flat listing below.
+
+- The prefixes of an enumeration, and the directories a walk keeps from each page it
+  lists, are known before any of them is read: they are sent at once, in the order the
+  run will read them, at most ``2 × max_concurrent_requests`` listings ahead.
+- A flat listing that runs on (:data:`SEQUENTIAL_PAGES` pages, and the keys sit in
+  several directories) is split: one delimiter page names the directories after the last
+  key listed, and the rest is listed as up to ``max_concurrent_requests`` key ranges
+  (``StartAfter`` a directory, up to the next range's start) at once. The ranges cover
+  the rest without gap or overlap, so the keys and their order are those of the flat
+  listing; the adaptive run still sees them in pages of 1000 and decides as it would have.
+  The cost: the delimiter page, and at most one partial page per range.
+
+s3fs runs every request on its own event-loop thread (our threads only wait), and the
+:class:`~listing.storage.Lister` counts under a lock, so the counts stay exact.
+"""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+import threading
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from enum import Enum
+from typing import Any, NamedTuple
 
 import pyarrow as pa
 
@@ -16,7 +39,14 @@ from listing.planner.choose import Chooser
 from listing.planner.file_filter import FileFilter
 from listing.planner.nodes import Enumerate, Flat, Node, Walk, describe
 from listing.planner.profile import ProfileBuilder, TableProfile
-from listing.storage import Lister, ObjectMeta
+from listing.storage import PAGE_SIZE, Lister, ObjectMeta, Page
+
+#: pages a flat listing reads one after another before it may be split into key ranges
+#: (a table this small costs exactly its flat listing)
+SEQUENTIAL_PAGES = 3
+#: least estimated pages per key range: fewer ranges than that are not worth their
+#: partial last pages
+PAGES_PER_RANGE = 2
 
 
 @dataclass
@@ -34,13 +64,149 @@ class ListedFile:
     values: dict[str, Any]
 
 
+class Request(NamedTuple):
+    """One listing: every page of ``prefix`` within the key bounds."""
+
+    prefix: str
+    delimiter: bool
+    start_after: str | None = None
+    stop_after: str | None = None
+
+
+class _Job:
+    def __init__(self, request: Request, wanted: bool) -> None:
+        self.request = request
+        self.wanted = wanted  # the run waits for it: it goes first, whatever the window
+        self.started = False
+        self.done = threading.Event()
+        self.pages: list[Page] = []
+        self.error: Exception | None = None
+
+
+class Fetcher:
+    """Sends listings from ``workers`` threads ahead of need, and hands their pages back
+    in the order the run asks for them.
+
+    ``hint`` announces the listings the run will read next, in order; ``take`` waits for
+    one (sending it first when it was not hinted). At most ``workers`` requests are in
+    flight and at most ``window`` hinted listings are listed before the run asks for them.
+    A listing that fails raises its error when the run takes it, so errors come in the
+    order a sequential run meets them. ``close`` drops what was not started and waits for
+    the requests in flight.
+    """
+
+    def __init__(self, lister: Lister, workers: int, window: int | None = None) -> None:
+        self.lister = lister
+        self.workers = workers
+        self.window = window or 2 * workers
+        self._cv = threading.Condition()
+        self._todo: deque[_Job] = deque()  # not started, in the order they are needed
+        self._hinted: dict[Request, deque[_Job]] = {}
+        self._ahead = 0  # started, not yet asked for
+        self._threads: list[threading.Thread] = []
+        self._closed = False
+
+    def hint(self, requests: Sequence[Request]) -> None:
+        """Listings the run reads next, in this order: before anything hinted earlier
+        (which belongs to later parts of the plan)."""
+        if not requests:
+            return
+        jobs = [_Job(r, False) for r in requests]
+        with self._cv:
+            for job in jobs:
+                self._hinted.setdefault(job.request, deque()).append(job)
+            self._todo.extendleft(reversed(jobs))
+            self._start()
+            self._cv.notify_all()
+
+    def take(self, request: Request) -> list[Page]:
+        """Every page of ``request``, once listed; its error if it failed."""
+        with self._cv:
+            queue = self._hinted.get(request)
+            job = queue.popleft() if queue else None
+            if queue is not None and not queue:
+                del self._hinted[request]
+            if job is None:
+                job = _Job(request, True)
+                self._todo.appendleft(job)
+            elif job.started:
+                self._ahead -= 1
+            else:
+                self._todo.remove(job)
+                self._todo.appendleft(job)
+            job.wanted = True
+            self._start()
+            self._cv.notify_all()
+        job.done.wait()
+        if job.error is not None:
+            raise job.error
+        return job.pages
+
+    def forget(self, requests: Sequence[Request]) -> None:
+        """Hinted listings the run will not read after all: those not started are
+        dropped (those started still count their requests)."""
+        with self._cv:
+            for request in requests:
+                for job in self._hinted.pop(request, ()):
+                    if job.started:
+                        self._ahead -= 1
+                    else:
+                        self._todo.remove(job)
+            self._cv.notify_all()
+
+    def close(self) -> None:
+        with self._cv:
+            self._closed = True
+            self._todo.clear()
+            self._hinted.clear()
+            self._cv.notify_all()
+        for thread in self._threads:
+            thread.join()
+
+    def _start(self) -> None:
+        while len(self._threads) < self.workers:
+            thread = threading.Thread(target=self._work, name="listing-fetch", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def _ready(self) -> bool:
+        return bool(self._todo) and (self._todo[0].wanted or self._ahead < self.window)
+
+    def _work(self) -> None:
+        while True:
+            with self._cv:
+                while not self._closed and not self._ready():
+                    self._cv.wait()
+                if self._closed:
+                    return
+                job = self._todo.popleft()
+                job.started = True
+                if not job.wanted:
+                    self._ahead += 1
+            r = job.request
+            try:
+                job.pages = list(self.lister.pages(r.prefix, delimiter=r.delimiter,
+                                                   start_after=r.start_after,
+                                                   stop_after=r.stop_after))
+            except Exception as err:  # noqa: BLE001 - raised where the run takes it
+                job.error = err
+            finally:
+                job.done.set()
+
+
+class _Choice(Enum):
+    SKIP = "skip"  # hidden, or wholly listed already
+    PRUNED = "pruned"
+    AGAIN = "again"  # deciding failed: decide again at its turn, raising there
+
+
 class ListingRun:
     """Lists the keys one scan needs, deciding as pages arrive (see :mod:`listing.planner`)."""
 
     def __init__(self, lister: Lister, root_prefix: str,
                  partition_cols: list[tuple[str, pa.DataType]], profile: TableProfile | None,
                  predicate: Expr | None, file_filter: FileFilter,
-                 start_after: str | None = None) -> None:
+                 start_after: str | None = None, *, max_concurrent_requests: int = 1) -> None:
         self.lister = lister
         self.root = root_prefix
         self.cols = partition_cols
@@ -54,6 +220,8 @@ class ListingRun:
         # keys up to here were listed already (or, given, are not wanted: a stream's frontier)
         self._after: str | None = start_after
         self.steps: list[str] = []  # what was done, for explain()
+        self.max_concurrent_requests = max_concurrent_requests
+        self._fetcher: Fetcher | None = None
 
     @property
     def profile(self) -> TableProfile | None:
@@ -61,7 +229,18 @@ class ListingRun:
         return self.chooser.profile
 
     def files(self) -> Iterator[ListedFile]:
-        """Every listed file that matches, listing as the plan decides (see module doc)."""
+        """Every listed file that matches, in key order, listing as the plan decides (see
+        module doc)."""
+        if self.max_concurrent_requests > 1:
+            self._fetcher = Fetcher(self.lister, self.max_concurrent_requests)
+        try:
+            yield from self._files()
+        finally:
+            if self._fetcher is not None:
+                self._fetcher.close()
+                self._fetcher = None
+
+    def _files(self) -> Iterator[ListedFile]:
         if self.predicate is None or not self.cols:
             yield from self._run_noted(Flat(self.root, 0, {}, math.nan))
             return
@@ -82,20 +261,27 @@ class ListingRun:
         """List the table flat, re-deciding after every page (see module doc)."""
         builder = ProfileBuilder(self.root, len(self.cols))
         spent, last, alt = 0, None, None
-        for page in self.lister.pages(self.root, delimiter=False, start_after=self._after):
-            spent += 1
-            builder.add(page)
-            for meta in page.files:
-                if (listed := self._check(meta)) is not None:
-                    yield listed
-            last = max((m.path for m in page.files), default=last)
-            self.chooser.profile = builder.profile()
-            if not page.truncated or last is None:
-                self.steps.append(f"list {self.root!r}: {spent} pages (flat was cheapest)")
-                return
-            alt, per_dir_cheaper = self.chooser.root_alternative()
-            if alt is not None and (per_dir_cheaper or spent >= alt.est):
-                break
+        # split into key ranges only while no other plan is in view: one that may win
+        # later needs the flat listing to stop at the page where it does
+        pages = self._flat(self.root, self._after, None, may_split=lambda: alt is None,
+                           paged=True)
+        try:
+            for page in pages:
+                spent += 1
+                builder.add(page)
+                for meta in page.files:
+                    if (listed := self._check(meta)) is not None:
+                        yield listed
+                last = max((m.path for m in page.files), default=last)
+                self.chooser.profile = builder.profile()
+                if not page.truncated or last is None:
+                    self.steps.append(f"list {self.root!r}: {spent} pages (flat was cheapest)")
+                    return
+                alt, per_dir_cheaper = self.chooser.root_alternative()
+                if alt is not None and (per_dir_cheaper or spent >= alt.est):
+                    break
+        finally:
+            pages.close()
         assert alt is not None and last is not None
         self.steps.append(f"list {self.root!r}: {spent} pages, then for keys after {last!r}:")
         self.steps += ["  " + line for line in describe(alt)]
@@ -103,10 +289,14 @@ class ListingRun:
         yield from self.run(alt)
 
     # --- running --------------------------------------------------------------------------
-    def run(self, node: Node) -> Iterator[ListedFile]:
+    def run(self, node: Node, *, hinted: bool = False) -> Iterator[ListedFile]:
+        """The matching files of ``node``'s listings; ``hinted``: its listings were
+        announced to the fetcher already (as part of an enumeration or a walk)."""
         if isinstance(node, Enumerate):
+            if not hinted:
+                self._hint(self._requests(node))
             for child in node.children:
-                yield from self.run(child)
+                yield from self.run(child, hinted=True)
         elif isinstance(node, Walk):
             yield from self._walk(node)
         else:
@@ -116,9 +306,9 @@ class ListingRun:
             # a listing of the whole table from its start is a sample the planner lacks
             sample = (self.chooser.profile is None and node.prefix == self.root
                       and start_after is None)
-            for page in self.lister.pages(node.prefix, delimiter=False,
-                                          start_after=start_after,
-                                          stop_after=node.stop_after):
+            pages = (self._take(Request(node.prefix, False, start_after, node.stop_after))
+                     if hinted else self._flat(node.prefix, start_after, node.stop_after))
+            for page in pages:
                 if sample:
                     self.chooser.profile = TableProfile.from_page(self.root, page,
                                                                   len(self.cols))
@@ -143,7 +333,7 @@ class ListingRun:
 
     def _walk(self, node: Walk) -> Iterator[ListedFile]:
         name = self.cols[node.depth][0]
-        for page in self.lister.pages(node.prefix, delimiter=True):
+        for page in self._take(Request(node.prefix, True)):
             for meta in page.files:  # a file beside partition directories
                 self.metrics.files_listed += 1
                 if is_hidden(meta.path.rsplit("/", 1)[-1]):
@@ -151,16 +341,130 @@ class ListingRun:
                     continue
                 raise PartitionLayoutError(
                     f"file {meta.path} sits where directories {name}=… were expected")
-            for d in page.dirs:
-                segment = d[len(node.prefix):].rstrip("/")
-                if is_hidden(segment) or self._clip(d, None)[0]:
-                    continue
-                value = self.layout.value(node.depth, segment, d.rstrip("/"), self._example)
-                known = {**node.known, name: value}
-                if may_be_true(self.predicate, knowns(known)):
-                    yield from self.run(self.chooser.best(d, node.depth + 1, known))
-                else:
+            # every directory of the page is decided first (deciding sends nothing), so
+            # the listings of those kept can be sent at once
+            choices = [self._try_decide(node, d) for d in page.dirs]
+            if self._fetcher is not None:
+                self._hint([r for c in choices if not isinstance(c, _Choice)
+                            for r in self._requests(c)])
+            for d, choice in zip(page.dirs, choices, strict=True):
+                if choice is _Choice.AGAIN:
+                    choice = self._decide(node, d)  # raises as a sequential run would, here
+                if choice is _Choice.PRUNED:
                     self.metrics.partitions_pruned += 1
+                elif not isinstance(choice, _Choice):
+                    yield from self.run(choice, hinted=True)
+
+    def _decide(self, node: Walk, d: str) -> Node | _Choice:
+        """What to do with directory ``d`` found by walking ``node``."""
+        segment = d[len(node.prefix):].rstrip("/")
+        if is_hidden(segment) or self._clip(d, None)[0]:
+            return _Choice.SKIP
+        name = self.cols[node.depth][0]
+        value = self.layout.value(node.depth, segment, d.rstrip("/"), self._example)
+        known = {**node.known, name: value}
+        if may_be_true(self.predicate, knowns(known)):
+            return self.chooser.best(d, node.depth + 1, known)
+        return _Choice.PRUNED
+
+    def _try_decide(self, node: Walk, d: str) -> Node | _Choice:
+        try:
+            return self._decide(node, d)
+        except Exception:  # noqa: BLE001 - decided again, and raised, at its turn
+            return _Choice.AGAIN
+
+    # --- sending requests -----------------------------------------------------------------
+    def _requests(self, node: Node) -> list[Request]:
+        """The listings ``run(node)`` starts with, in the order it sends them (a walk's
+        deeper listings depend on what its own listing finds)."""
+        if isinstance(node, Enumerate):
+            return [r for child in node.children for r in self._requests(child)]
+        if isinstance(node, Walk):
+            return [Request(node.prefix, True)]
+        skip, start_after = self._clip(node.prefix, node.start_after)
+        return [] if skip else [Request(node.prefix, False, start_after, node.stop_after)]
+
+    def _hint(self, requests: Sequence[Request]) -> None:
+        if self._fetcher is not None:
+            self._fetcher.hint(requests)
+
+    def _take(self, r: Request) -> Iterator[Page]:
+        if self._fetcher is None:
+            return self.lister.pages(r.prefix, delimiter=r.delimiter,
+                                     start_after=r.start_after, stop_after=r.stop_after)
+        return iter(self._fetcher.take(r))
+
+    def _flat(self, prefix: str, start_after: str | None, stop_after: str | None, *,
+              may_split: Callable[[], bool] = lambda: True,
+              paged: bool = False) -> Iterator[Page]:
+        """Pages of one flat listing, in key order: page by page, then, when it runs on
+        and ``may_split()``, the rest as key ranges listed at once (see module doc);
+        ``paged``: in pages of 1000 keys as the flat listing has them."""
+        pages = self.lister.pages(prefix, delimiter=False, start_after=start_after,
+                                  stop_after=stop_after)
+        if self._fetcher is None or not self.lister.splits_ranges:
+            yield from pages
+            return
+        spent, keys, last, tried = 0, 0, None, False
+        dirs: set[str] = set()
+        try:
+            for page in pages:
+                spent += 1
+                keys += len(page.files)
+                for meta in page.files:
+                    rest = meta.path[len(prefix):]
+                    if "/" in rest:
+                        dirs.add(rest.split("/", 1)[0])
+                last = max((m.path for m in page.files), default=last)
+                yield page
+                if (tried or not page.truncated or last is None or spent < SEQUENTIAL_PAGES
+                        or len(dirs) < 2 or not may_split()):
+                    continue
+                tried = True  # one delimiter page at most, split or not
+                ranges = self._ranges(prefix, last, stop_after, keys / len(dirs))
+                if ranges is None:
+                    continue
+                pages.close()
+                rest = self._ranged(ranges)
+                try:
+                    yield from _in_pages(rest) if paged else rest
+                finally:
+                    rest.close()
+                return
+        finally:
+            pages.close()
+
+    def _ranges(self, prefix: str, last: str, stop_after: str | None,
+                keys_per_dir: float) -> list[Request] | None:
+        """Key ranges covering the keys of ``prefix`` after ``last`` (up to
+        ``stop_after``), split at the directories one delimiter page names there; None
+        when the rest looks too short to split."""
+        listing = self.lister.pages(prefix, delimiter=True, start_after=last,
+                                    stop_after=stop_after)
+        try:
+            page = next(listing, None)
+        finally:
+            listing.close()
+        dirs = [d for d in (page.dirs if page is not None else []) if d[:-1] > last]
+        est_pages = len(dirs) * keys_per_dir / PAGE_SIZE
+        n = min(self.max_concurrent_requests, len(dirs),
+                math.ceil(est_pages / PAGES_PER_RANGE))
+        if n < 2:
+            return None
+        bounds = [last] + [dirs[round(i * len(dirs) / n)][:-1] for i in range(1, n)]
+        ends: list[str | None] = [*bounds[1:], stop_after]
+        self.steps.append(f"list {prefix!r} after {last!r} as {n} key ranges at once "
+                          f"(split at {len(dirs)} directories)")
+        return [Request(prefix, False, lo, hi) for lo, hi in zip(bounds, ends, strict=True)]
+
+    def _ranged(self, ranges: list[Request]) -> Iterator[Page]:
+        assert self._fetcher is not None
+        self._hint(ranges)
+        try:
+            for r in ranges:
+                yield from self._fetcher.take(r)
+        finally:
+            self._fetcher.forget(ranges)  # those not taken, when the run stops early
 
     def _check(self, meta: ObjectMeta) -> ListedFile | None:
         """Decide one listed key: hidden, pruned, not a data file, or a match."""
@@ -182,3 +486,15 @@ class ListingRun:
             return None
         self.metrics.files_matched += 1
         return ListedFile(meta, values)
+
+
+def _in_pages(pages: Iterator[Page]) -> Iterator[Page]:
+    """The files of consecutive pages as the flat listing pages them: 1000 keys a page,
+    each truncated but the last."""
+    held: list[ObjectMeta] = []
+    for page in pages:
+        held += page.files
+        while len(held) > PAGE_SIZE:
+            yield Page(held[:PAGE_SIZE], [], True)
+            held = held[PAGE_SIZE:]
+    yield Page(held, [], False)
