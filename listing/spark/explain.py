@@ -6,6 +6,11 @@ in the driver from the relation's options, the columns the optimizer kept and th
 written above it (those our SQL front end understands; Spark evaluates the rest), then
 returns each :meth:`ScanPlan.explain` text, request counts included. Re-planning lists
 again: explain costs what the scan's planning costs.
+
+Each text starts with the engine that reads the scan. A scan handed to Spark's own file
+source (``engine=auto|native``, the extension's ListingNativeEngine) is not planned by us:
+its text says so, names Spark's reader and the columns and filters Spark was given, and
+points at the ``FileScan`` line of ``df.explain()``, where Spark shows its own pruning.
 """
 
 from __future__ import annotations
@@ -15,6 +20,9 @@ from typing import Any
 from listing.errors import FilterError
 from listing.expressions import And, Compare, Expr, In, IsNull, Like, Not, Or, like_escape
 from listing.spark.source import SourceConfig
+
+#: the option ListingNativeEngine.MARK puts on a handed-off relation ("native parquet")
+NATIVE_MARK = "listing.engine"
 
 _PASS_THROUGH = {"Project", "SubqueryAlias", "View", "Filter"}
 
@@ -52,6 +60,8 @@ def _listing_scans(node: Any, filters: list[Any]) -> list[tuple[Any, list[Any]]]
     """(scan node, the filter conjuncts right above it) per listing scan, in plan order;
     a scan node is a DataSourceV2ScanRelation (optimized plan) or a relation."""
     name = node.nodeName()
+    if _native_format(node) is not None:
+        return [(node, filters)]
     if name in ("DataSourceV2ScanRelation", "RelationV2", "DataSourceV2Relation"):
         table = _relation(node).table()
         if table.getClass().getSimpleName().endswith("PythonTable") and table.name() == "listing":
@@ -66,6 +76,35 @@ def _listing_scans(node: Any, filters: list[Any]) -> list[tuple[Any, list[Any]]]
     for i in range(children.size()):
         found += _listing_scans(children.apply(i), filters)
     return found
+
+
+def _native_format(node: Any) -> str | None:
+    """Spark's format name for a relation ListingNativeEngine handed off, else None."""
+    if node.getClass().getSimpleName() != "LogicalRelation":
+        return None
+    relation = node.relation()
+    if relation.getClass().getSimpleName() != "HadoopFsRelation":
+        return None
+    mark = relation.options().get(NATIVE_MARK)
+    if not mark.isDefined():
+        return None
+    return str(mark.get()).removeprefix("native ").strip()
+
+
+def _explain_native(node: Any, fmt: str, filters: list[Any]) -> str:
+    relation = node.relation()
+    roots = relation.location().rootPaths()
+    root = ", ".join(str(roots.apply(i).toString()) for i in range(roots.size()))
+    output = node.output()
+    columns = [str(output.apply(i).name()) for i in range(output.size())]
+    lines = [f"engine: native (Spark's {fmt} reader)",
+             f"  table: {root}",
+             f"  columns: {', '.join(columns)}"]
+    if filters:
+        lines.append(f"  filters given to Spark: {'; '.join(str(c.sql()) for c in filters)}")
+    lines.append("  Spark lists, prunes and reads these files itself: the FileScan line of "
+                 "df.explain() shows its PartitionFilters and PushedFilters")
+    return "\n".join(lines)
 
 
 def _relation(node: Any) -> Any:
@@ -112,6 +151,9 @@ def _from_filter(f: Any) -> Expr | None:
 
 
 def _explain_scan(node: Any, filters: list[Any], translate: Any) -> str:
+    fmt = _native_format(node)
+    if fmt is not None:
+        return _explain_native(node, fmt, filters)
     options = dict(_relation(node).options().asCaseSensitiveMap())
     config = SourceConfig.parse(options)
     table = config.open()
@@ -133,4 +175,4 @@ def _explain_scan(node: Any, filters: list[Any], translate: Any) -> str:
     plan = table.scan(columns=[c for c in columns if c in table.schema.names],
                       where=where or None, limit=config.limit)
     note = f"\n  filters left to Spark: {'; '.join(skipped)}" if skipped else ""
-    return plan.explain() + note
+    return "engine: python (the listing reader)\n" + plan.explain() + note

@@ -1,0 +1,250 @@
+"""``engine = auto | python | native``: local scans handed to Spark's own file readers.
+
+Real Spark (the session extension's ListingNativeEngine rule), real local files written with
+pyarrow. Every native result is checked against the Python engine on the same files, and
+every "who read it" claim against Spark's own physical plan.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import uuid
+
+import pytest
+from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
+
+import listing
+from listing.errors import OptionError
+from listing.spark.source import ListingDataSource
+from listing.testing import datasets
+
+DAYS = 6
+
+
+@pytest.fixture(scope="module", params=["parquet", "csv"])
+def events(request, tmp_path_factory):
+    root = tmp_path_factory.mktemp(f"native-{request.param}") / "events"
+    return datasets.daily(str(root), format=request.param, days=DAYS, rows_per_file=6)
+
+
+@pytest.fixture(scope="module")
+def parquet_events(tmp_path_factory):
+    root = tmp_path_factory.mktemp("native-pq") / "events"
+    return datasets.daily(str(root), days=DAYS, rows_per_file=6)
+
+
+def read(spark, ds, engine=None, **options):
+    r = spark.read.format("listing").option("format", ds.format)
+    if engine is not None:
+        r = r.option("engine", engine)
+    for k, v in options.items():
+        r = r.option(k, v)
+    return r.load(ds.root)
+
+
+def physical(df) -> str:
+    return df._jdf.queryExecution().executedPlan().toString()
+
+
+def engine_of(df) -> str:
+    plan = physical(df)
+    if "FileScan " in plan and "BatchScan listing" not in plan:
+        return "native"
+    if "BatchScan listing" in plan and "FileScan " not in plan:
+        return "python"
+    raise AssertionError(f"neither or both engines in the plan:\n{plan}")
+
+
+QUERIES = {
+    "count": lambda df: df.count(),
+    "sum": lambda df: round(df.agg(F.sum("amount")).first()[0], 6),
+    "group_by_name": lambda df: sorted(
+        (r.name, r.n) for r in df.groupBy("name").agg(F.count("*").alias("n")).collect()),
+    "partition_pruned_count": lambda df: df.where("date >= '2025-01-03' AND region = 'eu'"
+                                                  ).count(),
+    "data_filter": lambda df: sorted(
+        (r.id, r.date, r.region) for r in df.where("amount > 500").collect()),
+    "rows": lambda df: sorted(tuple(r) for r in df.collect()),
+}
+
+
+@pytest.mark.parametrize("query", sorted(QUERIES))
+def test_native_and_python_give_the_same_results(spark, events, query):
+    python = read(spark, events, "python")
+    native = read(spark, events, "native")
+    assert engine_of(python) == "python" and engine_of(native) == "native"
+    assert native.schema == python.schema
+    got, want = QUERIES[query](native), QUERIES[query](python)
+    assert got == want
+    if query == "count":
+        assert got == events.num_rows
+    if query == "partition_pruned_count":
+        assert got == sum(f.num_rows for f in events.files
+                          if f.partition_values["date"] >= dt.date(2025, 1, 3)
+                          and f.partition_values["region"] == "eu")
+
+
+def test_where_and_limit_options_on_both_engines(spark, events):
+    where = "date = '2025-01-02' OR region = 'us'"
+    want = sum(f.num_rows for f in events.files
+               if f.partition_values["date"] == dt.date(2025, 1, 2)
+               or f.partition_values["region"] == "us")
+    for engine in ("python", "native"):
+        df = read(spark, events, engine, where=where)
+        assert engine_of(df) == engine
+        assert df.count() == want, engine
+        assert {r.region for r in df.where("date <> '2025-01-02'").collect()} == {"us"}
+    native = read(spark, events, "native", where=where, limit="5")
+    assert native.count() == 5
+    assert "PartitionFilters: [" in physical(native) and "region" in physical(
+        native).split("PartitionFilters: [")[1].split("]")[0]
+
+
+def test_explain_names_the_engine(spark, events):
+    q = lambda df: df.where("date = '2025-01-02'").select("id", "amount")  # noqa: E731
+    for engine in ("native", None):  # None: the default, auto, on local files
+        df = q(read(spark, events, engine))
+        plan = physical(df)
+        assert f"FileScan {events.format}" in plan and "BatchScan" not in plan
+        (text,) = listing.explain(df, show=False)
+        assert text.startswith(f"engine: native (Spark's {events.format} reader)")
+        assert "columns: id, amount" in text or "columns:" in text
+    df = q(read(spark, events, "python"))
+    plan = physical(df)
+    assert "BatchScan listing" in plan and "FileScan" not in plan
+    (text,) = listing.explain(df, show=False)
+    assert text.startswith("engine: python") and "files: " in text
+
+
+def test_metadata_column_and_input_file_name_on_native(spark, parquet_events):
+    ds = parquet_events
+    df = read(spark, ds, "native")
+    rows = df.select("id", "_metadata.file_path", "_metadata.file_size").collect()
+    assert len(rows) == ds.num_rows
+    by_path = {f.path.rstrip("/"): f for f in ds.files}
+    sizes = {}
+    for r in rows:
+        local = r.file_path.removeprefix("file:")
+        assert local in by_path, r.file_path
+        assert r.id in by_path[local].table.column("id").to_pylist()
+        sizes[local] = r.file_size
+    assert len(sizes) == len(ds.files) and all(s > 0 for s in sizes.values())
+    names = {r.f for r in df.select(F.input_file_name().alias("f")).collect()}
+    assert "" not in names and len(names) == len(ds.files)
+    # a user schema in another column order: the relation is re-projected, _metadata stays
+    reordered = (spark.read.format("listing").option("engine", "native")
+                 .schema("date date, id long, region string, amount double, name string")
+                 .load(ds.root))
+    assert reordered.columns == ["date", "id", "region", "amount", "name"]
+    assert reordered.select("_metadata.file_name").distinct().count() == 1
+
+
+def test_statistics_reach_the_optimizer_broadcast_join(spark, parquet_events):
+    big = spark.range(0, 50_000_000).withColumnRenamed("id", "key")
+
+    def join_plan(engine):
+        small = read(spark, parquet_events, engine)
+        return physical(big.join(small, big.key == small.id))
+
+    native = join_plan("native")
+    assert "BroadcastHashJoin" in native and "FileScan parquet" in native
+    python = join_plan("python")  # no statistics: Spark assumes the table is huge
+    assert "BroadcastHashJoin" not in python and "SortMergeJoin" in python
+
+
+def test_native_partition_pruning_reads_only_matching_files(spark, parquet_events):
+    ds = parquet_events
+    q = read(spark, ds, "native").where("date = '2025-01-04'").select("id", "amount")
+    rows = q.collect()
+    matching = [f for f in ds.files if f.partition_values["date"] == dt.date(2025, 1, 4)]
+    assert len(rows) == sum(f.num_rows for f in matching)
+    plan = q._jdf.queryExecution().executedPlan()
+    if plan.nodeName() == "AdaptiveSparkPlan":
+        plan = plan.executedPlan()
+    text = plan.toString()
+    partition_filters = text.split("PartitionFilters: [")[1].split("]")[0]
+    assert "date" in partition_filters and "2025-01-04" in partition_filters
+    scans = [n for n in _nodes(plan) if n.nodeName().startswith("Scan")
+             or "FileSourceScan" in n.getClass().getSimpleName()]
+    assert scans, text
+    files_read = scans[0].metrics().apply("numFiles").value()
+    assert files_read == len(matching) < len(ds.files)
+
+
+def _nodes(plan):
+    out = [plan]
+    children = plan.children()
+    for i in range(children.size()):
+        out += _nodes(children.apply(i))
+    return out
+
+
+# --- when the scan stays on the Python engine ------------------------------------------
+
+@pytest.mark.parametrize(("option", "value", "named"), [
+    ("storage.anon", "true", "storage.anon"),
+    ("storage_options", '{"anon": true}', "storage_options"),
+    ("include_file_metadata", "true", "include_file_metadata"),
+    ("ignoreCorruptFiles", "true", "ignorecorruptfiles"),
+    ("ignore_missing_files", "yes", "ignore_missing_files"),
+    ("list_cache_ttl", "30s", "list_cache_ttl"),
+    ("path_glob_filter", "*.parquet", "path_glob_filter"),
+])
+def test_options_spark_cannot_honour_stay_python(spark, parquet_events, option, value, named):
+    auto = read(spark, parquet_events, None, **{option: value})
+    assert engine_of(auto) == "python"
+    if not option.startswith("storage"):
+        assert auto.count() == parquet_events.num_rows
+    with pytest.raises(Exception, match=f"engine=native.*{named}"):
+        read(spark, parquet_events, "native", **{option: value})
+
+
+def test_custom_format_stays_python(spark, tmp_path):
+    ds = datasets.daily(str(tmp_path / "arrow"), format="arrow", days=2)
+    df = spark.read.format("listing").option("format", "arrow").load(ds.root)
+    assert engine_of(df) == "python" and df.count() == ds.num_rows
+    with pytest.raises(Exception, match="engine=native.*format arrow"):
+        spark.read.format("listing").option("format", "arrow").option(
+            "engine", "native").load(ds.root)
+
+
+def test_s3_stays_python_and_native_on_s3_is_a_clear_error(spark, s3_server):
+    bucket = s3_server.create_bucket(f"native-{uuid.uuid4().hex[:8]}")
+    try:
+        ds = datasets.daily(f"s3://{bucket}/events", s3_server.storage_options, days=3,
+                            put=datasets.fast_writer(s3_server))
+        auto = (spark.read.format("listing")
+                .option("storage_options", json.dumps(ds.storage_options)).load(ds.root))
+        assert engine_of(auto) == "python"
+        assert auto.where("region = 'us'").count() == sum(
+            f.num_rows for f in ds.files if f.partition_values["region"] == "us")
+        schema = "id long, amount double, name string, date date, region string"
+        with pytest.raises(Exception, match=r"engine=native.*storage s3://"):
+            spark.read.format("listing").option("engine", "native").schema(schema).load(ds.root)
+        with pytest.raises(Exception, match=r"engine=native.*storage"):
+            (spark.read.format("listing").option("engine", "native")
+             .option("storage_options", json.dumps(ds.storage_options)).load(ds.root))
+    finally:
+        s3_server.drop_bucket(bucket)
+
+
+def test_native_without_the_extension_is_a_clear_error(parquet_events):
+    """The Python reader runs only when no extension took the scan: it names what is
+    missing instead of quietly reading with the Python engine."""
+    source = ListingDataSource({"path": parquet_events.root, "engine": "native"})
+    with pytest.raises(OptionError, match=r"needs the listing Spark extension "
+                                          r"\(listing.spark.session\)"):
+        source.reader(StructType.fromJson(json.loads(
+            '{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,'
+            '"metadata":{}}]}')))
+    auto = ListingDataSource({"path": parquet_events.root})
+    assert auto.reader(auto.schema()) is not None
+
+
+def test_python_engine_never_hands_off(spark, parquet_events):
+    df = read(spark, parquet_events, "python")
+    assert engine_of(df) == "python"
+    with pytest.raises(Exception, match="_metadata"):
+        df.select("_metadata.file_path").collect()
