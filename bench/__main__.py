@@ -3,13 +3,15 @@
     python -m bench                     # full: ~25 min on 2 cores (see bench/README.md)
     python -m bench --quick             # small sizes, ~5 min
     python -m bench --only listing      # one section: listing | throughput | memory | write
+                                        #   | streaming
     python -m bench --runs 5 --out /tmp/results
 
 Sections: (1) listing and planning on a moto S3 server, ours against pyarrow.dataset,
 Polars and DataFusion; (2) scan throughput into Spark against Spark's own readers, with
 a profile of where our time goes; (3) peak memory of one task, from ``bench.memory``;
 (4) partitioned writes against Spark's native writer and one task's peak memory, from
-``bench.write``.
+``bench.write``; (5) streaming discovery per trigger against a full listing and Spark's
+file stream source, from ``bench.streaming``.
 Prints the tables and writes ``latest.json`` and ``latest.md`` to ``--out``.
 """
 
@@ -29,7 +31,7 @@ from typing import Any
 
 from bench import report
 
-SECTIONS = ("listing", "throughput", "memory", "write")
+SECTIONS = ("listing", "throughput", "memory", "write", "streaming")
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -91,6 +93,24 @@ def write_section(quick: bool, timeout: float) -> dict[str, Any]:
     return res
 
 
+def streaming_section(quick: bool, runs: int, timeout: float) -> dict[str, Any]:
+    """Run ``python -m bench.streaming`` (its own S3 server and Spark session) and keep
+    the tables it prints."""
+    cmd = [sys.executable, "-m", "bench.streaming", "--runs", str(runs)] + (
+        ["--quick"] if quick else [])
+    t0 = time.perf_counter()
+    out = _run_module(cmd, timeout)
+    if out is None:
+        return {"error": f"timeout after {timeout:.0f} s", "seconds": timeout}
+    res: dict[str, Any] = {"command": "python " + shlex.join(cmd[1:]),
+                           "output": out.stdout.strip(), "exit_code": out.returncode,
+                           "seconds": time.perf_counter() - t0}
+    if out.returncode != 0 or "| quiet trigger |" not in out.stdout:
+        res["error"] = f"bench.streaming failed (exit {out.returncode}): " + (
+            out.stderr[-500:] or out.stdout[-500:])
+    return res
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -139,8 +159,10 @@ def main(argv: list[str] | None = None) -> int:
             elif name == "memory":
                 size = args.memory_mb or (64 if args.quick else 1024)
                 sec = memory_section(size, timeout=max(args.timeout, 1200))
-            else:
+            elif name == "write":
                 sec = write_section(args.quick, timeout=max(args.timeout, 1200))
+            else:
+                sec = streaming_section(args.quick, args.runs, timeout=max(args.timeout, 2400))
         except Exception as err:  # noqa: BLE001 - a failed section is reported, not fatal
             traceback.print_exc()
             sec = {"error": f"{type(err).__name__}: {err}"}

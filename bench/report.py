@@ -104,6 +104,9 @@ def markdown(results: dict[str, Any]) -> str:
         lines += _memory_md(sections["memory"])
     if "write" in sections:
         lines += _write_md(sections["write"])
+    if "streaming" in sections:
+        lines += _module_md("## 5. Streaming discovery (`bench.streaming`)",
+                            sections["streaming"])
     return "\n".join(lines) + "\n"
 
 
@@ -287,7 +290,12 @@ def _memory_md(sec: dict[str, Any]) -> list[str]:
 
 
 def _write_md(sec: dict[str, Any]) -> list[str]:
-    lines = ["## 4. Partitioned writes (`bench.write`)", ""]
+    return _module_md("## 4. Partitioned writes (`bench.write`)", sec)
+
+
+def _module_md(title: str, sec: dict[str, Any]) -> list[str]:
+    """A section a bench module printed itself: its command and its tables."""
+    lines = [title, ""]
     if "error" in sec:
         return lines + [f"Section failed: `{sec['error']}`", ""]
     return lines + [f"`{sec['command']}`:", "", sec.get("output", ""), ""]
