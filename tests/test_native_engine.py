@@ -248,3 +248,26 @@ def test_python_engine_never_hands_off(spark, parquet_events):
     assert engine_of(df) == "python"
     with pytest.raises(Exception, match="_metadata"):
         df.select("_metadata.file_path").collect()
+
+
+def test_catalog_table_and_to_spark_hand_off(spark, parquet_events, tmp_path):
+    """A catalog table's stored options and ListingTable.to_spark's listing_table source are
+    handed off too; to_spark filters (our expressions) keep the Python engine."""
+    ds = parquet_events
+    spark.sql(f"CREATE TABLE native_events USING listing OPTIONS (path '{ds.root}', "
+              "engine 'native')")
+    try:
+        q = spark.sql("SELECT count(*) AS n FROM native_events WHERE region = 'us'")
+        assert "FileScan parquet" in physical(q)
+        assert q.first().n == sum(f.num_rows for f in ds.files
+                                  if f.partition_values["region"] == "us")
+    finally:
+        spark.sql("DROP TABLE native_events")
+    table = listing.ListingTable.open(ds.root)
+    whole = table.to_spark(spark, columns=["id", "date"])
+    assert engine_of(whole) == "native" and whole.columns == ["id", "date"]
+    assert whole.count() == ds.num_rows
+    pruned = table.to_spark(spark, columns=["id"], where="region = 'eu'")
+    assert engine_of(pruned) == "python"
+    assert pruned.count() == sum(f.num_rows for f in ds.files
+                                 if f.partition_values["region"] == "eu")

@@ -49,7 +49,8 @@ def test_catalog_table_on_local_files_in_this_session(spark, tmp_path):
     for d in ("2026-03-01", "2026-03-02"):
         os.makedirs(tmp_path / f"date={d}")
         pq.write_table(pa.table({"id": [1, 2, 3]}), tmp_path / f"date={d}" / "p.parquet")
-    spark.sql(f"CREATE TABLE local_events USING listing OPTIONS (path '{tmp_path}')")
+    spark.sql(f"CREATE TABLE local_events USING listing OPTIONS (path '{tmp_path}', "
+              "engine 'python')")
     try:
         assert spark.sql("SELECT count(*) AS n FROM local_events").collect()[0].n == 6
         assert spark.sql("SELECT count(*) AS n FROM local_events "
