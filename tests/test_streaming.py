@@ -269,3 +269,28 @@ def test_bad_options_are_named(s3_server, events, name, value, message):
 def test_offset_of_another_version_is_refused():
     with pytest.raises(OptionError, match="version"):
         StreamOffset.from_json({"v": 99})
+
+
+def test_available_now_lists_once_and_ignores_later_files(s3_server, events):
+    events.seed()
+    disc = table(events).discovery(max_files_per_trigger=4, reconcile_every=0)
+    disc.freeze()  # what Spark's prepareForTriggerAvailableNow does
+    first = disc.new_files(None)
+    events.add(2, 9)  # arrives after the query started
+    second = disc.new_files(first.offset)
+    third = disc.new_files(second.offset)
+    assert [len(first.files), len(second.files), len(third.files)] == [4, 2, 0]
+    assert [first.metrics["list_requests"], second.metrics["list_requests"],
+            third.metrics["list_requests"]] == [1, 0, 0]
+
+
+@pytest.mark.parametrize(("lookback", "window"), [("0", 0), ("2", 2), ("1h", 6)])
+def test_lookback_is_partitions_or_a_duration(s3_server, events, lookback, window):
+    events.seed()  # 6 partitions, all written within the hour
+    disc = table(events).discovery(lookback=lookback, reconcile_every=0)
+    offset = disc.new_files(None).offset
+    assert len(offset.recent) == window
+    events.put(1, 0, "late.parquet")  # inside the window only with "1h"
+    found = disc.new_files(offset)
+    assert [f.path.rsplit("/", 1)[-1] for f in found.files] == (
+        ["late.parquet"] if window == 6 else [])
