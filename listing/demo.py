@@ -77,6 +77,21 @@ def run(days: int, where: str) -> None:
         print(f"   server saw: {_counts(cap)}")
         spark.stop()
 
+        print("\n== streaming: one trigger finds a new file without re-listing the table")
+        discovery = table.discovery(starting="latest", reconcile_every=0)
+        with server.log.capture() as cap:
+            offset = discovery.initial_offset()
+        print(f"   start at the latest file (starting=latest): {_counts(cap)}")
+        day = ds.files[-1].partition_values["date"] + dt.timedelta(days=1)
+        key = f"events/date={day.isoformat()}/region=us/part-0.parquet"
+        server.put_objects_fast(bucket, {key: datasets.encode(ds.files[0].table, "parquet")})
+        with server.log.capture() as cap:
+            found = discovery.new_files(offset)
+        for f in found.files:
+            print(f"   new: {f.path}")
+        print(f"   one trigger: {_counts(cap)} (spark.readStream.format('listing') triggers "
+              "list the same way)")
+
 
 if __name__ == "__main__":
     from listing.cli import main

@@ -23,3 +23,6 @@ def test_demo_prints_rows_plan_and_request_counts():
     assert "partition filter (exact): date >= DATE '2026-03-01'" in tail
     assert "list 'lake/events/date=2026-03-0' from" in tail  # the pruned listing, again
     assert "server saw: LIST=2, GET=1, HEAD=0" in tail  # re-open (a page, a footer), plan
+    stream = out.split("== streaming:", 1)[1]
+    assert "new: s3://lake/events/date=2026-03-27/region=us/part-0.parquet" in stream
+    assert "one trigger: LIST=1, GET=0, HEAD=0" in stream  # not a listing of the table
