@@ -13,8 +13,15 @@ Readers, all in one ``local[2]`` session built by ``listing.spark.session.sessio
 - ``to_spark``: ``ListingTable.open(root).to_spark(spark, columns=…, where=…)``: the
   projection travels with the relation;
 - ``source``: ``spark.read.format("listing")…load(root)`` then ``select``/``where`` as a
-  user would write it: filters are pushed and columns narrowed (the session extension's
-  guard and ListingColumnPruning rules).
+  user would write it, with the default ``engine=auto``: on these local trees the session
+  extension's ListingNativeEngine hands the scan to Spark's own reader (the section records
+  which engine each format's plan shows, ``engines``);
+- ``source_python``: the same with ``engine=python``: our reader, filters pushed and
+  columns narrowed (the extension's guard and ListingColumnPruning rules).
+
+``to_spark`` is what its users get: ``auto`` too, so it hands off where it can (Parquet
+without a filter) and stays on our reader with a ``where`` (our expressions) or for CSV
+(Spark's CSV reader maps columns by position, to_spark's relation holds the projection).
 
 Queries: ``count()``; sum of two numeric columns; an aggregate touching both string
 columns; a count pruned to one date. Each figure is the median of ``runs`` timed runs
@@ -157,12 +164,23 @@ def _frame(spark: Any, reader: str, fmt: str, root: Path, q: TQuery) -> Any:
         table = ListingTable.open(str(root), format=fmt,
                                   schema=SCHEMA if fmt == "csv" else None)
         return table.to_spark(spark, columns=q.columns or [], where=q.where)
-    df = spark.read.format("listing").option("format", fmt).load(str(root))
+    df = spark.read.format("listing").option("format", fmt)
+    if reader == "source_python":
+        df = df.option("engine", "python")
+    df = df.load(str(root))
     df = df.where(q.where) if q.where else df
     return df.select(*q.columns) if q.columns else df
 
 
-READERS = ("native", "to_spark", "source")
+READERS = ("native", "to_spark", "source", "source_python")
+
+
+def engine_of(df: Any) -> str:
+    """Which engine Spark's physical plan shows reading ``df``: its own ``FileScan`` or our
+    ``BatchScan listing``."""
+    plan = df._jdf.queryExecution().executedPlan().toString()
+    native, ours = "FileScan " in plan, "BatchScan listing" in plan
+    return "native" if native and not ours else "python" if ours and not native else "mixed"
 
 
 def _time(spark: Any, reader: str, fmt: str, root: Path, q: TQuery) -> tuple[float, Any]:
@@ -198,9 +216,15 @@ def run(quick: bool, runs: int, data_dir: Path, log: Any = print,
     spark.sparkContext.setLogLevel("ERROR")
     section: dict[str, Any] = {"rows": total, "files": DATES * FILES_PER_DATE,
                                "data_dir": str(data_dir), "runs": runs, "formats": {},
-                               "bytes": {f: _tree_bytes(p) for f, p in trees.items()}}
+                               "bytes": {f: _tree_bytes(p) for f, p in trees.items()},
+                               "engines": {}}
     try:
         for fmt, root in trees.items():
+            count = _queries()[0]
+            section["engines"][fmt] = {r: engine_of(_frame(spark, r, fmt, root, count))
+                                       for r in READERS[1:]}
+            log(f"[throughput] {fmt}: engines " + ", ".join(
+                f"{r}={e}" for r, e in section["engines"][fmt].items()))
             fres: dict[str, Any] = {}
             for q in _queries():
                 n_rows = pruned_rows if q.where else total
@@ -223,12 +247,27 @@ def run(quick: bool, runs: int, data_dir: Path, log: Any = print,
                 qres["agree"] = {r: _norm(v) == ref for r, v in results.items()}
                 fres[q.name] = qres
             section["formats"][fmt] = fres
+        summary(section, log)
         if with_profile:
             section["profile"] = profile(spark, trees, log)
     finally:
         spark.stop()
     section["seconds"] = time.perf_counter() - t_start
     return section
+
+
+def summary(section: dict[str, Any], log: Any = print) -> None:
+    """One line per format and query: each reader's median and its ratio to native, so the
+    default (``source``, engine=auto) and ``source_python`` ratios appear side by side."""
+    log("[throughput] format  query   native s  " + "  ".join(
+        f"{r + ' s':>15} {'/native':>8}" for r in READERS[1:]) + "  agree")
+    for fmt, queries in section["formats"].items():
+        for name, q in queries.items():
+            rd = q["readers"]
+            cells = "  ".join(f"{rd[r]['seconds']:15.2f} {rd[r]['ratio']:7.2f}x"
+                              for r in READERS[1:])
+            log(f"[throughput] {fmt:<7} {name:<6} {rd['native']['seconds']:9.2f}  {cells}  "
+                f"{'yes' if all(q['agree'].values()) else 'NO'}")
 
 
 def _tree_bytes(root: Path) -> int:
@@ -294,7 +333,8 @@ def profile(spark: Any, trees: dict[str, Path], log: Any = print) -> dict[str, A
     scan alone (``noop`` sink) split into Python reading, Arrow IPC writing, the fixed
     per-query cost and the rest (the JVM reading the Arrow stream into rows)."""
     out: dict[str, Any] = {"fixed overhead": overhead(spark, trees, log)}
-    fixed = out["fixed overhead"]["to_spark"]
+    # our reader's costs: source_python, since to_spark and the default engine hand off
+    fixed = out["fixed overhead"]["source_python"]
     cores = 2
     cases = [("parquet", ["category", "amount", "name"]), ("parquet", ["amount", "qty"]),
              ("parquet", ["date"]), ("csv", ["category", "amount", "name"])]
@@ -316,7 +356,7 @@ def profile(spark: Any, trees: dict[str, Path], log: Any = print) -> dict[str, A
         ipc = _ipc_seconds(all_batches)
         n_rows = sum(b.num_rows for b in all_batches)
         del all_batches
-        ours = _noop_seconds(spark, "to_spark", fmt, trees[fmt], columns)
+        ours = _noop_seconds(spark, "source_python", fmt, trees[fmt], columns)
         native = _noop_seconds(spark, "native", fmt, trees[fmt], columns)
         key = f"{fmt}: {', '.join(columns)}"
         rest = ours - (py_read + ipc) / cores

@@ -148,7 +148,7 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
     }
     NativePlan target;
     try {
-      target = plan(options);
+      target = plan(options, ((PythonTable) rel.table()).name().toLowerCase(Locale.ROOT));
     } catch (NotNative why) {
       if (engine.equals("native")) {
         throw new IllegalArgumentException("listing source: engine=native cannot hand "
@@ -264,7 +264,7 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
    * never rows: packing, batch size, schema-sampling options, since the schema is passed), or
    * a reason to stay on the Python engine.
    */
-  static NativePlan plan(Map<String, String> given) throws NotNative {
+  static NativePlan plan(Map<String, String> given, String source) throws NotNative {
     Map<String, String> opts = new LinkedHashMap<>();
     for (Map.Entry<String, String> e : given.entrySet()) {
       String key = e.getKey().startsWith("option.") ? e.getKey().substring(7) : e.getKey();
@@ -282,6 +282,12 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
           + "csv, json)");
     }
     plan.format = FORMATS.get(format);
+    if (plan.format.equals("csv") && source.equals("listing_table")) {
+      // Spark's CSV reader maps columns by position, so it needs every column of the files
+      // in their order; to_spark's relation holds the projected columns only
+      throw new NotNative("to_spark's projected CSV columns: Spark's CSV reader maps columns "
+          + "by position");
+    }
     String path = opts.get("path");
     if (path == null || path.isEmpty()) {
       throw new NotNative("no path");
