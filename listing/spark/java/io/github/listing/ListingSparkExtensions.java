@@ -9,7 +9,9 @@ import scala.runtime.AbstractFunction1;
 import scala.runtime.BoxedUnit;
 
 /**
- * {@code spark.sql.extensions} entry point installing {@link StalePushdownGuard}.
+ * {@code spark.sql.extensions} entry point installing the listing rules: {@link
+ * ListingNativeEngine} (analysis), then {@link ListingCatalogOptions}, {@link
+ * ListingColumnPruning} and {@link StalePushdownGuard} (pre-CBO).
  *
  * <p>WHY injectPreCBORule: in Spark 4.3.0 SparkOptimizer's batches run, in order, ... "Operator
  * Optimization before/after Inferring Filters" (FixedPoint; where injectOptimizerRule rules go),
