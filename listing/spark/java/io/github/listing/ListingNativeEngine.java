@@ -187,8 +187,15 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
         scalaMap(options),
         DataSource.apply$default$8(),
         DataSource.apply$default$9());
-    BaseRelation base = ds.resolveRelation(ds.resolveRelation$default$1(),
-        ds.resolveRelation$default$2(), ds.resolveRelation$default$3());
+    BaseRelation base;
+    try {
+      base = ds.resolveRelation(ds.resolveRelation$default$1(),
+          ds.resolveRelation$default$2(), ds.resolveRelation$default$3());
+    } catch (RuntimeException e) {  // e.g. a layout Spark's partition discovery refuses
+      String text = String.valueOf(e.getMessage());
+      throw new NotNative("Spark's " + target.format + " source cannot open the table: "
+          + text.split("\n", 2)[0]);
+    }
     LogicalRelation fresh = LogicalRelation$.MODULE$.apply(base, false);
     // the new attributes take the exprIds of the old ones, so the plan above still resolves
     List<AttributeReference> output = new ArrayList<>();
