@@ -21,6 +21,7 @@ from pyspark.sql import SparkSession
 
 from listing import formats
 from listing.spark.guard import build_guard_jar, guard_conf, is_guard_active
+from listing.spark.partitions import register_partitions_function
 from listing.spark.source import (
     ListingDataSource,
     UnguardedListingDataSource,
@@ -121,3 +122,4 @@ def register(spark: SparkSession) -> Registration:
 def _register_source(spark: SparkSession, pruning: bool) -> None:
     base: type[Any] = ListingDataSource if pruning else UnguardedListingDataSource
     spark.dataSource.register(with_formats(base, spark))
+    register_partitions_function(spark)
