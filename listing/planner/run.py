@@ -281,7 +281,7 @@ class ListingRun:
                 if alt is not None and (per_dir_cheaper or spent >= alt.est):
                     break
         finally:
-            pages.close()
+            _close(pages)
         assert alt is not None and last is not None
         self.steps.append(f"list {self.root!r}: {spent} pages, then for keys after {last!r}:")
         self.steps += ["  " + line for line in describe(alt)]
@@ -307,7 +307,8 @@ class ListingRun:
             sample = (self.chooser.profile is None and node.prefix == self.root
                       and start_after is None)
             pages = (self._take(Request(node.prefix, False, start_after, node.stop_after))
-                     if hinted else self._flat(node.prefix, start_after, node.stop_after))
+                     if hinted else self._flat(node.prefix, start_after, node.stop_after,
+                                               est=node.est))
             for page in pages:
                 if sample:
                     self.chooser.profile = TableProfile.from_page(self.root, page,
@@ -395,11 +396,13 @@ class ListingRun:
         return iter(self._fetcher.take(r))
 
     def _flat(self, prefix: str, start_after: str | None, stop_after: str | None, *,
-              may_split: Callable[[], bool] = lambda: True,
+              est: float = math.nan, may_split: Callable[[], bool] = lambda: True,
               paged: bool = False) -> Iterator[Page]:
         """Pages of one flat listing, in key order: page by page, then, when it runs on
-        and ``may_split()``, the rest as key ranges listed at once (see module doc);
-        ``paged``: in pages of 1000 keys as the flat listing has them."""
+        and ``may_split()``, the rest as key ranges listed at once (see module doc). ``est``:
+        the plan's estimate of its pages, when it has one (a listing estimated too short
+        to split is not split); ``paged``: in pages of 1000 keys as the flat listing has
+        them."""
         pages = self.lister.pages(prefix, delimiter=False, start_after=start_after,
                                   stop_after=stop_after)
         if self._fetcher is None or not self.lister.splits_ranges:
@@ -418,21 +421,22 @@ class ListingRun:
                 last = max((m.path for m in page.files), default=last)
                 yield page
                 if (tried or not page.truncated or last is None or spent < SEQUENTIAL_PAGES
-                        or len(dirs) < 2 or not may_split()):
+                        or len(dirs) < 2 or est - spent < 2 * PAGES_PER_RANGE
+                        or not may_split()):
                     continue
                 tried = True  # one delimiter page at most, split or not
                 ranges = self._ranges(prefix, last, stop_after, keys / len(dirs))
                 if ranges is None:
                     continue
-                pages.close()
-                rest = self._ranged(ranges)
+                _close(pages)
+                tail = self._ranged(ranges)
                 try:
-                    yield from _in_pages(rest) if paged else rest
+                    yield from _in_pages(tail) if paged else tail
                 finally:
-                    rest.close()
+                    _close(tail)
                 return
         finally:
-            pages.close()
+            _close(pages)
 
     def _ranges(self, prefix: str, last: str, stop_after: str | None,
                 keys_per_dir: float) -> list[Request] | None:
@@ -444,12 +448,14 @@ class ListingRun:
         try:
             page = next(listing, None)
         finally:
-            listing.close()
+            _close(listing)
         dirs = [d for d in (page.dirs if page is not None else []) if d[:-1] > last]
         est_pages = len(dirs) * keys_per_dir / PAGE_SIZE
         n = min(self.max_concurrent_requests, len(dirs),
                 math.ceil(est_pages / PAGES_PER_RANGE))
         if n < 2:
+            self.steps.append(f"list {prefix!r} after {last!r}: {len(dirs)} directories "
+                              "there, too few keys to split into ranges")
             return None
         bounds = [last] + [dirs[round(i * len(dirs) / n)][:-1] for i in range(1, n)]
         ends: list[str | None] = [*bounds[1:], stop_after]
@@ -498,3 +504,10 @@ def _in_pages(pages: Iterator[Page]) -> Iterator[Page]:
             yield Page(held[:PAGE_SIZE], [], True)
             held = held[PAGE_SIZE:]
     yield Page(held, [], False)
+
+
+def _close(pages: Iterator[Page]) -> None:
+    """Stop a listing generator: it sends no further request."""
+    close = getattr(pages, "close", None)
+    if close is not None:
+        close()
