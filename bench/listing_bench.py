@@ -22,6 +22,11 @@ moto caveat: moto answers every ListObjects by scanning and sorting the whole bu
 serialises a page slowly (~0.3 s per 1 000-key page on a 100 000-key bucket, against
 ~0.1-0.3 s on S3, and a narrow LIST still pays for the scan), so absolute times of full
 listings are moto's, not S3's. Request counts are exact and do not depend on the server.
+
+The hourly table is also planned sequentially (``max_concurrent_requests=1``) and in
+parallel (8) for the full listing, ``hour = 7`` and the point query, against moto and
+against :mod:`bench.latency` (a model of S3 latency, used only by bench/: ListObjectsV2
+answered after a fixed delay, where concurrent requests really wait concurrently).
 """
 
 from __future__ import annotations
@@ -396,6 +401,8 @@ def run(quick: bool, cfg: Settings, log: Any = print, work_dir: Path | None = No
                     qres["comparison"] = compare(qres["readers"])
                     tres["queries"][q.name] = qres
                 section["tables"][t.name] = tres
+                if t.name == "hourly":
+                    section["concurrency"] = concurrency(server, t, section, cfg, quick, log)
                 server.drop_bucket(t.bucket)
         finally:
             for w in workers.values():
@@ -406,6 +413,93 @@ def run(quick: bool, cfg: Settings, log: Any = print, work_dir: Path | None = No
     section["seconds"] = time.perf_counter() - t_start
     section["worker_logs"] = str(log_dir)
     return section
+
+
+# --- sequential against parallel listing ----------------------------------------------------
+
+CONCURRENCY_QUERIES = ("all", "level2", "point")
+CONCURRENCY_MODES = (1, 8)
+CONCURRENCY_PEERS = ("pyarrow", "polars", "datafusion")
+
+
+def concurrency(server: Any, table: TableDef, section: dict[str, Any], cfg: Settings,
+                quick: bool, log: Any = print) -> dict[str, Any]:
+    """Our planning with ``max_concurrent_requests`` 1 (one request at a time) and 8, for
+    the full listing, ``hour = 7`` and a point query on ``table``, against the latency model
+    (:mod:`bench.latency`) and against moto, in a worker process; the peers' numbers are
+    those measured above on moto."""
+    from bench.latency import LABEL, LatencyServer
+
+    qs = [q for q in queries(table) if q.name in CONCURRENCY_QUERIES]
+    cmd = {"queries": [{"name": q.name, "conjuncts": q.conjuncts} for q in qs],
+           "modes": list(CONCURRENCY_MODES)}
+    out: dict[str, Any] = {"label": LABEL, "servers": {}}
+    size = len(_payload())
+    with LatencyServer() as model:
+        model.index.put(table.bucket, {key: size for key, _ in table.files})
+        out["delay_s"] = model.delay
+        for name, options, runs in (
+                (f"latency model ({model.delay * 1000:.0f} ms a LIST)",
+                 model.storage_options(), cfg.runs),
+                ("moto", server.storage_options, cfg.runs if quick else 1)):
+            t0 = time.perf_counter()
+            proc = subprocess.run(
+                [sys.executable, "-m", "bench.latency", "measure", "--runs", str(runs)],
+                input=json.dumps({**cmd, "table": table.spec(options)}), capture_output=True,
+                text=True, cwd=ROOT, timeout=cfg.timeout * 6, check=False)
+            if proc.returncode != 0:
+                out["servers"][name] = {"error": proc.stderr[-800:]}
+                log(f"[listing] concurrency on {name}: FAILED {proc.stderr[-300:]}")
+                continue
+            rows = json.loads(proc.stdout)
+            out["servers"][name] = {"rows": rows, "runs": runs}
+            log(f"[listing] concurrency on {name}: {len(rows)} plans "
+                f"[{time.perf_counter() - t0:.0f} s]")
+    out["table_md"] = concurrency_md(out, section, table, qs)
+    for line in out["table_md"]:
+        log(line)
+    return out
+
+
+def concurrency_md(out: dict[str, Any], section: dict[str, Any], table: TableDef,
+                   qs: list[Query]) -> list[str]:
+    """The section's table: per query, ours sequential and parallel on each server, then
+    the peers as measured on moto above; a mismatch between modes is flagged."""
+    peers = section["tables"].get(table.name, {}).get("queries", {})
+    lines = [f"### Sequential vs parallel listing: `{table.name}`, {len(table.files):,} keys",
+             "",
+             f"Ours = `open()` + `scan()`, `max_concurrent_requests` 1 (one request at a "
+             f"time) vs 8. The latency model is {out['label']} (`bench/latency.py`: "
+             f"ListObjectsV2 from a sorted key index after {out.get('delay_s', 0) * 1000:.0f}"
+             " ms). Peers: as measured on moto above. Shared 2-core machine.", "",
+             "| query | reader | server | LIST | plan s | files | notes |",
+             "|---|---|---|--:|--:|--:|---|"]
+    for q in qs:
+        by_mode: dict[tuple[str, int], dict[str, Any]] = {}
+        for server_name, res in out["servers"].items():
+            for row in res.get("rows", []):
+                if row["query"] == q.name:
+                    by_mode[(server_name, row["max_concurrent_requests"])] = row
+        for (server_name, mode), row in by_mode.items():
+            seq = by_mode.get((server_name, 1), row)
+            same = (row["files"], row["first_files"]) == (seq["files"], seq["first_files"])
+            split = next((ln.split(" as ", 1)[1].split(" (")[0] for ln in row["steps"]
+                          if "key ranges at once" in ln), "")
+            note = ("" if same else "**files differ from sequential** ") + split
+            if mode != 1 and seq["plan_s"]:
+                speed = f"{seq['plan_s'] / row['plan_s']:.2f}× the sequential speed"
+                note = f"{note}; {speed}" if note else speed
+            lines.append(f"| {q.label if mode == 1 else ''} | ours, {mode} at a time | "
+                         f"{server_name} | {row['list_requests']} | {row['plan_s']:.3f} | "
+                         f"{row['files']:,} | {note} |")
+        for peer in CONCURRENCY_PEERS:
+            res = peers.get(q.name, {}).get("readers", {}).get(peer)
+            if not res or res.get("status") not in ("ok", "wrong result"):
+                continue
+            files = "–" if res.get("files") is None else f"{res['files']:,}"
+            lines.append(f"|  | {peer} | moto | {res['plan_requests']['LIST']} | "
+                         f"{res['plan_s']:.3f} | {files} | {res.get('status')} |")
+    return lines + [""]
 
 
 def total_requests(counts: dict[str, int] | None) -> int:
