@@ -301,7 +301,8 @@ class FileDiscovery:
         t = self.table
         counter = RequestCounter()
         run = ListingRun(Lister(t.storage, counter), t.url.prefix, t.partition_cols, t.profile,
-                         self.predicate, t.file_filter, start_after=start_after)
+                         self.predicate, t.file_filter, start_after=start_after,
+                         max_concurrent_requests=t.options.max_concurrent_requests)
         root = len(t.url.prefix)
         listed = [_Listed(f.meta.path[root:], f.meta) for f in run.files()]
         listed.sort(key=lambda f: f.key)

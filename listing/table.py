@@ -15,6 +15,7 @@ from typing import Any
 import pyarrow as pa
 
 from listing import formats
+from listing.discovery import DiscoverySettings, FileDiscovery
 from listing.errors import OptionError, StorageConfigError, TableNotFoundError
 from listing.expressions import (
     Bound,
@@ -25,7 +26,6 @@ from listing.expressions import (
     parse_predicate,
     split_by_columns,
 )
-from listing.discovery import DiscoverySettings, FileDiscovery
 from listing.files import FILE_METADATA, FILE_METADATA_FIELD, PartitionedFile
 from listing.formats.base import FileFormat
 from listing.hive import discover_columns, is_hidden_below, partition_type
