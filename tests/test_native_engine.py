@@ -281,3 +281,23 @@ def test_to_spark_csv_stays_python(spark, tmp_path):
     assert engine_of(df) == "python"
     assert sorted(r.name for r in df.collect()) == sorted(
         n for f in ds.files for n in f.table.column("name").to_pylist())
+
+
+def test_csv_with_a_schema_in_another_order_stays_python(spark, tmp_path):
+    """Our CSV reader maps columns by header name, Spark's by position: a user schema that
+    is not the header in order keeps the Python engine (native names the header)."""
+    ds = datasets.daily(str(tmp_path / "csv"), format="csv", days=2, rows_per_file=4)
+    schema = "name string, id long, date date, region string"
+    df = (spark.read.format("listing").option("format", "csv").schema(schema).load(ds.root))
+    assert engine_of(df) == "python"
+    assert sorted((r.id, r.name) for r in df.collect()) == sorted(
+        (i, n) for f in ds.files for i, n in zip(f.table.column("id").to_pylist(),
+                                                 f.table.column("name").to_pylist(),
+                                                 strict=True))
+    with pytest.raises(Exception, match="engine=native.*CSV header"):
+        (spark.read.format("listing").option("format", "csv").option("engine", "native")
+         .schema(schema).load(ds.root))
+    same = (spark.read.format("listing").option("format", "csv")
+            .schema("id long, amount double, name string, date date, region string")
+            .load(ds.root))
+    assert engine_of(same) == "native" and same.count() == ds.num_rows

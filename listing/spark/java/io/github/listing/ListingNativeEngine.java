@@ -27,6 +27,7 @@ import org.apache.spark.sql.catalyst.rules.Rule;
 import org.apache.spark.sql.catalyst.trees.TreeNodeTag;
 import org.apache.spark.sql.catalyst.types.DataTypeUtils;
 import org.apache.spark.sql.execution.datasources.DataSource;
+import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
 import org.apache.spark.sql.execution.datasources.LogicalRelation;
 import org.apache.spark.sql.execution.datasources.LogicalRelation$;
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation;
@@ -196,6 +197,9 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
       throw new NotNative("Spark's " + target.format + " source cannot open the table: "
           + text.split("\n", 2)[0]);
     }
+    if (target.format.equals("csv") && "true".equals(target.options.get("header"))) {
+      checkCsvHeader((HadoopFsRelation) base, target.options.get("sep"));
+    }
     LogicalRelation fresh = LogicalRelation$.MODULE$.apply(base, false);
     // the new attributes take the exprIds of the old ones, so the plan above still resolves
     List<AttributeReference> output = new ArrayList<>();
@@ -257,6 +261,79 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
       top = (LogicalPlan) limited;  // a GlobalLimit over a LocalLimit
     }
     return top;
+  }
+
+  /**
+   * Spark's CSV reader maps a file's columns to the schema by position, ours by header name:
+   * the same rows only when the files' header is the relation's data columns in order (a
+   * user schema with fewer or reordered columns is not). Checked on one file here; with
+   * {@code enforceSchema=false} Spark checks every file's header again as it reads.
+   */
+  private void checkCsvHeader(HadoopFsRelation relation, String sep) throws NotNative {
+    String[] files = relation.location().inputFiles();
+    if (files.length == 0) {
+      return;
+    }
+    List<String> header;
+    try {
+      org.apache.hadoop.fs.Path path = new org.apache.hadoop.fs.Path(files[0]);
+      org.apache.hadoop.conf.Configuration conf = classic().sessionState().newHadoopConf();
+      org.apache.hadoop.fs.FileSystem fs = path.getFileSystem(conf);
+      org.apache.hadoop.io.compress.CompressionCodec codec =
+          new org.apache.hadoop.io.compress.CompressionCodecFactory(conf).getCodec(path);
+      try (java.io.InputStream raw = fs.open(path);
+           java.io.BufferedReader lines = new java.io.BufferedReader(
+               new java.io.InputStreamReader(codec == null ? raw : codec.createInputStream(raw),
+                   java.nio.charset.StandardCharsets.UTF_8))) {
+        String first = lines.readLine();
+        header = first == null ? List.of() : csvFields(first, sep == null ? ',' : sep.charAt(0));
+      }
+    } catch (java.io.IOException | RuntimeException e) {
+      throw new NotNative("cannot read the CSV header of " + files[0] + ": " + e.getMessage());
+    }
+    List<String> columns = new ArrayList<>();
+    for (String name : relation.dataSchema().fieldNames()) {
+      columns.add(name.toLowerCase(Locale.ROOT));
+    }
+    List<String> names = new ArrayList<>();
+    for (String name : header) {
+      names.add(name.toLowerCase(Locale.ROOT));
+    }
+    if (!header.isEmpty() && !names.equals(columns)) {
+      throw new NotNative("the CSV header of " + files[0] + " (" + String.join(", ", header)
+          + ") is not the relation's data columns in order (" + String.join(", ", columns)
+          + "): Spark's CSV reader maps columns by position, ours by name");
+    }
+  }
+
+  /** The fields of one CSV line: {@code sep}-separated, double-quoted, "" a quote. */
+  static List<String> csvFields(String line, char sep) {
+    List<String> out = new ArrayList<>();
+    StringBuilder field = new StringBuilder();
+    boolean quoted = false;
+    String text = line.startsWith("\uFEFF") ? line.substring(1) : line;
+    for (int i = 0; i < text.length(); i++) {
+      char c = text.charAt(i);
+      if (quoted) {
+        if (c == '"' && i + 1 < text.length() && text.charAt(i + 1) == '"') {
+          field.append('"');
+          i++;
+        } else if (c == '"') {
+          quoted = false;
+        } else {
+          field.append(c);
+        }
+      } else if (c == '"') {
+        quoted = true;
+      } else if (c == sep) {
+        out.add(field.toString());
+        field.setLength(0);
+      } else if (c != '\r') {
+        field.append(c);
+      }
+    }
+    out.add(field.toString());
+    return out;
   }
 
   private org.apache.spark.sql.classic.SparkSession classic() {
