@@ -46,6 +46,9 @@ from pathlib import Path
 from typing import Any
 
 from bench.peers import READERS
+from listing.options import ListingOptions
+
+DEFAULT_CONCURRENCY = ListingOptions().max_concurrent_requests
 
 ROWS_PER_FILE = 3
 PEERS = ("pyarrow", "polars", "datafusion", "datafusion+stats")
@@ -521,10 +524,14 @@ def compare(readers: dict[str, dict[str, Any]]) -> dict[str, Any]:
     out["request_ratio"] = peer_req / max(our_req, 1)
     out["best_peer_plan"] = {"reader": best_time, "plan_s": ok[best_time]["plan_s"]}
     out["plan_speedup"] = ok[best_time]["plan_s"] / ours["plan_s"]
-    out["more_requests_than_best_peer"] = our_req > peer_req
+    # a listing split into key ranges may cost one partial page per range and one
+    # delimiter page more than a flat listing (issue 10's allowance)
+    allowance = DEFAULT_CONCURRENCY + 1
+    out["more_requests_than_best_peer"] = our_req > peer_req + allowance
     if "scan_s" in ours:  # a table opened once and scanned many times
         scan_req = ours["extra"]["scan_list"]
         out["request_ratio_scan_only"] = peer_req / max(scan_req, 1)
+        out["more_scan_requests_than_allowed"] = scan_req > peer_req + allowance
         out["plan_speedup_scan_only"] = ok[best_time]["plan_s"] / ours["scan_s"]
     with_result = {r: v for r, v in ok.items() if "result_s" in v}
     if "result_s" in ours and with_result:
@@ -568,9 +575,9 @@ def targets(section: dict[str, Any]) -> list[dict[str, Any]]:
              if qres.get("comparison", {}).get("more_requests_than_best_peer")]
     worse_scan = [f"{t}/{q}" for t, tres in section["tables"].items()
                   for q, qres in tres["queries"].items()
-                  if (c := qres.get("comparison", {}))
-                  and c.get("request_ratio_scan_only", 1) < 1]
-    out.append({"target": "no query costs more requests than the best peer",
+                  if qres.get("comparison", {}).get("more_scan_requests_than_allowed")]
+    out.append({"target": "no query costs more requests than the best peer's flat listing "
+                          f"+ max_concurrent_requests + 1 ({DEFAULT_CONCURRENCY + 1})",
                 "value": ("open()+scan() worse on: " + (", ".join(worse) or "none")
                           + "; scan() alone worse on: " + (", ".join(worse_scan) or "none")),
                 "met": not worse_scan, "met_including_open": not worse})

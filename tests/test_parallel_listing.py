@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_pruning_property import COLUMNS, layout, predicates, trees
 
+import listing.planner.run as run_module
 from listing import ListingTable, OptionError, col
 from listing.errors import StorageError
 from listing.planner import ListingRun
@@ -73,6 +74,14 @@ def assert_same(seq, par, *, ranged_ok=False):
 
 
 # --- a table long enough to be split ------------------------------------------------------
+
+@pytest.fixture(autouse=True)
+def split_small_tables(request, monkeypatch):
+    """Tables here are 11 pages; the default splits only past 20 (SEQUENTIAL_PAGES), so
+    these tests lower it to exercise the split (except the test of the default)."""
+    if "default_threshold" not in request.node.name:
+        monkeypatch.setattr(run_module, "SEQUENTIAL_PAGES", 3)
+
 
 @pytest.fixture(scope="module")
 def hourly(s3_server):
@@ -291,3 +300,13 @@ def test_local_files_list_alike(tmp_path):
     plans = {p: open_table(str(tmp_path), {}, p).scan(where=col("n").isin([0, 2]))
              for p in (1, 4)}
     assert_same(plans[1], plans[4])
+
+
+def test_default_threshold_keeps_a_small_table_one_flat_listing(s3_server, hourly):
+    url, _ = hourly
+    options = s3_server.storage_options
+    assert run_module.SEQUENTIAL_PAGES == 20
+    seq = scan_counted(s3_server, open_table(url, options, 1))
+    par = scan_counted(s3_server, open_table(url, options, 8))
+    assert ranges_of(par) == 0 and par.listing_plan == seq.listing_plan
+    assert par.metrics["list_requests"] == seq.metrics["list_requests"]

@@ -43,7 +43,7 @@ from listing.storage import PAGE_SIZE, Lister, ObjectMeta, Page
 
 #: pages a flat listing reads one after another before it may be split into key ranges
 #: (a table this small costs exactly its flat listing)
-SEQUENTIAL_PAGES = 3
+SEQUENTIAL_PAGES = 20
 #: least estimated pages per key range: fewer ranges than that are not worth their
 #: partial last pages
 PAGES_PER_RANGE = 2
