@@ -144,3 +144,17 @@ def test_prefetching_keeps_file_order_errors_and_skips(tmp_path, prefetch):
     assert rows == [i for i in ids if i // 10 != order[3]]
     assert skipped["files_skipped_corrupt"] == 1
     assert skipped["row_groups_total"] == 8  # every per-file opener's counts merged
+
+
+def test_files_still_being_written_are_never_data(tmp_path):
+    """A format that takes any file name (no extensions) still skips in-progress files."""
+    from listing.formats.parquet import ParquetFormat
+
+    class AnyName(ParquetFormat):
+        extensions = ()
+
+    for name in ("part-0.parquet", "part-1.parquet.inprogress", "part-2.parquet._COPYING_"):
+        write(f"{tmp_path}/k=1/{name}")
+    plan = ListingTable.open(str(tmp_path), format=AnyName()).scan()
+    assert [f.path.rsplit("/", 1)[-1] for f in plan.files] == ["part-0.parquet"]
+    assert plan.metrics["files_skipped_other"] == 2

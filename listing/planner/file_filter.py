@@ -9,6 +9,10 @@ from listing.options import ListingOptions, compile_glob
 from listing.storage import ObjectMeta
 from listing.url import TableUrl
 
+#: files still being written by their producer (Flink's part files, ``hadoop fs -put``):
+#: never data, whatever the format's extensions
+IN_PROGRESS_SUFFIXES = (".inprogress", "._COPYING_")
+
 
 @dataclass(frozen=True)
 class FileFilter:
@@ -23,6 +27,8 @@ class FileFilter:
         if not self.is_format_file(meta.path) or not self.url.matches_glob(meta.path):
             return False
         name = meta.path.rsplit("/", 1)[-1]
+        if name.endswith(IN_PROGRESS_SUFFIXES):
+            return False
         if opts.path_glob_filter and compile_glob(
                 opts.path_glob_filter, "path_glob_filter", file_name=True).match(name) is None:
             return False
