@@ -294,3 +294,15 @@ def test_lookback_is_partitions_or_a_duration(s3_server, events, lookback, windo
     found = disc.new_files(offset)
     assert [f.path.rsplit("/", 1)[-1] for f in found.files] == (
         ["late.parquet"] if window == 6 else [])
+
+
+def test_a_large_remembered_set_is_packed_in_the_offset():
+    seen = {f"date=2026-03-{d:02d}/hour={h:02d}/part-{i}.parquet": 1_795_000_000_000_000 + n
+            for n, (d, h, i) in enumerate((d, h, i) for d in range(1, 29)
+                                          for h in range(24) for i in range(12))}
+    offset = StreamOffset(frontier=max(seen), seen=seen)
+    packed = json.dumps(offset.to_json())
+    assert "seen_packed" in packed and len(packed) < len(json.dumps(seen)) / 5
+    assert StreamOffset.from_json(json.loads(packed)) == offset
+    small = StreamOffset(seen=dict(list(seen.items())[:3]))
+    assert json.loads(json.dumps(small.to_json()))["seen"] == small.seen  # readable
