@@ -94,6 +94,13 @@ class ScanPlan:
         lines.append("  metrics: " + ", ".join(f"{k}={v}" for k, v in m.items()))
         return "\n".join(lines)
 
+    def summary(self) -> str:
+        """One line for Spark's scan description: files chosen, requests, listing plan."""
+        m = self.metrics
+        return (f"Files: {len(self.files)} in {len(self.file_groups)} groups "
+                f"({m.get('bytes', 0):,} bytes), LIST requests: {m.get('list_requests', 0)}, "
+                f"listing: {' / '.join(line.strip() for line in self.listing_plan) or '-'}")
+
     def __repr__(self) -> str:
         return (f"ScanPlan({self.url}, files={len(self.files)}, "
                 f"groups={len(self.file_groups)}, list_requests={self.metrics['list_requests']})")

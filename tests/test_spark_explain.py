@@ -52,3 +52,23 @@ def test_sparks_own_plan_names_the_partition_filters(spark, s3_server, events):
     assert q.count() == sum(1 for f in events.files
                             if str(f.partition_values["date"]) == "2025-01-02"
                             for v in f.table.column("amount").to_pylist() if v > 1)
+
+
+def test_sparks_own_plan_says_how_many_files_the_listing_chose(spark, s3_server, events,
+                                                               capsys):
+    """Once the scan has run, its description (df.explain() shows the final plan then)
+    carries the file count, LIST requests and listing plan."""
+    df = (spark.read.format("listing")
+          .option("storage_options", json.dumps(events.storage_options)).load(events.root))
+    q = df.where("date = '2025-01-02'").groupBy("region").count()
+    q.collect()
+    q.explain()
+    scan = next(line for line in capsys.readouterr().out.splitlines()
+                if "BatchScan listing" in line)
+    want = sum(1 for f in events.files if str(f.partition_values["date"]) == "2025-01-02")
+    assert f"Files: {want} in " in scan and "LIST requests: 1, listing: list" in scan
+    assert "date=2025-01-02" in scan.split("listing: ")[1]
+    everything = df.groupBy("region").count()
+    everything.collect()
+    plan = everything._jdf.queryExecution().executedPlan().toString()
+    assert f"Files: {len(events.files)} in " in plan

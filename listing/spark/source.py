@@ -402,11 +402,19 @@ class GroupPartition(InputPartition):
 
     spec: ReadSpec
     group: FileGroup
+    #: on the first partition: the plan's summary for the scan's description in Spark's
+    #: plan (read by DescribedPythonTable.java from the pickled bytes, between the marks)
+    summary: str
 
-    def __init__(self, spec: ReadSpec, group: FileGroup) -> None:
+    def __init__(self, spec: ReadSpec, group: FileGroup, summary: str = "") -> None:
         super().__init__(group.index)
         self.spec = spec
         self.group = group
+        self.summary = summary
+
+
+#: the marks around a scan's summary in its first pickled partition (DescribedPythonTable)
+SUMMARY_MARK, SUMMARY_END = "\x1elisting-scan:", "\x1e"
 
 
 class PlainListingReader(DataSourceReader):
@@ -430,7 +438,9 @@ class PlainListingReader(DataSourceReader):
     def partitions(self) -> list[InputPartition]:
         plan = self.plan()
         log.info("%s", plan.explain())
-        return [GroupPartition(plan.read, group) for group in plan.file_groups]
+        summary = SUMMARY_MARK + plan.summary().replace(SUMMARY_END, " ") + SUMMARY_END
+        return [GroupPartition(plan.read, group, summary if i == 0 else "")
+                for i, group in enumerate(plan.file_groups)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         yield from read_partition(partition, self.target, self.skips)
