@@ -301,3 +301,29 @@ def test_csv_with_a_schema_in_another_order_stays_python(spark, tmp_path):
             .schema("id long, amount double, name string, date date, region string")
             .load(ds.root))
     assert engine_of(same) == "native" and same.count() == ds.num_rows
+
+
+def test_a_python_format_under_a_builtin_name_stays_python(spark, tmp_path):
+    """A user's class registered as "ndjson" replaces ours in Python; Spark's JSON reader
+    would not be it, so auto keeps the Python engine and native says why."""
+    from listing import formats
+    from listing.formats.json import JsonFormat
+
+    class Tagged(JsonFormat):
+        pass
+
+    ds = datasets.daily(str(tmp_path / "nd"), format="ndjson", days=2)
+    assert engine_of(spark.read.format("listing").option("format", "ndjson")
+                     .load(ds.root)) == "native"
+    formats.register("ndjson", Tagged)
+    try:
+        df = spark.read.format("listing").option("format", "ndjson").load(ds.root)
+        assert engine_of(df) == "python" and df.count() == ds.num_rows
+        with pytest.raises(Exception, match="format ndjson is registered from Python"):
+            spark.read.format("listing").option("format", "ndjson").option(
+                "engine", "native").load(ds.root)
+    finally:
+        formats._REGISTRY.pop("ndjson", None)  # noqa: SLF001 - undo the registration
+        listing.register(spark)
+    assert engine_of(spark.read.format("listing").option("format", "ndjson")
+                     .load(ds.root)) == "native"

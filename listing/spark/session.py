@@ -119,7 +119,13 @@ def register(spark: SparkSession) -> Registration:
     return result
 
 
+#: formats registered from Python, for the extension's hand-off rule: a user's class under
+#: a built-in name ("csv") must stay on our reader (ListingNativeEngine.java)
+PYTHON_FORMATS_CONF = "spark.listing.pythonFormats"
+
+
 def _register_source(spark: SparkSession, pruning: bool) -> None:
     base: type[Any] = ListingDataSource if pruning else UnguardedListingDataSource
     spark.dataSource.register(with_formats(base, spark))
+    spark.conf.set(PYTHON_FORMATS_CONF, ",".join(sorted(formats.registered())))
     register_partitions_function(spark)

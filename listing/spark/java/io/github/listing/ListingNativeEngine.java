@@ -1,7 +1,9 @@
 package io.github.listing;
 
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -91,6 +93,8 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
       "min_partitions", "minpartitions", "batch_size");
 
   /** Our built-in formats Spark also has, with the file extensions our listing keeps. */
+  /** Session conf naming the formats registered from Python (set by listing.spark.session). */
+  static final String PYTHON_FORMATS_CONF = "spark.listing.pythonFormats";
   private static final Map<String, String> FORMATS = Map.of(
       "parquet", "parquet", "csv", "csv", "json", "json", "ndjson", "json");
   private static final Map<String, List<String>> EXTENSIONS = Map.of(
@@ -149,7 +153,8 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
     }
     NativePlan target;
     try {
-      target = plan(options, ((PythonTable) rel.table()).name().toLowerCase(Locale.ROOT));
+      target = plan(options, ((PythonTable) rel.table()).name().toLowerCase(Locale.ROOT),
+          pythonFormats());
     } catch (NotNative why) {
       if (engine.equals("native")) {
         throw new IllegalArgumentException("listing source: engine=native cannot hand "
@@ -349,6 +354,27 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
    * a reason to stay on the Python engine.
    */
   static NativePlan plan(Map<String, String> given, String source) throws NotNative {
+    return plan(given, source, Collections.emptySet());
+  }
+
+  /**
+   * Format names the session's Python side registered itself (listing.formats.register, set by
+   * listing.spark.session as {@link #PYTHON_FORMATS_CONF}). WHY: a user's class registered
+   * under a built-in name ("csv") replaces ours in Python, and Spark's reader would not be it.
+   */
+  private Set<String> pythonFormats() {
+    String names = session.conf().get(PYTHON_FORMATS_CONF, "");
+    Set<String> out = new HashSet<>();
+    for (String name : names.split(",")) {
+      if (!name.isBlank()) {
+        out.add(name.trim().toLowerCase(Locale.ROOT));
+      }
+    }
+    return out;
+  }
+
+  static NativePlan plan(Map<String, String> given, String source, Set<String> pythonFormats)
+      throws NotNative {
     Map<String, String> opts = new LinkedHashMap<>();
     for (Map.Entry<String, String> e : given.entrySet()) {
       String key = e.getKey().startsWith("option.") ? e.getKey().substring(7) : e.getKey();
@@ -360,6 +386,10 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
     List<String> where = new ArrayList<>();
     if (opts.containsKey("table_spec")) {
       format = tableSpec(opts.get("table_spec"), formatOptions);
+    }
+    if (pythonFormats.contains(format)) {
+      throw new NotNative("format " + format + " is registered from Python "
+          + "(listing.formats.register): Spark's own reader is not that class");
     }
     if (!FORMATS.containsKey(format)) {
       throw new NotNative("format " + format + " is ours only (Spark's own readers: parquet, "
