@@ -108,8 +108,7 @@ def discovery_section(server: Any, table_def: Any, runs: int, log: Callable[[str
                      "seconds": _median([s[0] for s in samples])})
         log(f"[streaming] {label}: {rows[-1]['list_requests']} LIST, "
             f"{rows[-1]['seconds']:.3f} s")
-    full = table.discovery(reconcile_every=1)
-    full._since_full = 1  # the next trigger is a reconciliation
+    full = table.discovery(reconcile_every=1)  # a new reader's first trigger reconciles
     timed("reconciliation trigger (full listing)", lambda: full.new_files(offset), 1)
     timed("full listing by scan() (a source that re-lists)", lambda: table.scan(), 1)
     return rows

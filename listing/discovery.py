@@ -216,32 +216,31 @@ class DiscoveredFiles:
 class _Listed:
     key: str  # relative to the root
     meta: ObjectMeta
+    mtime_us: int | None  # meta.last_modified, exactly (classified on every trigger)
 
-    @property
-    def mtime_us(self) -> int | None:
-        m = self.meta.last_modified
-        return None if m is None else _micros(m)
+    @classmethod
+    def of(cls, key: str, meta: ObjectMeta) -> _Listed:
+        m = meta.last_modified
+        return cls(key, meta, None if m is None else _micros(m))
 
 
 class FileDiscovery:
     """New files of one table, trigger after trigger (see the module doc)."""
 
     def __init__(self, table: ListingTable, where: Where = None,
-                 settings: DiscoverySettings | None = None, *,
-                 reconcile_first: bool = True) -> None:
+                 settings: DiscoverySettings | None = None) -> None:
         self.table = table
         self.settings = settings or DiscoverySettings()
         bound = [b.expr for b in table.bind(where)]
         self.predicate, _ = split_by_columns(conjunction(bound), table.partition_names)
         self.layout = HiveLayout(table.url.prefix, tuple(table.partition_cols))
-        every = self.settings.reconcile_every
-        self._since_full = every if (reconcile_first and every) else 0
+        # a new reader's first trigger reconciles (a restarted query may have missed files)
+        self._since_full = self.settings.reconcile_every
         # the last listing and the offset it was last served up to: a backlog bigger than
         # one trigger's limit is served from it without listing again
         self._backlog: list[_Listed] | None = None
-        self._backlog_end: dict[str, Any] | None = None
+        self._backlog_end: StreamOffset | None = None
         self._frozen = False  # Trigger.AvailableNow: list once, then serve what was found
-        self.totals: dict[str, int] = {}
 
     # --- offsets --------------------------------------------------------------------------
     def initial_offset(self) -> StreamOffset:
@@ -284,8 +283,7 @@ class FileDiscovery:
         else:
             start = StreamOffset.from_json(since)
         counts: dict[str, int] = {"list_requests": 0, "full_listing": 0}
-        listed = self._backlog if (self._frozen or self._backlog_end == start.to_json()) \
-            else None
+        listed = self._backlog if (self._frozen or self._backlog_end == start) else None
         if listed is None:
             full = start.frontier is None or (
                 self.settings.reconcile_every > 0
@@ -298,8 +296,6 @@ class FileDiscovery:
         counts.update(counts_c)
         taken = self._limit(candidates, max_files, max_bytes)
         counts["files"] = len(taken)
-        for name, n in counts.items():
-            self.totals[name] = self.totals.get(name, 0) + n
         if not taken:
             self._backlog = [] if self._frozen else None
             return DiscoveredFiles([], start, counts)
@@ -310,7 +306,7 @@ class FileDiscovery:
         counts["window_files"] = len(old) - late
         end = self._advance(start, taken, old, late)
         self._backlog = listed if self._frozen or len(taken) < len(candidates) else None
-        self._backlog_end = end.to_json() if self._backlog is not None else None
+        self._backlog_end = end if self._backlog is not None else None
         return DiscoveredFiles(self.files_of(end), end, counts)
 
     def files_of(self, offset: StreamOffset | Mapping[str, Any]) -> list[PartitionedFile]:
@@ -340,7 +336,7 @@ class FileDiscovery:
                          self.predicate, t.file_filter, start_after=start_after,
                          max_concurrent_requests=t.options.max_concurrent_requests)
         root = len(t.url.prefix)
-        listed = [_Listed(f.meta.path[root:], f.meta) for f in run.files()]
+        listed = [_Listed.of(f.meta.path[root:], f.meta) for f in run.files()]
         listed.sort(key=lambda f: f.key)
         m = run.metrics
         return listed, {"list_requests": counter.list, "files_listed": m.files_listed,
