@@ -309,13 +309,18 @@ class ListingDataSource(DataSource):
                                    self.skips)
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        if self.config.engine == "native":  # the JVM rule would have taken this scan
+        self._check_python_engine()
+        return ListingReader(self._table_for(schema), schema, self.config,
+                             self.default_parallelism, self.skips)
+
+    def _check_python_engine(self) -> None:
+        """A batch read reaching this reader runs on the Python engine: had the extension
+        been installed, its hand-off rule would have taken an ``engine=native`` scan."""
+        if self.config.engine == "native":
             raise OptionError("engine=native needs the listing Spark extension "
                               "(listing.spark.session), which hands the scan to Spark's own "
                               "reader; this session reads with the Python engine: use "
                               "engine=auto or engine=python")
-        return ListingReader(self._table_for(schema), schema, self.config,
-                             self.default_parallelism, self.skips)
 
     def _table_for(self, schema: StructType) -> ListingTable:
         """With a user schema, open the table with it: no data file is read to plan."""
@@ -350,11 +355,7 @@ class UnguardedListingDataSource(ListingDataSource):
     ``where``/``to_spark`` still prune (they are part of the relation, not pushed)."""
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        if self.config.engine == "native":  # as ListingDataSource.reader
-            raise OptionError("engine=native needs the listing Spark extension "
-                              "(listing.spark.session), which hands the scan to Spark's own "
-                              "reader; this session reads with the Python engine: use "
-                              "engine=auto or engine=python")
+        self._check_python_engine()
         return PlainListingReader(self._table_for(schema), schema, self.config,
                                   self.default_parallelism, self.skips)
 
@@ -424,7 +425,7 @@ class PlainListingReader(DataSourceReader):
                  min_partitions: int | None = None, skips: Any = None) -> None:
         self.table = table
         self.config = config
-        self.columns = [_resolve(table, n) for n in schema.fieldNames()]
+        self.columns = [resolve_column(table, n) for n in schema.fieldNames()]
         self.target = arrow_schema(schema)
         self.pushed: list[Bound] = []
         self.min_partitions = min_partitions
@@ -487,7 +488,8 @@ class ListingReader(PlainListingReader):
                 yield f
 
 
-def _resolve(table: ListingTable, name: str) -> str:
+def resolve_column(table: ListingTable, name: str) -> str:
+    """The table's spelling of ``name`` (Spark's names are case-insensitive)."""
     for n in table.schema.names:
         if n.lower() == name.lower():
             return n

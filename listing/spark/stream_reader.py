@@ -25,6 +25,7 @@ from pyspark.sql.streaming.datasource import (
 from pyspark.sql.types import StructType
 
 from listing.discovery import DiscoverySettings, FileDiscovery
+from listing.spark.source import GroupPartition, read_partition, resolve_column
 from listing.spark.types import arrow_schema
 from listing.table import ListingTable
 
@@ -42,7 +43,7 @@ class ListingStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.where = where
         self.settings = DiscoverySettings.parse(stream_options)
         self.discovery = FileDiscovery(table, where, self.settings)
-        self.columns = [_resolve(table, n) for n in schema.fieldNames()]
+        self.columns = [resolve_column(table, n) for n in schema.fieldNames()]
         self.target = arrow_schema(schema)
         self.min_partitions = min_partitions
         self.skips = skips
@@ -71,8 +72,6 @@ class ListingStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.discovery.freeze()
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
-        from listing.spark.source import GroupPartition
-
         if start == end:
             return []
         files = self.discovery.files_of(end)
@@ -81,15 +80,8 @@ class ListingStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return [GroupPartition(plan.read, group) for group in plan.file_groups]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        from listing.spark.source import read_partition
-
         yield from read_partition(partition, self.target, self.skips)
 
     def commit(self, end: dict) -> None:
         """Nothing to release: what was read lives in the offsets Spark keeps."""
 
-
-def _resolve(table: ListingTable, name: str) -> str:
-    from listing.spark.source import _resolve as resolve
-
-    return resolve(table, name)
