@@ -104,6 +104,11 @@ class CachedLister(Lister):
         super().__init__(spec, counter, progress)
         self.ttl, self.cache, self.hits = ttl, cache, 0
 
+    @property
+    def splits_ranges(self) -> bool:
+        """Never: the cache keeps (and answers from) whole flat listings only."""
+        return False
+
     def pages(self, prefix: str, *, delimiter: bool, start_after: str | None = None,
               stop_after: str | None = None) -> Iterator[Page]:
         entry = self.cache.lookup(self.spec, prefix, self.ttl)

@@ -609,8 +609,8 @@ class Lister:
         """Whether one flat listing may be sent as several key ranges at once: the store
         lists in key order from ``StartAfter`` (S3), so a range costs its own pages; other
         stores list everything in one request and filter. A subclass that answers or keeps
-        whole listings (the listing cache) gets whole listings."""
-        return self.spec.is_s3 and type(self).pages is Lister.pages
+        whole listings (the listing cache) says no."""
+        return self.spec.is_s3
 
     def _count(self, requests: int = 0, retries: int = 0) -> None:
         with self._lock:
