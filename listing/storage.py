@@ -310,9 +310,31 @@ def _cap_backoff(client: Any, cap: float) -> None:
         backoff._max_backoff = cap
 
 
+def _fast_timestamp(value: Any) -> Any:
+    """S3's ISO 8601 times (``2026-03-01T10:00:00.000Z``) parsed by the standard library:
+    botocore's default goes through dateutil at about 70 µs a value, three quarters of the
+    client's CPU for a 1 000-key LIST page. Anything else goes to botocore's own parser."""
+    if isinstance(value, str) and len(value) > 19 and value[10] == "T" and value[-1] == "Z":
+        try:
+            return dt.datetime.fromisoformat(value)
+        except ValueError:
+            pass
+    return importlib.import_module("botocore.utils").parse_timestamp(value)
+
+
+def _use_fast_timestamps(client: Any) -> None:
+    """Have the client's response parsers use :func:`_fast_timestamp` (the parser factory
+    belongs to this filesystem's own botocore session)."""
+    factory = getattr(getattr(client, "_endpoint", None), "_response_parser_factory", None)
+    defaults = getattr(factory, "_defaults", None)
+    if defaults is not None and defaults.get("timestamp_parser") is not _fast_timestamp:
+        factory.set_parser_defaults(timestamp_parser=_fast_timestamp)
+
+
 async def _acall(fs: Any, method: str, kwargs: dict[str, Any]) -> dict[str, Any]:
     client = await fs.set_session()
     _cap_backoff(client, settings_of(fs).retry_max_backoff)
+    _use_fast_timestamps(client)
     result: dict[str, Any] = await fs._call_s3(method, **kwargs)
     return result
 
