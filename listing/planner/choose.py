@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+from collections import Counter
 from typing import Any
 
 import pyarrow as pa
@@ -202,13 +203,13 @@ class Chooser:
             return 1.0
         name, type_ = self.cols[depth]
         kept = 0
-        for raw in raws:
+        for raw, count in Counter(raws).items():  # a level repeats its few values
             try:
                 value = parse_value(raw, type_, column=name, path=raw)
             except ValueError:
-                kept += 1
+                kept += count
                 continue
-            kept += may_be_true(self.predicate, knowns({**known, name: value}))
+            kept += count * may_be_true(self.predicate, knowns({**known, name: value}))
         return max(kept / len(raws), 1.0 / len(raws))
 
 

@@ -217,6 +217,9 @@ class ListingRun:
         self.metrics = ListingMetrics()
         self._pruned: set[str] = set()
         self._example: str | None = None
+        # the last directory decided, as (directory, values or None when hidden, kept):
+        # keys arrive in order, so a directory's files come one after another
+        self._last_dir: tuple[str, dict[str, Any] | None, bool] | None = None
         # keys up to here were listed already (or, given, are not wanted: a stream's frontier)
         self._after: str | None = start_after
         self.steps: list[str] = []  # what was done, for explain()
@@ -475,13 +478,23 @@ class ListingRun:
     def _check(self, meta: ObjectMeta) -> ListedFile | None:
         """Decide one listed key: hidden, pruned, not a data file, or a match."""
         self.metrics.files_listed += 1
-        values = self.layout.decode(meta.path, self._example)
+        directory, _, name = meta.path.rpartition("/")
+        if is_hidden(name):
+            self.metrics.files_skipped_hidden += 1
+            return None
+        last = self._last_dir
+        if last is None or last[0] != directory:
+            # decoded once per directory: its files share their partition values
+            values = self.layout.decode(meta.path, self._example)
+            keep = values is not None and is_true(self.predicate, values)
+            last = self._last_dir = (directory, values, keep)
+        _, values, keep = last
         if values is None:
             self.metrics.files_skipped_hidden += 1
             return None
         if self._example is None:
             self._example = meta.path
-        if not is_true(self.predicate, values):
+        if not keep:
             partition = "/".join(meta.path[len(self.root):].split("/")[:len(self.cols)])
             if partition not in self._pruned:
                 self._pruned.add(partition)
@@ -491,7 +504,7 @@ class ListingRun:
             self.metrics.files_skipped_other += 1
             return None
         self.metrics.files_matched += 1
-        return ListedFile(meta, values)
+        return ListedFile(meta, dict(values))
 
 
 def _in_pages(pages: Iterator[Page]) -> Iterator[Page]:
