@@ -150,8 +150,8 @@ def test_statistics_reach_the_optimizer_broadcast_join(spark, parquet_events):
 
     native = join_plan("native")
     assert "BroadcastHashJoin" in native and "FileScan parquet" in native
-    python = join_plan("python")  # no statistics: Spark assumes the table is huge
-    assert "BroadcastHashJoin" not in python and "SortMergeJoin" in python
+    python = join_plan("python")  # sized from the listed files (DescribedPythonTable)
+    assert "BroadcastHashJoin" in python and "BatchScan listing" in python
 
 
 def test_native_partition_pruning_reads_only_matching_files(spark, parquet_events):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import uuid
 
+import fsspec
 import pytest
 
 import listing
@@ -72,3 +73,35 @@ def test_sparks_own_plan_says_how_many_files_the_listing_chose(spark, s3_server,
     everything.collect()
     plan = everything._jdf.queryExecution().executedPlan().toString()
     assert f"Files: {len(events.files)} in " in plan
+
+
+def test_a_small_listing_table_is_broadcast_in_a_join(spark, s3_server, events):
+    """The scan reports its size (the listed files' bytes, scaled by the share of the row it
+    reads) to Spark's optimizer, which then broadcasts it; asking for the size lists once,
+    and the query's execution reuses that listing."""
+    df = (spark.read.format("listing")
+          .option("storage_options", json.dumps(events.storage_options)).load(events.root))
+    small = df.where("date = '2025-01-03'").select("id", "region")
+    big = spark.range(0, 20_000_000).withColumnRenamed("id", "key")
+    joined = big.join(small, big.key == small.id)
+    plan = joined._jdf.queryExecution().executedPlan().toString()
+    assert "BroadcastHashJoin" in plan and "BatchScan listing" in plan
+    with s3_server.log.capture() as cap:
+        got = joined.count()  # a query of its own: planned, sized and run
+    want = [f for f in events.files if str(f.partition_values["date"]) == "2025-01-03"]
+    # planned for its size before execution: the description already names the files
+    assert f"Files: {len(want)} in " in plan
+    assert got == sum(f.table.num_rows for f in want)
+    assert cap.count("LIST") == 1  # sized and read from one listing
+
+    stats = small._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()
+    fs = fsspec.filesystem("s3", **events.storage_options)
+    listed = sum(fs.size(f.path) for f in want)
+    assert 0 < int(str(stats)) <= listed  # 2 of the 5 columns: a share of the bytes
+
+    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "10")
+    try:  # bigger than the threshold: Spark plans the join as it would for any big table
+        plan = big.join(small, big.key == small.id)._jdf.queryExecution().executedPlan()
+        assert "BroadcastHashJoin" not in plan.toString()
+    finally:
+        spark.conf.unset("spark.sql.autoBroadcastJoinThreshold")

@@ -4,6 +4,9 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.OptionalLong;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 import org.apache.spark.sql.connector.metric.CustomMetric;
 import org.apache.spark.sql.connector.metric.CustomTaskMetric;
@@ -12,12 +15,15 @@ import org.apache.spark.sql.connector.read.InputPartition;
 import org.apache.spark.sql.connector.read.PartitionReaderFactory;
 import org.apache.spark.sql.connector.read.Scan;
 import org.apache.spark.sql.connector.read.ScanBuilder;
+import org.apache.spark.sql.connector.read.Statistics;
+import org.apache.spark.sql.connector.read.SupportsReportStatistics;
 import org.apache.spark.sql.connector.read.SupportsPushDownFilters;
 import org.apache.spark.sql.connector.read.streaming.ContinuousStream;
 import org.apache.spark.sql.connector.read.streaming.MicroBatchStream;
 import org.apache.spark.sql.execution.datasources.v2.python.PythonDataSourceV2;
 import org.apache.spark.sql.execution.datasources.v2.python.PythonInputPartition;
 import org.apache.spark.sql.execution.datasources.v2.python.PythonTable;
+import org.apache.spark.sql.internal.SQLConf;
 import org.apache.spark.sql.internal.connector.SupportsMetadata;
 import org.apache.spark.sql.sources.Filter;
 import org.apache.spark.sql.types.StructType;
@@ -40,6 +46,14 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * partition's bytes: the plan lives in the Python planning worker, which hands the JVM only
  * pickled partitions; {@code listing.spark.source} puts a summary string between
  * {@link #MARK} and {@link #END} in the first one, and a pickled str is its UTF-8 bytes.
+ *
+ * <p>Scans also report their size to Spark's optimizer, as Spark's own file scans do: the
+ * listed files' bytes, scaled by the share of the row the query reads. WHY: a Python source's
+ * size is otherwise unknown (Spark assumes {@code spark.sql.defaultSizeInBytes}), so a small
+ * table was never broadcast in a join. The size is known only once the listing ran, so asking
+ * for it plans the scan's partitions at optimization time (Spark's file source lists when its
+ * relation is created); the first {@code toBatch()} then reuses that planned batch, so one
+ * query lists once.
  */
 final class DescribedPythonTable extends PythonTable {
 
@@ -47,8 +61,20 @@ final class DescribedPythonTable extends PythonTable {
   static final String MARK = "\u001elisting-scan:";
   static final byte END = 0x1e;
 
-  DescribedPythonTable(PythonDataSourceV2 ds, String shortName, StructType schema) {
+  /** The table's schema before column pruning narrowed it: the width a file's bytes hold. */
+  private final StructType fullSchema;
+
+  DescribedPythonTable(PythonDataSourceV2 ds, String shortName, StructType schema,
+      StructType fullSchema) {
     super(ds, shortName, schema);
+    this.fullSchema = fullSchema;
+  }
+
+  /** The schema a table's files hold, whether or not the table was narrowed. */
+  static StructType fullSchemaOf(PythonTable table) {
+    return table instanceof DescribedPythonTable
+        ? ((DescribedPythonTable) table).fullSchema
+        : table.schema();
   }
 
   @Override
@@ -57,18 +83,20 @@ final class DescribedPythonTable extends PythonTable {
     if (!(inner instanceof SupportsPushDownFilters)) {
       return inner;
     }
-    return new Builder((SupportsPushDownFilters) inner, options.get("path"));
+    return new Builder((SupportsPushDownFilters) inner, options.get("path"), fullSchema);
   }
 
   /** Delegates push-down, remembering the filters the source kept (not handed back). */
   static final class Builder implements SupportsPushDownFilters {
     private final SupportsPushDownFilters inner;
     private final String path;
+    private final StructType fullSchema;
     private Filter[] kept = new Filter[0];
 
-    Builder(SupportsPushDownFilters inner, String path) {
+    Builder(SupportsPushDownFilters inner, String path, StructType fullSchema) {
       this.inner = inner;
       this.path = path;
+      this.fullSchema = fullSchema;
     }
 
     @Override
@@ -92,18 +120,24 @@ final class DescribedPythonTable extends PythonTable {
 
     @Override
     public Scan build() {
-      return new Described(inner.build(), path, kept);
+      return new Described(inner.build(), path, kept, fullSchema);
     }
   }
 
   /** Spark's Python scan with a description naming the path and the filters kept. */
-  static final class Described implements Scan, SupportsMetadata {
+  static final class Described implements Scan, SupportsMetadata, SupportsReportStatistics {
+    private static final Pattern BYTES = Pattern.compile("\\(([0-9,]+) bytes\\)");
+
     private final Scan inner;
     private final String extra;
+    private final StructType fullSchema;
     private volatile String planned = "";  // what planning chose, once it has run
+    private Batch plannedForStatistics;  // handed to the first toBatch(), then forgotten
+    private Statistics statistics;
 
-    Described(Scan inner, String path, Filter[] kept) {
+    Described(Scan inner, String path, Filter[] kept, StructType fullSchema) {
       this.inner = inner;
+      this.fullSchema = fullSchema;
       StringBuilder text = new StringBuilder();
       if (path != null) {
         text.append(' ').append(path);
@@ -123,8 +157,55 @@ final class DescribedPythonTable extends PythonTable {
     }
 
     @Override
+    public synchronized Statistics estimateStatistics() {
+      if (statistics == null) {
+        Batch batch = inner.toBatch();
+        InputPartition[] parts = batch.planInputPartitions();
+        planned = summary(parts);
+        plannedForStatistics = batch;
+        statistics = sized(parts.length == 0 ? OptionalLong.of(0) : bytesOf(planned));
+      }
+      return statistics;
+    }
+
+    /** Spark's file-scan estimate: file bytes times the share of a row's width read. */
+    private Statistics sized(OptionalLong fileBytes) {
+      OptionalLong size = OptionalLong.empty();
+      if (fileBytes.isPresent()) {
+        double factor = SQLConf.get().fileCompressionFactor();
+        double share = (double) readSchema().defaultSize() / Math.max(1, fullSchema.defaultSize());
+        size = OptionalLong.of((long) (factor * fileBytes.getAsLong() * Math.min(1.0, share)));
+      }
+      OptionalLong bytes = size;
+      return new Statistics() {
+        @Override
+        public OptionalLong sizeInBytes() {
+          return bytes;
+        }
+
+        @Override
+        public OptionalLong numRows() {
+          return OptionalLong.empty();
+        }
+      };
+    }
+
+    /** The files' bytes a summary states ("Files: 3 in 2 groups (1,234 bytes), ..."). */
+    static OptionalLong bytesOf(String summary) {
+      Matcher m = BYTES.matcher(summary);
+      return m.find()
+          ? OptionalLong.of(Long.parseLong(m.group(1).replace(",", "")))
+          : OptionalLong.empty();
+    }
+
+    @Override
     public Batch toBatch() {
-      Batch batch = inner.toBatch();
+      Batch plannedBatch;
+      synchronized (this) {
+        plannedBatch = plannedForStatistics;
+        plannedForStatistics = null;
+      }
+      Batch batch = plannedBatch != null ? plannedBatch : inner.toBatch();
       return new Batch() {
         @Override
         public InputPartition[] planInputPartitions() {

@@ -82,9 +82,9 @@ public final class ListingColumnPruning extends Rule<LogicalPlan> {
     List<Attribute> attrs = new ArrayList<>(keep);
     org.apache.spark.sql.types.StructType schema =
         DataTypeUtils.fromAttributes(CollectionConverters.asScala(attrs).toList());
-    PythonTable narrow = table instanceof DescribedPythonTable  // keep what it already was
-        ? new DescribedPythonTable((PythonDataSourceV2) ds, table.name(), schema)
-        : new PythonTable((PythonDataSourceV2) ds, table.name(), schema);
+    // described (and sized from the full width) whatever it was: only listing tables get here
+    PythonTable narrow = new DescribedPythonTable(
+        (PythonDataSourceV2) ds, table.name(), schema, DescribedPythonTable.fullSchemaOf(table));
     LogicalPlan newLeaf = rel.copy(
         narrow, output, rel.catalog(), rel.identifier(), rel.options(), rel.timeTravelSpec());
     LogicalPlan newChild = filter != null ? filter.withNewChildren(

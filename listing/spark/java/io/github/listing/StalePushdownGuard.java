@@ -72,7 +72,8 @@ public final class StalePushdownGuard extends Rule<LogicalPlan> {
     PythonDataSourceV2 fresh = copyOf(shared);
     // listing scans also say what they prune (DescribedPythonTable); others stay plain
     PythonTable isolated = ListingColumnPruning.SOURCE.equalsIgnoreCase(shared.name())
-        ? new DescribedPythonTable(fresh, shared.name(), shared.schema())
+        ? new DescribedPythonTable(fresh, shared.name(), shared.schema(),
+            DescribedPythonTable.fullSchemaOf(shared))
         : new PythonTable(fresh, shared.name(), shared.schema());
     return rel.copy(
         isolated, rel.output(), rel.catalog(), rel.identifier(), rel.options(),
