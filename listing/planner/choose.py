@@ -23,7 +23,13 @@ from listing.expressions import (
     may_be_true,
     range_bounds,
 )
-from listing.hive import escape_path_name, is_safe_spelling, parse_value, spell_value
+from listing.hive import (
+    escape_path_name,
+    is_safe_spelling,
+    parse_segment,
+    parse_value,
+    spell_value,
+)
 from listing.planner.nodes import END, Enumerate, Flat, Node, Walk
 from listing.planner.profile import TableProfile, pages
 from listing.storage import PAGE_SIZE
@@ -82,6 +88,30 @@ class Chooser:
             if child.est < flat_per_dir and seen_dirs >= 2:
                 return Walk(self.root, 0, {}, math.nan), True
         return None, False
+
+    def flat_pages_to_last_value(self, last_key: str) -> float:
+        """Pages a flat listing of the root would still need to reach the last first-level
+        date the filter keeps, from ``last_key`` on, at the density of dates and the keys per
+        date the sample shows; 0 when that cannot be told (not a date level, one sampled
+        date, no finite set of dates). WHY: ``date IN (…)`` far ahead of the first page
+        would otherwise be listed flat until the pages spent match the enumeration's cost."""
+        name, type_ = self.cols[0]
+        sampled = self.profile.sample_values[0] if self.profile is not None else []
+        values = self.candidates(0, {}) if pa.types.is_date(type_) else None
+        if not values or len(sampled) < 2 or self.profile is None:
+            return 0.0
+        try:
+            seen = sorted({parse_value(raw, type_, column=name, path=raw) for raw in sampled})
+            parsed = parse_segment(last_key[len(self.root):].split("/", 1)[0])
+            last = parse_value(parsed[1], type_, column=name, path=last_key) if parsed else None
+        except ValueError:
+            return 0.0
+        wanted = max((v for v in values if v is not None), default=None)
+        if last is None or wanted is None or len(seen) < 2 or seen[0] is None:
+            return 0.0
+        per_day = (len(seen) - 1) / max((seen[-1] - seen[0]).days, 1)
+        keys = max((wanted - last).days, 0) * per_day * self.profile.keys_under(1)
+        return keys / PAGE_SIZE
 
     def best(self, prefix: str, depth: int, known: dict[str, Any]) -> Node:
         # only with a profile: direct() checks, root_alternative() and the walks planned

@@ -281,7 +281,8 @@ class ListingRun:
                     self.steps.append(f"list {self.root!r}: {spent} pages (flat was cheapest)")
                     return
                 alt, per_dir_cheaper = self.chooser.root_alternative()
-                if alt is not None and (per_dir_cheaper or spent >= alt.est):
+                if alt is not None and (per_dir_cheaper or spent >= alt.est
+                                        or self.chooser.flat_pages_to_last_value(last) >= alt.est):
                     break
         finally:
             _close(pages)
