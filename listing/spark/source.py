@@ -310,8 +310,9 @@ class ListingDataSource(DataSource):
 
     def reader(self, schema: StructType) -> DataSourceReader:
         self._check_python_engine()
+        schema, counts = split_row_counts(schema)
         return ListingReader(self._table_for(schema), schema, self.config,
-                             self.default_parallelism, self.skips)
+                             self.default_parallelism, self.skips, row_counts=counts)
 
     def _check_python_engine(self) -> None:
         """A batch read reaching this reader runs on the Python engine: had the extension
@@ -356,8 +357,9 @@ class UnguardedListingDataSource(ListingDataSource):
 
     def reader(self, schema: StructType) -> DataSourceReader:
         self._check_python_engine()
+        schema, counts = split_row_counts(schema)
         return PlainListingReader(self._table_for(schema), schema, self.config,
-                                  self.default_parallelism, self.skips)
+                                  self.default_parallelism, self.skips, row_counts=counts)
 
 
 class TableSource(UnguardedListingDataSource):
@@ -422,8 +424,10 @@ class PlainListingReader(DataSourceReader):
     """Plans from the relation's own options only (path, where, limit, schema)."""
 
     def __init__(self, table: ListingTable, schema: StructType, config: SourceConfig,
-                 min_partitions: int | None = None, skips: Any = None) -> None:
+                 min_partitions: int | None = None, skips: Any = None, *,
+                 row_counts: bool = False) -> None:
         self.table = table
+        self.row_counts = row_counts
         self.config = config
         self.columns = [resolve_column(table, n) for n in schema.fieldNames()]
         self.target = arrow_schema(schema)
@@ -444,7 +448,42 @@ class PlainListingReader(DataSourceReader):
                 for i, group in enumerate(plan.file_groups)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        yield from read_partition(partition, self.target, self.skips)
+        batches = read_partition(partition, self.target, self.skips)
+        yield from counted(batches) if self.row_counts else batches
+
+
+#: the column ListingCountPushdown.java adds to a scan under ``count(*)``: it asks for the
+#: number of rows each distinct row of a batch stands for, instead of the rows
+ROW_COUNT_COLUMN = "__listing_rows"
+
+
+def split_row_counts(schema: StructType) -> tuple[StructType, bool]:
+    """The schema to read, and whether Spark asked for row counts (the last column)."""
+    names = schema.fieldNames()
+    if names and names[-1] == ROW_COUNT_COLUMN:
+        return StructType(schema.fields[:-1]), True
+    return schema, False
+
+
+def counted(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Each batch as its distinct rows with how many rows each stands for: a count(*) above
+    sums them (exact under any row-wise filter on those columns). A partition-only batch
+    (count() by date) is one row; a batch of no rows sends nothing."""
+    for batch in batches:
+        if not batch.num_rows:
+            continue
+        if not batch.num_columns:
+            yield pa.record_batch([pa.array([batch.num_rows], pa.int64())], schema=pa.schema(
+                [pa.field(ROW_COUNT_COLUMN, pa.int64(), nullable=False)]))
+            continue
+        keys = [f"k{i}" for i in range(batch.num_columns)]  # no name can clash with the count
+        grouped = (pa.Table.from_batches([batch.rename_columns(keys)])
+                   .group_by(keys, use_threads=False).aggregate([([], "count_all")]))
+        rows = grouped.column("count_all").cast(pa.int64())
+        table = pa.table([*(grouped.column(k) for k in keys), rows],
+                         schema=batch.schema.append(pa.field(ROW_COUNT_COLUMN, pa.int64(),
+                                                             nullable=False)))
+        yield from table.to_batches()
 
 
 def read_partition(partition: InputPartition, target: pa.Schema,

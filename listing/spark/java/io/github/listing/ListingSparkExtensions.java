@@ -40,7 +40,8 @@ public final class ListingSparkExtensions
           }
         });
     // catalog options first (a relation must know its table before anything reads it), then
-    // column pruning, then the guard, which isolates the narrowed table (rules run in order)
+    // column pruning, count push-down (on the narrowed scan), then the guard, which isolates
+    // the narrowed table (rules run in order)
     extensions.injectPreCBORule(
         new AbstractFunction1<SparkSession, Rule<LogicalPlan>>() {
           @Override
@@ -53,6 +54,13 @@ public final class ListingSparkExtensions
           @Override
           public Rule<LogicalPlan> apply(SparkSession session) {
             return new ListingColumnPruning();
+          }
+        });
+    extensions.injectPreCBORule(
+        new AbstractFunction1<SparkSession, Rule<LogicalPlan>>() {
+          @Override
+          public Rule<LogicalPlan> apply(SparkSession session) {
+            return new ListingCountPushdown();
           }
         });
     extensions.injectPreCBORule(
