@@ -325,7 +325,7 @@ def _fast_timestamp(value: Any) -> Any:
 def _use_fast_timestamps(client: Any) -> None:
     """Have the client's response parsers use :func:`_fast_timestamp` (the parser factory
     belongs to this filesystem's own botocore session)."""
-    factory = getattr(getattr(client, "_endpoint", None), "_response_parser_factory", None)
+    factory: Any = getattr(getattr(client, "_endpoint", None), "_response_parser_factory", None)
     defaults = getattr(factory, "_defaults", None)
     if defaults is not None and defaults.get("timestamp_parser") is not _fast_timestamp:
         factory.set_parser_defaults(timestamp_parser=_fast_timestamp)
