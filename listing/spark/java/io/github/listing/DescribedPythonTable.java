@@ -134,6 +134,7 @@ final class DescribedPythonTable extends PythonTable {
     private volatile String planned = "";  // what planning chose, once it has run
     private Batch plannedForStatistics;  // handed to the first toBatch(), then forgotten
     private Statistics statistics;
+    private volatile boolean streaming;  // a stream's scan: its reader factory is Spark's
 
     Described(Scan inner, String path, Filter[] kept, StructType fullSchema) {
       this.inner = inner;
@@ -216,7 +217,7 @@ final class DescribedPythonTable extends PythonTable {
 
         @Override
         public PartitionReaderFactory createReaderFactory() {
-          return batch.createReaderFactory();
+          return ColumnarPythonReads.of(batch.createReaderFactory());
         }
       };
     }
@@ -248,11 +249,13 @@ final class DescribedPythonTable extends PythonTable {
 
     @Override
     public MicroBatchStream toMicroBatchStream(String checkpointLocation) {
+      streaming = true;
       return inner.toMicroBatchStream(checkpointLocation);
     }
 
     @Override
     public ContinuousStream toContinuousStream(String checkpointLocation) {
+      streaming = true;
       return inner.toContinuousStream(checkpointLocation);
     }
 
@@ -266,9 +269,12 @@ final class DescribedPythonTable extends PythonTable {
       return inner.reportDriverMetrics();
     }
 
+    /** Batch scans hand Spark columnar batches (ColumnarPythonReads); streams read rows. */
     @Override
     public Scan.ColumnarSupportMode columnarSupportMode() {
-      return inner.columnarSupportMode();
+      return !streaming && ColumnarPythonReads.available()
+          ? Scan.ColumnarSupportMode.SUPPORTED
+          : inner.columnarSupportMode();
     }
 
     @Override
