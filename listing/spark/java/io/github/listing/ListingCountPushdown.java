@@ -65,7 +65,8 @@ public final class ListingCountPushdown extends Rule<LogicalPlan> {
 
   @Override
   public LogicalPlan apply(LogicalPlan plan) {
-    return plan.transformDown(push);
+    // without the guard, the new scan would share the loaded relation's cached Python reader
+    return StalePushdownGuard.excluded() ? plan : plan.transformDown(push);
   }
 
   private static LogicalPlan pushed(LogicalPlan plan) {

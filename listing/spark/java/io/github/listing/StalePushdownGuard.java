@@ -113,6 +113,16 @@ public final class StalePushdownGuard extends Rule<LogicalPlan> {
     }
   }
 
+  /**
+   * Whether this rule is switched off ({@code spark.sql.optimizer.excludedRules} names it).
+   * Rules that give a scan a new schema on the same data source rely on the isolation.
+   */
+  static boolean excluded() {
+    String rules = org.apache.spark.sql.internal.SQLConf.get().getConfString(
+        "spark.sql.optimizer.excludedRules", "");
+    return rules != null && rules.contains(StalePushdownGuard.class.getName());
+  }
+
   /** A fresh data source with the same short name and no cached reader. */
   private PythonDataSourceV2 copyOf(PythonTable shared) {
     IsolatedPythonDataSourceV2 fresh = new IsolatedPythonDataSourceV2();
