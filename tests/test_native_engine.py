@@ -111,6 +111,7 @@ def test_explain_names_the_engine(spark, events):
         (text,) = listing.explain(df, show=False)
         assert text.startswith(f"engine: native (Spark's {events.format} reader)")
         assert "columns: id, amount" in text or "columns:" in text
+        assert "files: from the listing planner (ListingFileIndex)" in text
     df = q(read(spark, events, "python"))
     plan = physical(df)
     assert "BatchScan listing" in plan and "FileScan" not in plan
@@ -327,3 +328,161 @@ def test_a_python_format_under_a_builtin_name_stays_python(spark, tmp_path):
         listing.register(spark)
     assert engine_of(spark.read.format("listing").option("format", "ndjson")
                      .load(ds.root)) == "native"
+
+
+# --- our listing feeds Spark's reader (ListingFileIndex) ---------------------------------
+
+def _file_index(df):
+    """The file index of the (one) file source relation in ``df``'s optimized plan."""
+    plan = df._jdf.queryExecution().optimizedPlan()
+    found = [n for n in _nodes(plan) if n.getClass().getSimpleName() == "LogicalRelation"
+             and n.relation().getClass().getSimpleName() == "HadoopFsRelation"]
+    assert len(found) == 1, plan.toString()
+    return found[0].relation().location()
+
+
+def _files_read(df):
+    plan = df._jdf.queryExecution().executedPlan()
+    if plan.nodeName() == "AdaptiveSparkPlan":
+        plan = plan.executedPlan()
+    (scan,) = [n for n in _nodes(plan) if "FileSourceScan" in n.getClass().getSimpleName()]
+    return scan.metrics().apply("numFiles").value()
+
+
+def test_handed_off_scan_reads_through_our_file_index(spark, events):
+    df = read(spark, events, "native")
+    index = _file_index(df)
+    assert index.getClass().getName() == "io.github.listing.ListingFileIndex"
+    assert str(index.toString()) == (f"ListingFileIndex[file:{events.root}, files from the "
+                                     "listing planner]")
+    plan = physical(df)
+    assert f"FileScan {events.format}" in plan and "Location: ListingFileIndex" in plan
+    assert list(index.partitionSchema().fieldNames()) == ["date", "region"]
+    assert df.count() == events.num_rows
+
+
+def test_partition_filters_prune_through_our_planner(spark, events):
+    def q(df):
+        return df.where("date >= '2025-01-03' AND region = 'eu'").select("id", "date", "amount")
+
+    native, python = q(read(spark, events, "native")), q(read(spark, events, "python"))
+    rows = sorted(tuple(r) for r in native.collect())
+    assert rows == sorted(tuple(r) for r in python.collect())
+    index = _file_index(native)
+    used = json.loads(index.lastUsed())
+    assert "(`region` = 'eu')" in used and "(`date` >= DATE '2025-01-03')" in used, used
+    matching = [f for f in events.files if f.partition_values["date"] >= dt.date(2025, 1, 3)
+                and f.partition_values["region"] == "eu"]
+    assert len(rows) == sum(f.num_rows for f in matching)
+    assert _files_read(native) == len(matching)
+
+
+def test_filters_the_planner_cannot_take_are_applied_in_the_jvm(spark, events):
+    """A conjunct our planner does not get (a function, a quote in a string) is evaluated by
+    Spark on the partition values the planner returned: pruning is lost, never rows."""
+    for where in ("upper(region) = 'EU' AND date = '2025-01-02'",
+                  "region = 'e''u' OR date = '2025-01-05'",
+                  "region LIKE 'u%'"):
+        native = read(spark, events, "native").where(where)
+        python = read(spark, events, "python").where(where)
+        assert sorted(tuple(r) for r in native.collect()) == sorted(
+            tuple(r) for r in python.collect()), where
+        sent = json.loads(_file_index(native).lastSent())
+        assert all("upper" not in s.lower() and "e'" not in s and "LIKE" not in s
+                   for s in sent), sent
+
+
+def test_our_plan_is_the_file_list_spark_reads(spark, events):
+    """Spark's file list is exactly our plan's, and it comes from the planner at query time
+    (Spark's own index lists once, when the relation is built, and would miss this file)."""
+    df = read(spark, events, "native")
+    index = _file_index(df)
+    table = listing.ListingTable.open(events.root, format=events.format)
+    want = {"file:" + f.path for f in table.scan().files}
+    assert set(df.inputFiles()) == want and len(want) == len(events.files)
+    modified = {r.t for r in df.select(
+        F.col("_metadata.file_modification_time").alias("t")).collect()}
+    assert min(modified) > dt.datetime(2020, 1, 1)  # our listing's times, not zero
+    before = index.asks()
+    assert df.where("region = 'us'").count() == sum(
+        f.num_rows for f in events.files if f.partition_values["region"] == "us")
+    assert index.asks() == before + 1
+    assert "(`region` = 'us')" in json.loads(index.lastUsed())
+
+
+def test_a_file_added_after_load_is_planned_at_query_time(spark, tmp_path):
+    import shutil
+
+    ds = datasets.daily(str(tmp_path / "t"), days=2, rows_per_file=4)
+    ours = read(spark, ds, "native")
+    from listing.spark.file_index import register_planner, unregister_planner
+
+    unregister_planner(spark)
+    try:
+        spark_listed = read(spark, ds, "native")
+        assert _file_index(spark_listed).getClass().getSimpleName() == "InMemoryFileIndex"
+    finally:
+        assert register_planner(spark)
+    new = tmp_path / "t" / "date=2025-01-09" / "region=eu"
+    new.mkdir(parents=True)
+    shutil.copy(ds.files[0].path, new / "part-0.parquet")
+    assert ours.count() == ds.num_rows + ds.files[0].num_rows  # our planner listed it
+    assert spark_listed.count() == ds.num_rows  # Spark listed when the relation was built
+    assert ours.where("date = '2025-01-09'").count() == ds.files[0].num_rows
+
+
+def test_without_a_planner_spark_lists_the_table_itself(spark, events):
+    """No registered planner (Spark Connect, no callback server): Spark's own file index,
+    with the same results on the whole query matrix."""
+    from listing.spark.file_index import register_planner, unregister_planner
+
+    unregister_planner(spark)
+    try:
+        native = read(spark, events, "native")
+        assert _file_index(native).getClass().getSimpleName() == "InMemoryFileIndex"
+        python = read(spark, events, "python")
+        for name, query in QUERIES.items():
+            assert query(native) == query(python), name
+    finally:
+        assert register_planner(spark)
+    assert _file_index(read(spark, events, "native")).getClass().getSimpleName() == (
+        "ListingFileIndex")
+
+
+def test_partition_values_from_our_planner_keep_their_types(spark, tmp_path):
+    """Integers, a Hive null and an escaped string come back typed as the relation says;
+    filters on them (sent or evaluated in the JVM) agree with the Python engine."""
+    parts = [{"year": y, "city": c} for y in (2024, 2025) for c in ("a/b", "x y", None)]
+    ds = datasets.build(str(tmp_path / "typed"), parts, rows_per_file=2)
+    native, python = read(spark, ds, "native"), read(spark, ds, "python")
+    assert _file_index(native).getClass().getSimpleName() == "ListingFileIndex"
+    assert native.schema == python.schema
+    used = {}
+    for where in (None, "year = 2025", "city IS NULL", "city = 'a/b' OR year > 2024",
+                  "city IN ('x y', 'q') AND year <= 2024", "NOT (city = 'x y')"):
+        n = native if where is None else native.where(where)
+        p = python if where is None else python.where(where)
+        assert sorted(tuple(r) for r in n.collect()) == sorted(
+            tuple(r) for r in p.collect()), where
+        used[where] = json.loads(_file_index(n).lastUsed())
+    assert "(`year` = 2025)" in used["year = 2025"]
+    assert "(`city` IS NULL)" in used["city IS NULL"]
+    assert "((`city` = 'a/b') OR (`year` > 2024))" in used["city = 'a/b' OR year > 2024"]
+
+
+def test_base_path_and_unpartitioned_tables_through_our_planner(spark, tmp_path):
+    ds = datasets.daily(str(tmp_path / "b"), days=3)
+    folder = f"{ds.root}/date=2025-01-02"
+    native = (spark.read.format("listing").option("engine", "native")
+              .option("basePath", ds.root).load(folder))
+    python = (spark.read.format("listing").option("engine", "python")
+              .option("basePath", ds.root).load(folder))
+    assert _file_index(native).getClass().getSimpleName() == "ListingFileIndex"
+    assert sorted(tuple(r) for r in native.collect()) == sorted(
+        tuple(r) for r in python.collect())
+    assert native.count() == sum(f.num_rows for f in ds.files
+                                 if f.partition_values["date"] == dt.date(2025, 1, 2))
+    flat = datasets.build(str(tmp_path / "flat"), [{}], rows_per_file=5)
+    df = read(spark, flat, "native")
+    assert _file_index(df).partitionSchema().size() == 0
+    assert df.count() == 5 and df.where("id >= 0").count() == 5

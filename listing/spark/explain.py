@@ -102,8 +102,14 @@ def _explain_native(node: Any, fmt: str, filters: list[Any]) -> str:
              f"  columns: {', '.join(columns)}"]
     if filters:
         lines.append(f"  filters given to Spark: {'; '.join(str(c.sql()) for c in filters)}")
-    lines.append("  Spark lists, prunes and reads these files itself: the FileScan line of "
-                 "df.explain() shows its PartitionFilters and PushedFilters")
+    if relation.location().getClass().getSimpleName() == "ListingFileIndex":
+        lines.append("  files: from the listing planner (ListingFileIndex), which lists only "
+                     "the partitions Spark's partition filters keep; Spark reads them: the "
+                     "FileScan line of df.explain() shows its PartitionFilters and "
+                     "PushedFilters")
+    else:
+        lines.append("  Spark lists, prunes and reads these files itself: the FileScan line "
+                     "of df.explain() shows its PartitionFilters and PushedFilters")
     return "\n".join(lines)
 
 

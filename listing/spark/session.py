@@ -20,6 +20,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from listing import formats
+from listing.spark.file_index import register_planner
 from listing.spark.guard import build_guard_jar, guard_conf, is_guard_active
 from listing.spark.partitions import register_partitions_function
 from listing.spark.source import (
@@ -104,6 +105,8 @@ def register(spark: SparkSession) -> Registration:
     if not result.pushdown:
         result.problems.append(f"{PUSHDOWN_CONF} is false; set it to true")
     _register_source(spark, result.prunes_with_spark_filters)
+    if result.guarded:  # the extension's native hand-off asks our planner for its files
+        register_planner(spark)
     session_ref = weakref.ref(spark)
 
     def refresh() -> None:

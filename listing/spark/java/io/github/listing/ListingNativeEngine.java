@@ -53,6 +53,12 @@ import scala.jdk.javaapi.CollectionConverters;
  * statistics (broadcast joins) and its {@code _metadata} column then all apply; its
  * {@code FileScan parquet} line in {@code df.explain()} says who read the table.
  *
+ * <p>When the driver's Python has registered its listing planner ({@link ListingFileIndex},
+ * the classic PySpark session does), the relation is built the same way but over
+ * {@link ListingFileIndex} instead of {@code resolveRelation()}'s {@code InMemoryFileIndex}:
+ * Spark then lists nothing, and its query-time partition filters reach our planner. Without
+ * one (Spark Connect servers, no callback server) Spark's own file index lists the root.
+ *
  * <p>WHY a resolution rule ({@code injectResolutionRule}): {@code _metadata} (and
  * {@code input_file_name()}'s file source) only exist on a file source relation, and the
  * analyzer resolves {@code df.select("_metadata.file_path")} (AddMetadataColumns) against the
@@ -117,6 +123,8 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
     final Map<String, String> options = new LinkedHashMap<>();
     String where;
     Integer limit;
+    /** The relation's options as Spark passed them (lower-cased): the planner's input. */
+    Map<String, String> source = Map.of();
   }
 
   private final SparkSession session;
@@ -165,6 +173,7 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
       log().debug("listing: Python engine for " + options.get("path") + ": " + why.getMessage());
       return null;
     }
+    target.source = options;
     try {
       return nativeRelation(rel, target);
     } catch (NotNative why) {
@@ -194,13 +203,18 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
         DataSource.apply$default$8(),
         DataSource.apply$default$9());
     BaseRelation base;
-    try {
-      base = ds.resolveRelation(ds.resolveRelation$default$1(),
-          ds.resolveRelation$default$2(), ds.resolveRelation$default$3());
-    } catch (RuntimeException e) {  // e.g. a layout Spark's partition discovery refuses
-      String text = String.valueOf(e.getMessage());
-      throw new NotNative("Spark's " + target.format + " source cannot open the table: "
-          + text.split("\n", 2)[0]);
+    ListingFileIndex.Planner planner = ListingFileIndex.planner();
+    if (planner != null) {  // our listing feeds Spark's reader: Spark lists nothing
+      base = fedRelation(planner, ds, target, schema, options);
+    } else {
+      try {
+        base = ds.resolveRelation(ds.resolveRelation$default$1(),
+            ds.resolveRelation$default$2(), ds.resolveRelation$default$3());
+      } catch (RuntimeException e) {  // e.g. a layout Spark's partition discovery refuses
+        String text = String.valueOf(e.getMessage());
+        throw new NotNative("Spark's " + target.format + " source cannot open the table: "
+            + text.split("\n", 2)[0]);
+      }
     }
     if (target.format.equals("csv") && "true".equals(target.options.get("header"))) {
       checkCsvHeader((HadoopFsRelation) base, target.options.get("sep"));
@@ -266,6 +280,49 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
       top = (LogicalPlan) limited;  // a GlobalLimit over a LocalLimit
     }
     return top;
+  }
+
+  /**
+   * The relation {@code resolveRelation} would build, over {@link ListingFileIndex} instead of
+   * Spark's {@code InMemoryFileIndex}: partition columns as our planner names them, with the
+   * relation's types; data columns the rest of the relation's schema, in its order; Spark's
+   * {@code FileFormat} for the format; the same options. No bucketing (ours has none).
+   */
+  private HadoopFsRelation fedRelation(ListingFileIndex.Planner planner, DataSource ds,
+      NativePlan target, StructType schema, Map<String, String> options) throws NotNative {
+    ListingFileIndex index = ListingFileIndex.open(planner, target.source, schema, target.path);
+    StructType partitions = index.partitionSchema();
+    Set<String> partitionNames = new HashSet<>();
+    for (String name : partitions.fieldNames()) {
+      partitionNames.add(name.toLowerCase(Locale.ROOT));
+    }
+    List<org.apache.spark.sql.types.StructField> data = new ArrayList<>();
+    for (org.apache.spark.sql.types.StructField f : schema.fields()) {
+      if (!partitionNames.contains(f.name().toLowerCase(Locale.ROOT))) {
+        data.add(f);
+      }
+    }
+    Object provider;
+    try {
+      provider = ds.providingInstance();
+    } catch (RuntimeException e) {
+      throw new NotNative("Spark has no " + target.format + " source: " + e.getMessage());
+    }
+    if (provider instanceof org.apache.spark.sql.execution.datasources.v2.FileDataSourceV2) {
+      try {
+        provider = ((org.apache.spark.sql.execution.datasources.v2.FileDataSourceV2) provider)
+            .fallbackFileFormat().getDeclaredConstructor().newInstance();
+      } catch (ReflectiveOperationException e) {
+        throw new NotNative("Spark's " + target.format + " file format: " + e.getMessage());
+      }
+    }
+    if (!(provider instanceof org.apache.spark.sql.execution.datasources.FileFormat)) {
+      throw new NotNative("Spark's " + target.format + " source is not a file format");
+    }
+    return new HadoopFsRelation(index, partitions,
+        new StructType(data.toArray(new org.apache.spark.sql.types.StructField[0])),
+        Option.empty(), (org.apache.spark.sql.execution.datasources.FileFormat) provider,
+        scalaMap(options), session);
   }
 
   /**

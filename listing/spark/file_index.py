@@ -1,0 +1,160 @@
+"""The listing planner Spark's own file readers ask for their files (ListingFileIndex.java).
+
+With ``engine=auto|native`` the extension hands a local Parquet/CSV/JSON scan to Spark's file
+source (ListingNativeEngine.java). Left to itself, Spark would build an ``InMemoryFileIndex``
+that lists the table root again and discovers and prunes partitions by its own rules. When
+this planner is registered, the hand-off builds the relation over ``ListingFileIndex``
+instead: at query time Spark gives that index its partition filters, the index asks this
+planner (on the driver, through PySpark's py4j callback server), and the planner answers
+with our scan's files: path, size, modification time and partition values. Spark lists
+nothing; our listing planner decides which folders to list, as it does for the Python engine.
+
+Only the driver's classic session has a py4j gateway: Spark Connect servers and sessions
+without the callback keep Spark's own file index (the fallback in ListingNativeEngine).
+Options are data: they open a :class:`~listing.table.ListingTable` exactly as the ``listing``
+source does (:class:`~listing.spark.source.ListingDataSource`), never naming code.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import threading
+from collections import OrderedDict
+from typing import Any
+
+from pyspark.sql.types import StructType
+
+from listing.expressions.sql import parse_predicate
+from listing.pushdown import Pushdown
+from listing.spark.source import ListingDataSource
+from listing.table import ListingTable
+
+log = logging.getLogger("listing.spark")
+
+#: the JVM class holding the registered planner (ListingFileIndex.register)
+FILE_INDEX_CLASS = "io.github.listing.ListingFileIndex"
+#: tables kept open between calls (each holds its sampled layout profile, no file list)
+_MAX_TABLES = 32
+
+
+class ListingPlanner:
+    """Implements the JVM's ``ListingFileIndex.Planner``; every answer is a JSON string."""
+
+    class Java:
+        implements = [FILE_INDEX_CLASS + "$Planner"]
+
+    def __init__(self) -> None:
+        self._tables: OrderedDict[tuple[str, str], ListingTable] = OrderedDict()
+        self._lock = threading.Lock()  # callbacks may come from several JVM threads
+
+    def describe(self, options_json: str, schema_json: str) -> str:
+        """``{"partition_columns": [...]}``: what the relation's file index is built with."""
+        return self._answer(lambda: {
+            "partition_columns": self._table(options_json, schema_json).partition_names})
+
+    def plan(self, options_json: str, schema_json: str, filters_json: str) -> str:
+        """Our scan's files for Spark's partition filters (a JSON list of SQL conjuncts).
+
+        A conjunct our parser cannot read, or that is not on partition columns only, is left
+        out (the JVM index re-checks every partition filter on the values returned, so
+        leaving one out can only cost pruning, never rows). The relation's own ``where``
+        and ``basePath`` filters (listing.spark.source.SourceConfig) always apply.
+        """
+        return self._answer(lambda: self._plan(options_json, schema_json,
+                                               json.loads(filters_json or "[]")))
+
+    def _plan(self, options_json: str, schema_json: str, filters: list[str]) -> dict[str, Any]:
+        table = self._table(options_json, schema_json)
+        config = ListingDataSource(json.loads(options_json)).config
+        used: list[str] = []
+        where: list[Any] = list(config.where or [])
+        for sql in filters:
+            try:
+                expr = parse_predicate(sql)
+                if table.classify([expr])[0] is not Pushdown.EXACT:
+                    continue
+            except Exception as err:  # noqa: BLE001 - the JVM evaluates this one itself
+                log.debug("listing file index: not sending %r to the planner: %s", sql, err)
+                continue
+            where.append(expr)
+            used.append(sql)
+        plan = table.scan(where=where or None)
+        names = table.partition_names
+        return {
+            "partition_columns": names,
+            "used": used,
+            "list_requests": plan.metrics.get("list_requests", 0),
+            "files": [{"path": f.path, "size": f.size, "mtime": _millis(f.last_modified),
+                       "values": [_text(f.partition_values.get(n)) for n in names]}
+                      for f in plan.files],
+        }
+
+    def _table(self, options_json: str, schema_json: str) -> ListingTable:
+        key = (options_json, schema_json)
+        with self._lock:
+            table = self._tables.get(key)
+            if table is not None:
+                self._tables.move_to_end(key)
+                return table
+        schema = StructType.fromJson(json.loads(schema_json))
+        # the source's own opening: same option parsing, same user-schema typing
+        table = ListingDataSource(json.loads(options_json))._table_for(schema)  # noqa: SLF001
+        with self._lock:
+            self._tables[key] = table
+            while len(self._tables) > _MAX_TABLES:
+                self._tables.popitem(last=False)
+        return table
+
+    @staticmethod
+    def _answer(build: Any) -> str:
+        try:
+            return json.dumps(build())
+        except Exception as err:  # noqa: BLE001 - the JVM raises it with our message
+            log.debug("listing file index: planner failed", exc_info=True)
+            return json.dumps({"error": f"{type(err).__name__}: {err}"})
+
+
+def _millis(when: dt.datetime | None) -> int:
+    return 0 if when is None else int(when.timestamp() * 1000)
+
+
+def _text(value: Any) -> str | None:
+    """A partition value as text Spark casts back to the column's type (None: Hive null)."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dt.datetime):
+        return value.isoformat(sep=" ")
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    return str(value)
+
+
+_PLANNER = ListingPlanner()
+
+
+def _file_index(spark: Any) -> Any:
+    return spark.sparkContext._jvm.io.github.listing.ListingFileIndex  # noqa: SLF001
+
+
+def register_planner(spark: Any) -> bool:
+    """Let the extension's file index ask this process's listing planner; False where it
+    cannot (Spark Connect, no extension jar, no callback server): Spark lists then."""
+    try:
+        from pyspark.java_gateway import ensure_callback_server_started
+
+        gateway = spark.sparkContext._gateway  # noqa: SLF001 - classic sessions only
+        ensure_callback_server_started(gateway)
+        _file_index(spark).register(_PLANNER)
+        return True
+    except Exception as err:  # noqa: BLE001 - the fallback is Spark's own file index
+        log.debug("listing file index: planner not registered: %s", err)
+        return False
+
+
+def unregister_planner(spark: Any) -> None:
+    """Back to Spark's own file index for later hand-offs."""
+    _file_index(spark).register(None)

@@ -1,0 +1,469 @@
+package io.github.listing;
+
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+
+import org.apache.hadoop.fs.FileStatus;
+import org.apache.hadoop.fs.Path;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.And;
+import org.apache.spark.sql.catalyst.expressions.Attribute;
+import org.apache.spark.sql.catalyst.expressions.AttributeReference;
+import org.apache.spark.sql.catalyst.expressions.BasePredicate;
+import org.apache.spark.sql.catalyst.expressions.BindReferences$;
+import org.apache.spark.sql.catalyst.expressions.BinaryComparison;
+import org.apache.spark.sql.catalyst.expressions.Cast;
+import org.apache.spark.sql.catalyst.expressions.EqualNullSafe;
+import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
+import org.apache.spark.sql.catalyst.expressions.In;
+import org.apache.spark.sql.catalyst.expressions.InSet;
+import org.apache.spark.sql.catalyst.expressions.IsNotNull;
+import org.apache.spark.sql.catalyst.expressions.IsNull;
+import org.apache.spark.sql.catalyst.expressions.Literal;
+import org.apache.spark.sql.catalyst.expressions.Literal$;
+import org.apache.spark.sql.catalyst.expressions.Not;
+import org.apache.spark.sql.catalyst.expressions.Or;
+import org.apache.spark.sql.catalyst.expressions.Predicate$;
+import org.apache.spark.sql.catalyst.expressions.package$;
+import org.apache.spark.sql.catalyst.types.DataTypeUtils;
+import org.apache.spark.sql.execution.datasources.FileIndex;
+import org.apache.spark.sql.execution.datasources.PartitionDirectory;
+import org.apache.spark.sql.internal.SQLConf;
+import org.apache.spark.sql.types.BooleanType$;
+import org.apache.spark.sql.types.ByteType$;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.DateType$;
+import org.apache.spark.sql.types.IntegerType$;
+import org.apache.spark.sql.types.LongType$;
+import org.apache.spark.sql.types.ShortType$;
+import org.apache.spark.sql.types.StringType;
+import org.apache.spark.sql.types.StringType$;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.unsafe.types.UTF8String;
+
+import scala.Option;
+import scala.jdk.javaapi.CollectionConverters;
+
+/**
+ * The file index of a scan handed to Spark's own reader: its files come from our listing
+ * planner, asked through PySpark's py4j callback server, instead of Spark listing the table.
+ *
+ * <p>WHY a file index, and why it asks Python at query time: Spark's {@code InMemoryFileIndex}
+ * lists the whole root when the relation is built and prunes partitions afterwards, by its
+ * own discovery rules; on a large table that is the listing our planner exists to avoid. A
+ * {@link FileIndex} is the one place Spark's file source takes files from without listing:
+ * {@code FileSourceScanExec} calls {@link #listFiles} with the query's partition filters
+ * (static ones; dynamic pruning filters are evaluated by Spark afterwards), so the filters
+ * reach our planner, which lists only the matching folders and answers with paths, sizes,
+ * modification times and partition values. The planner lives in the driver's Python (it is
+ * {@code listing.spark.file_index.ListingPlanner}, registered in {@link #register} by
+ * {@code listing.spark.session}); the index runs on the driver only, so the callback does too.
+ *
+ * <p>WHY the JVM re-checks every partition filter: for a {@code HadoopFsRelation},
+ * {@code FileSourceStrategy} keeps partition filters out of the post-scan {@code Filter}, so
+ * the index must return exactly the partitions that pass. Filters go to the planner as SQL
+ * text, only for the conjuncts rendered here from a small, typed subset (comparisons, IN,
+ * IS [NOT] NULL, AND/OR/NOT over columns and string, integer, boolean and date literals);
+ * the planner may still leave any out (its parser, its types). Then Spark's own interpreted
+ * predicate over the returned partition values decides, as Spark's file index does: leaving a
+ * conjunct out costs pruning, never rows.
+ *
+ * <p>{@link #sizeInBytes} and {@link #inputFiles} (statistics, {@code df.inputFiles()}, the
+ * CSV header check) come from one unfiltered plan, made when first needed and kept until
+ * {@link #refresh}. Without a registered planner (Spark Connect servers, sessions without the
+ * callback) {@link ListingNativeEngine} keeps Spark's own file index.
+ */
+public final class ListingFileIndex implements FileIndex {
+
+  /** What the index asks; implemented in Python. Every answer is JSON. */
+  public interface Planner {
+    /** {@code {"partition_columns": [names]}} or {@code {"error": text}}. */
+    String describe(String optionsJson, String schemaJson);
+
+    /**
+     * {@code {"partition_columns", "files": [{path, size, mtime, values}], "used": [sql],
+     * "list_requests"}} for partition filters given as a JSON list of SQL conjuncts.
+     */
+    String plan(String optionsJson, String schemaJson, String filtersJson);
+  }
+
+  private static volatile Planner registered;
+
+  /** Set (or with null, clear) the planner later hand-offs use. Called from Python. */
+  public static void register(Planner planner) {
+    registered = planner;
+  }
+
+  static Planner planner() {
+    return registered;
+  }
+
+  /** One planner answer: files grouped by partition values, in the planner's order. */
+  private static final class Listing {
+    final Map<List<String>, List<FileStatus>> partitions = new LinkedHashMap<>();
+    final List<String> used = new ArrayList<>();
+    long listRequests;
+    long bytes;
+    final List<String> paths = new ArrayList<>();
+  }
+
+  private static final ObjectMapper JSON = new ObjectMapper();
+
+  private final Planner planner;
+  private final String optionsJson;
+  private final String schemaJson;
+  private final Path root;
+  private final StructType partitionSchema;
+  private volatile Listing everything;  // the unfiltered plan, until refresh()
+  private final AtomicInteger asks = new AtomicInteger();
+  private volatile List<String> lastSent = List.of();
+  private volatile List<String> lastUsed = List.of();
+  private volatile long lastListRequests;
+
+  private ListingFileIndex(Planner planner, String optionsJson, StructType schema, Path root,
+      StructType partitionSchema) {
+    this.planner = planner;
+    this.optionsJson = optionsJson;
+    this.schemaJson = schema.json();
+    this.root = root;
+    this.partitionSchema = partitionSchema;
+  }
+
+  /**
+   * The index of a relation with {@code schema} (its columns and our types), read with the
+   * source's {@code options}; the planner names the partition columns (those in the schema).
+   */
+  static ListingFileIndex open(Planner planner, Map<String, String> options, StructType schema,
+      String root) throws ListingNativeEngine.NotNative {
+    String optionsJson;
+    try {
+      optionsJson = JSON.writeValueAsString(options);
+    } catch (Exception e) {
+      throw new ListingNativeEngine.NotNative("options are not JSON: " + e.getMessage());
+    }
+    JsonNode answer;
+    try {
+      answer = answer(planner.describe(optionsJson, schema.json()));
+    } catch (RuntimeException e) {  // the planner's error, or a callback that failed
+      throw new ListingNativeEngine.NotNative("the listing planner cannot open the table: "
+          + String.valueOf(e.getMessage()).split("\n", 2)[0]);
+    }
+    List<StructField> parts = new ArrayList<>();
+    for (JsonNode name : answer.path("partition_columns")) {
+      for (StructField f : schema.fields()) {
+        if (f.name().equalsIgnoreCase(name.asText())) {
+          parts.add(f);
+        }
+      }
+    }
+    return new ListingFileIndex(planner, optionsJson, schema,
+        qualified(root), new StructType(parts.toArray(new StructField[0])));
+  }
+
+  // --- FileIndex -------------------------------------------------------------------------
+
+  @Override
+  public scala.collection.immutable.Seq<Path> rootPaths() {
+    return CollectionConverters.asScala(List.of(root)).toList();
+  }
+
+  @Override
+  public StructType partitionSchema() {
+    return partitionSchema;
+  }
+
+  @Override
+  public scala.collection.immutable.Seq<PartitionDirectory> listFiles(
+      scala.collection.immutable.Seq<Expression> partitionFilters,
+      scala.collection.immutable.Seq<Expression> dataFilters) {
+    List<Expression> filters = new ArrayList<>(CollectionConverters.asJava(partitionFilters));
+    List<String> sent = new ArrayList<>();
+    for (Expression filter : filters) {
+      for (Expression conjunct : conjuncts(filter)) {
+        String sql = sql(conjunct);
+        if (sql != null) {
+          sent.add(sql);
+        }
+      }
+    }
+    Listing listing = ask(sent);
+    BasePredicate check = filters.isEmpty() ? null : predicate(filters);
+    List<PartitionDirectory> out = new ArrayList<>();
+    for (Map.Entry<List<String>, List<FileStatus>> p : listing.partitions.entrySet()) {
+      InternalRow values = row(p.getKey());
+      if (check == null || check.eval(values)) {
+        out.add(PartitionDirectory.apply(values, p.getValue().toArray(new FileStatus[0])));
+      }
+    }
+    return CollectionConverters.asScala(out).toList();
+  }
+
+  @Override
+  public String[] inputFiles() {
+    return everything().paths.toArray(new String[0]);
+  }
+
+  @Override
+  public long sizeInBytes() {
+    return everything().bytes;
+  }
+
+  @Override
+  public void refresh() {
+    everything = null;
+  }
+
+  @Override
+  public String toString() {
+    return "ListingFileIndex[" + root + ", files from the listing planner]";
+  }
+
+  // --- for tests and explain -------------------------------------------------------------
+
+  /** How many times the planner was asked. */
+  public int asks() {
+    return asks.get();
+  }
+
+  /** The SQL conjuncts last sent to the planner, as JSON. */
+  public String lastSent() {
+    return json(lastSent);
+  }
+
+  /** The conjuncts the planner last pruned its listing with, as JSON. */
+  public String lastUsed() {
+    return json(lastUsed);
+  }
+
+  /** LIST requests of the planner's last listing. */
+  public long lastListRequests() {
+    return lastListRequests;
+  }
+
+  // --- asking the planner ----------------------------------------------------------------
+
+  private Listing everything() {
+    Listing all = everything;
+    if (all == null) {
+      all = ask(List.of());
+      everything = all;
+    }
+    return all;
+  }
+
+  private Listing ask(List<String> filters) {
+    JsonNode answer;
+    try {
+      answer = answer(planner.plan(optionsJson, schemaJson, JSON.writeValueAsString(filters)));
+    } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
+      throw new IllegalStateException(e);
+    }
+    asks.incrementAndGet();
+    Listing listing = new Listing();
+    List<String> names = new ArrayList<>();
+    answer.path("partition_columns").forEach(n -> names.add(n.asText().toLowerCase(Locale.ROOT)));
+    int[] position = new int[partitionSchema.size()];  // our partition column i -> answer's
+    for (int i = 0; i < position.length; i++) {
+      position[i] = names.indexOf(partitionSchema.fields()[i].name().toLowerCase(Locale.ROOT));
+    }
+    for (JsonNode file : answer.path("files")) {
+      long size = file.path("size").asLong();
+      if (size <= 0) {
+        continue;  // as Spark's file index: an empty file is no data file
+      }
+      Path path = qualified(file.path("path").asText());
+      List<String> values = new ArrayList<>();
+      for (int i : position) {
+        JsonNode v = i < 0 ? null : file.path("values").get(i);
+        values.add(v == null || v.isNull() ? null : v.asText());
+      }
+      FileStatus status = new FileStatus(size, false, 0, 0, file.path("mtime").asLong(), path);
+      listing.partitions.computeIfAbsent(values, k -> new ArrayList<>()).add(status);
+      listing.bytes += size;
+      listing.paths.add(path.toUri().toString());
+    }
+    answer.path("used").forEach(s -> listing.used.add(s.asText()));
+    listing.listRequests = answer.path("list_requests").asLong();
+    lastSent = List.copyOf(filters);
+    lastUsed = List.copyOf(listing.used);
+    lastListRequests = listing.listRequests;
+    return listing;
+  }
+
+  private static JsonNode answer(String text) {
+    JsonNode node;
+    try {
+      node = JSON.readTree(text);
+    } catch (Exception e) {
+      throw new IllegalStateException("listing planner: not JSON: " + text);
+    }
+    if (node.hasNonNull("error")) {
+      throw new IllegalStateException("listing planner: " + node.get("error").asText());
+    }
+    return node;
+  }
+
+  /** Our planner reads local paths without a scheme as local files: so does Spark here. */
+  private static Path qualified(String path) {
+    if (path.startsWith("/")) {
+      return new Path("file", null, path);
+    }
+    return new Path(path);
+  }
+
+  private static String json(List<String> items) {
+    try {
+      return JSON.writeValueAsString(items);
+    } catch (Exception e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  // --- partition values and Spark's check --------------------------------------------------
+
+  /** The planner's partition values (text) as Spark's row of the partition schema's types. */
+  private InternalRow row(List<String> texts) {
+    Object[] values = new Object[texts.size()];
+    Option<String> zone = Option.apply(SQLConf.get().sessionLocalTimeZone());
+    for (int i = 0; i < values.length; i++) {
+      String text = texts.get(i);
+      DataType type = partitionSchema.fields()[i].dataType();
+      if (text == null) {
+        values[i] = null;
+      } else if (type instanceof StringType) {
+        values[i] = UTF8String.fromString(text);
+      } else {
+        Literal literal = Literal$.MODULE$.create(text, StringType$.MODULE$);
+        values[i] = new Cast(literal, type, zone).eval(InternalRow.empty());
+      }
+    }
+    return new GenericInternalRow(values);
+  }
+
+  /** Spark's interpreted check of all partition filters, bound to the partition schema. */
+  private BasePredicate predicate(List<Expression> filters) {
+    Expression all = filters.get(0);
+    for (Expression f : filters.subList(1, filters.size())) {
+      all = new And(all, f);
+    }
+    // the filters' own attributes where they name a partition column, fresh ones elsewhere
+    List<Attribute> input = new ArrayList<>();
+    List<AttributeReference> fresh = CollectionConverters.asJava(
+        DataTypeUtils.toAttributes(partitionSchema));
+    for (AttributeReference column : fresh) {
+      Attribute found = column;
+      for (Attribute a : CollectionConverters.asJava(all.references().toSeq())) {
+        if (a.name().equalsIgnoreCase(column.name())) {
+          found = a;
+        }
+      }
+      input.add(found);
+    }
+    Expression bound = BindReferences$.MODULE$.bindReference(all,
+        package$.MODULE$.AttributeSeq(CollectionConverters.asScala(input).toList()), false);
+    BasePredicate p = Predicate$.MODULE$.createInterpreted(bound);
+    p.initialize(0);
+    return p;
+  }
+
+  // --- filters as SQL text ---------------------------------------------------------------
+
+  private static List<Expression> conjuncts(Expression e) {
+    List<Expression> out = new ArrayList<>();
+    if (e instanceof And) {
+      out.addAll(conjuncts(((And) e).left()));
+      out.addAll(conjuncts(((And) e).right()));
+    } else {
+      out.add(e);
+    }
+    return out;
+  }
+
+  /** Spark SQL text for our parser, or null where this subset has no exact rendering. */
+  static String sql(Expression e) {
+    if (e instanceof AttributeReference) {
+      return "`" + ((AttributeReference) e).name().replace("`", "``") + "`";
+    }
+    if (e instanceof Literal) {
+      return literal(((Literal) e).value(), e.dataType());
+    }
+    if (e instanceof BinaryComparison && !(e instanceof EqualNullSafe)) {
+      BinaryComparison c = (BinaryComparison) e;
+      return binary(sql(c.left()), c.symbol(), sql(c.right()));
+    }
+    if (e instanceof And) {
+      return binary(sql(((And) e).left()), "AND", sql(((And) e).right()));
+    }
+    if (e instanceof Or) {
+      return binary(sql(((Or) e).left()), "OR", sql(((Or) e).right()));
+    }
+    if (e instanceof Not) {
+      String child = sql(((Not) e).child());
+      return child == null ? null : "(NOT " + child + ")";
+    }
+    if (e instanceof IsNull || e instanceof IsNotNull) {
+      String child = sql(e.children().head());
+      return child == null ? null : "(" + child + (e instanceof IsNull ? " IS NULL)"
+          : " IS NOT NULL)");
+    }
+    if (e instanceof In) {
+      In in = (In) e;
+      List<String> items = new ArrayList<>();
+      for (Expression item : CollectionConverters.asJava(in.list())) {
+        items.add(item instanceof Literal ? sql(item) : null);
+      }
+      return in(sql(in.value()), items);
+    }
+    if (e instanceof InSet) {
+      InSet in = (InSet) e;
+      List<String> items = new ArrayList<>();
+      for (Object v : CollectionConverters.asJava(in.hset())) {
+        items.add(literal(v, in.child().dataType()));
+      }
+      return in(sql(in.child()), items);
+    }
+    return null;
+  }
+
+  private static String binary(String left, String op, String right) {
+    return left == null || right == null ? null : "(" + left + " " + op + " " + right + ")";
+  }
+
+  private static String in(String value, List<String> items) {
+    if (value == null || items.isEmpty() || items.contains(null)) {
+      return null;
+    }
+    return "(" + value + " IN (" + String.join(", ", items) + "))";
+  }
+
+  /** A literal's text: strings without quotes or backslashes, integers, booleans, dates. */
+  private static String literal(Object value, DataType type) {
+    if (value == null) {
+      return null;  // a null literal: three-valued logic stays in the JVM
+    }
+    if (type instanceof StringType) {
+      String s = value.toString();
+      return s.contains("'") || s.contains("\\") ? null : "'" + s + "'";
+    }
+    if (type == IntegerType$.MODULE$ || type == LongType$.MODULE$
+        || type == ShortType$.MODULE$ || type == ByteType$.MODULE$) {
+      return value.toString();
+    }
+    if (type == BooleanType$.MODULE$) {
+      return ((Boolean) value) ? "TRUE" : "FALSE";
+    }
+    if (type == DateType$.MODULE$) {
+      return new Literal(value, type).sql();  // DATE 'yyyy-mm-dd'
+    }
+    return null;
+  }
+}
