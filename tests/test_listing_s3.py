@@ -289,3 +289,38 @@ def test_merge_schema_spellings_mean_the_same_everywhere(s3_server, s3_bucket, s
     with pytest.raises(OptionError, match=r"merge_schema='maybe'"):
         ListingTable.open(f"s3://{s3_bucket}/t", storage_options=s3_server.storage_options,
                           merge_schema="maybe")
+
+
+@pytest.fixture(scope="module")
+def hundred_days(s3_server):
+    """100 days x 24 hours x 2 empty files: 4,800 keys, the first page holds about 20 days."""
+    bucket = f"days-{uuid.uuid4().hex[:8]}"
+    s3_server.create_bucket(bucket)
+    keys = {f"t/date={dt.date(2024, 1, 1) + dt.timedelta(days=d)}/hour={h}/part-{p}.parquet": b""
+            for d in range(100) for h in range(24) for p in range(2)}
+    s3_server.put_objects_fast(bucket, keys)
+    yield f"s3://{bucket}/t", sorted(keys)
+    s3_server.drop_bucket(bucket)
+
+
+@pytest.mark.parametrize(("days", "lists", "step"), [
+    # far beyond the first page: enumerate them at once (1 + 2), not after 2 more flat pages
+    (["2024-03-20", "2024-04-05"], 3, "enumerate 2 prefixes"),
+    # a few days beyond it: listing on up to the last one is cheaper, and stops there
+    (["2024-01-25", "2024-01-27"], 2, "to date=2024-01-27"),
+    # behind it: nothing more to list
+    (["2024-01-02", "2024-01-05"], 1, "enumerate 0 prefixes"),
+])
+def test_date_lists_far_or_near_ahead_of_the_first_page(s3_server, hundred_days, days, lists,
+                                                         step):
+    url, keys = hundred_days
+    table = ListingTable.open(url, storage_options=s3_server.storage_options,
+                              partition_cols=[("date", "date"), ("hour", "int")],
+                              schema=pa.schema([("x", pa.int64())]))
+    where = "date IN (" + ", ".join(f"DATE '{d}'" for d in days) + ")"
+    plan, sent = scan_counted(s3_server, table, where=where)
+    assert sent == lists, plan.listing_plan
+    assert any(step in line for line in plan.listing_plan), plan.listing_plan
+    bucket = url.split("/")[2]
+    want = sorted(f"s3://{bucket}/{k}" for k in keys if any(f"date={d}/" in k for d in days))
+    assert sorted(f.path for f in plan.files) == want and len(want) == 96

@@ -89,29 +89,37 @@ class Chooser:
                 return Walk(self.root, 0, {}, math.nan), True
         return None, False
 
-    def flat_pages_to_last_value(self, last_key: str) -> float:
-        """Pages a flat listing of the root would still need to reach the last first-level
-        date the filter keeps, from ``last_key`` on, at the density of dates and the keys per
-        date the sample shows; 0 when that cannot be told (not a date level, one sampled
-        date, no finite set of dates). WHY: ``date IN (…)`` far ahead of the first page
-        would otherwise be listed flat until the pages spent match the enumeration's cost."""
+    def flat_to_last_value(self, last_key: str) -> Node | None:
+        """The rest of the root's flat listing, from ``last_key`` up to the last first-level
+        date the filter keeps, estimated at the density of dates and the keys per date the
+        sample shows; None when that cannot be told (not a date level, fewer than two
+        sampled dates, no finite set of dates, or the Hive null among them, which sorts
+        after every date). It never lists more than listing on to the end would.
+        WHY: ``date IN (…)`` was listed flat until the pages spent matched the enumeration's
+        cost, whether the dates lay a page or a year ahead."""
         name, type_ = self.cols[0]
-        sampled = self.profile.sample_values[0] if self.profile is not None else []
-        values = self.candidates(0, {}) if pa.types.is_date(type_) else None
-        if not values or len(sampled) < 2 or self.profile is None:
-            return 0.0
+        if self.profile is None or not pa.types.is_date(type_) or not self.one_spelling(0):
+            return None
+        values = self.candidates(0, {})
+        if not values or None in values:
+            return None
         try:
-            seen = sorted({parse_value(raw, type_, column=name, path=raw) for raw in sampled})
+            seen = sorted({parse_value(raw, type_, column=name, path=raw)
+                           for raw in self.profile.sample_values[0]} - {None})
             parsed = parse_segment(last_key[len(self.root):].split("/", 1)[0])
             last = parse_value(parsed[1], type_, column=name, path=last_key) if parsed else None
         except ValueError:
-            return 0.0
-        wanted = max((v for v in values if v is not None), default=None)
-        if last is None or wanted is None or len(seen) < 2 or seen[0] is None:
-            return 0.0
+            return None
+        if last is None or len(seen) < 2:
+            return None
+        wanted = max(values)
+        if wanted < last:
+            return Enumerate([], 0)  # every wanted date lies behind: nothing left to list
         per_day = (len(seen) - 1) / max((seen[-1] - seen[0]).days, 1)
-        keys = max((wanted - last).days, 0) * per_day * self.profile.keys_under(1)
-        return keys / PAGE_SIZE
+        keys = (wanted - last).days * per_day * self.profile.keys_under(1)
+        spelled = spell_value(wanted, type_)
+        return Flat(self.root, 0, {}, pages(keys + 1),
+                    stop_after=f"{self.root}{escape_path_name(name)}={spelled}/{END}")
 
     def best(self, prefix: str, depth: int, known: dict[str, Any]) -> Node:
         # only with a profile: direct() checks, root_alternative() and the walks planned

@@ -281,8 +281,14 @@ class ListingRun:
                     self.steps.append(f"list {self.root!r}: {spent} pages (flat was cheapest)")
                     return
                 alt, per_dir_cheaper = self.chooser.root_alternative()
-                if alt is not None and (per_dir_cheaper or spent >= alt.est
-                                        or self.chooser.flat_pages_to_last_value(last) >= alt.est):
+                if alt is None:
+                    continue
+                ahead = (self.chooser.flat_to_last_value(last)
+                         if isinstance(alt, Enumerate) else None)
+                if ahead is not None:  # the sample tells how far the wanted dates lie
+                    alt = ahead if ahead.est <= alt.est else alt  # a tie: flat, never dearer
+                    break
+                if per_dir_cheaper or spent >= alt.est:
                     break
         finally:
             _close(pages)
