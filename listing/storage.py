@@ -521,6 +521,8 @@ def _read_s3(fs: Any, file: PartitionedFile, start: int, end: int,
     if retries:
         _add(counts, "read_retries", retries)
         log.info("GET %s [%d, %d) took %d retries", file.path, start, end, retries)
+    _add(counts, "read_requests", 1)
+    _add(counts, "bytes_read", len(data))
     return data
 
 
@@ -563,8 +565,9 @@ _COUNT_LOCK = threading.Lock()
 
 @contextmanager
 def counting(counts: dict[str, int] | None) -> Iterator[None]:
-    """Within the block, files opened by :func:`open_input` add their retries to
-    ``counts`` (``read_retries``), even when read later from other threads."""
+    """Within the block, files opened by :func:`open_input` add their retries, GETs and
+    bytes to ``counts`` (``read_retries``, ``read_requests``, ``bytes_read``; S3), even when
+    read later from other threads."""
     token = _COUNTS.set(counts)
     try:
         yield

@@ -491,3 +491,33 @@ def test_file_changed_since_listing_is_an_error(store: Store) -> None:
     # neither missing nor corrupt: its own error, which no ignore_* option skips
     with pytest.raises(FileChangedError, match=f"{file.path}.*changed since listing"):
         read(CsvFormat(), listed, store, schema=schema)
+
+
+def test_parquet_reads_only_the_projected_column_chunks(store: Store, s3_server: S3Server) -> None:
+    """A Parquet file over the whole-file threshold (8 MiB) is read in byte ranges: the
+    footer, then the projected columns' chunks of each row group (pyarrow's pre-buffer
+    coalesces them), never the other columns' bytes."""
+    import os
+
+    import pyarrow.parquet as pq
+
+    from listing import ListingTable
+
+    n = 90_000
+    wide = pa.array([os.urandom(60).hex() for _ in range(n)])  # 120 incompressible bytes
+    data = pa.table({"small": pa.array(range(n), pa.int64()), "wide": wide})
+    sink = io.BytesIO()
+    pq.write_table(data, sink, row_group_size=30_000, compression="none")
+    payload = sink.getvalue()
+    assert len(payload) > 8 * 1024 * 1024
+    store.put("t/k=1/big.parquet", payload)
+    table = ListingTable.open(f"s3://{store.root}/t", storage_options=store.fs.storage_options,
+                              schema=pa.schema([("small", pa.int64()), ("wide", pa.string())]))
+    narrow = table.scan(columns=["small"])
+    got = narrow.to_arrow()
+    assert got.column("small").to_pylist() == list(range(n))
+    assert narrow.metrics["bytes_read"] < len(payload) // 10  # the int column and footer
+    assert narrow.metrics["read_requests"] <= 3 + 2  # per row group, or coalesced, + footer
+    whole = table.scan()
+    assert whole.to_arrow().column("wide").to_pylist() == wide.to_pylist()
+    assert whole.metrics["bytes_read"] >= len(payload) * 9 // 10
