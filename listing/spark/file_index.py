@@ -28,7 +28,7 @@ from pyspark.sql.types import StructType
 
 from listing.expressions.sql import parse_predicate
 from listing.pushdown import Pushdown
-from listing.spark.source import ListingDataSource
+from listing.spark.source import ListingDataSource, SourceConfig
 from listing.table import ListingTable
 
 log = logging.getLogger("listing.spark")
@@ -46,13 +46,14 @@ class ListingPlanner:
         implements = [FILE_INDEX_CLASS + "$Planner"]
 
     def __init__(self) -> None:
-        self._tables: OrderedDict[tuple[str, str], ListingTable] = OrderedDict()
+        self._tables: OrderedDict[tuple[str, str], tuple[ListingTable, SourceConfig]] = (
+            OrderedDict())
         self._lock = threading.Lock()  # callbacks may come from several JVM threads
 
     def describe(self, options_json: str, schema_json: str) -> str:
         """``{"partition_columns": [...]}``: what the relation's file index is built with."""
         return self._answer(lambda: {
-            "partition_columns": self._table(options_json, schema_json).partition_names})
+            "partition_columns": self._opened(options_json, schema_json)[0].partition_names})
 
     def plan(self, options_json: str, schema_json: str, filters_json: str) -> str:
         """Our scan's files for Spark's partition filters (a JSON list of SQL conjuncts).
@@ -66,8 +67,7 @@ class ListingPlanner:
                                                json.loads(filters_json or "[]")))
 
     def _plan(self, options_json: str, schema_json: str, filters: list[str]) -> dict[str, Any]:
-        table = self._table(options_json, schema_json)
-        config = ListingDataSource(json.loads(options_json)).config
+        table, config = self._opened(options_json, schema_json)
         used: list[str] = []
         where: list[Any] = list(config.where or [])
         for sql in filters:
@@ -91,21 +91,24 @@ class ListingPlanner:
                       for f in plan.files],
         }
 
-    def _table(self, options_json: str, schema_json: str) -> ListingTable:
+    def _opened(self, options_json: str,
+                schema_json: str) -> tuple[ListingTable, SourceConfig]:
+        """The table and parsed options of a relation, opened once per (options, schema)."""
         key = (options_json, schema_json)
         with self._lock:
-            table = self._tables.get(key)
-            if table is not None:
+            opened = self._tables.get(key)
+            if opened is not None:
                 self._tables.move_to_end(key)
-                return table
+                return opened
         schema = StructType.fromJson(json.loads(schema_json))
         # the source's own opening: same option parsing, same user-schema typing
-        table = ListingDataSource(json.loads(options_json))._table_for(schema)  # noqa: SLF001
+        source = ListingDataSource(json.loads(options_json))
+        opened = (source._table_for(schema), source.config)  # noqa: SLF001
         with self._lock:
-            self._tables[key] = table
+            self._tables[key] = opened
             while len(self._tables) > _MAX_TABLES:
                 self._tables.popitem(last=False)
-        return table
+        return opened
 
     @staticmethod
     def _answer(build: Any) -> str:

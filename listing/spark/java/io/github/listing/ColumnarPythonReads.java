@@ -65,15 +65,16 @@ final class ColumnarPythonReads implements PartitionReaderFactory {
   private final Option<String> jobArtifactUUID;
   private final Option<String> sessionUUID;
 
-  private ColumnarPythonReads(PartitionReaderFactory rows, Map<String, Object> fields) {
+  /** Reads what Spark's factory was built with (its private vals, see {@link #FIELDS}). */
+  private ColumnarPythonReads(PartitionReaderFactory rows) throws ReflectiveOperationException {
     this.rows = rows;
-    this.source = (UserDefinedPythonDataSource) fields.get("source");
-    this.pickledReadFunc = (byte[]) fields.get("pickledReadFunc");
-    this.outputSchema = (StructType) fields.get("outputSchema");
+    this.source = (UserDefinedPythonDataSource) FIELDS.get("source").get(rows);
+    this.pickledReadFunc = (byte[]) FIELDS.get("pickledReadFunc").get(rows);
+    this.outputSchema = (StructType) FIELDS.get("outputSchema").get(rows);
     @SuppressWarnings("unchecked")
-    Option<String> job = (Option<String>) fields.get("jobArtifactUUID");
+    Option<String> job = (Option<String>) FIELDS.get("jobArtifactUUID").get(rows);
     @SuppressWarnings("unchecked")
-    Option<String> session = (Option<String>) fields.get("sessionUUID");
+    Option<String> session = (Option<String>) FIELDS.get("sessionUUID").get(rows);
     this.jobArtifactUUID = job;
     this.sessionUUID = session;
   }
@@ -104,22 +105,19 @@ final class ColumnarPythonReads implements PartitionReaderFactory {
   }
 
   /**
-   * Spark's own factory wrapped for columnar reads. Only called for scans that said they are
-   * columnar ({@link #available()}), so a factory that is not Spark's Python one is an error.
+   * Spark's own factory, wrapped so that it can also read columnar batches (row reads still
+   * go through it); as it is when it is not Spark's Python factory or its fields are not
+   * where 4.3 keeps them.
    */
   static PartitionReaderFactory of(PartitionReaderFactory factory) {
     if (!(factory instanceof PythonPartitionReaderFactory) || FIELDS == null) {
       return factory;
     }
-    Map<String, Object> values = new HashMap<>();
-    for (Map.Entry<String, Field> e : FIELDS.entrySet()) {
-      try {
-        values.put(e.getKey(), e.getValue().get(factory));
-      } catch (ReflectiveOperationException e2) {
-        throw new IllegalStateException("listing: cannot read Spark's Python reader factory", e2);
-      }
+    try {
+      return new ColumnarPythonReads(factory);
+    } catch (ReflectiveOperationException e) {
+      throw new IllegalStateException("listing: cannot read Spark's Python reader factory", e);
     }
-    return new ColumnarPythonReads(factory, values);
   }
 
   private static final String EVALUATOR_CLASS =

@@ -14,6 +14,7 @@ import org.apache.spark.sql.catalyst.types.DataTypeUtils;
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation;
 import org.apache.spark.sql.execution.datasources.v2.python.PythonDataSourceV2;
 import org.apache.spark.sql.execution.datasources.v2.python.PythonTable;
+import org.apache.spark.sql.types.StructType;
 
 import scala.jdk.javaapi.CollectionConverters;
 
@@ -50,13 +51,8 @@ public final class ListingColumnPruning extends Rule<LogicalPlan> {
     Project project = (Project) plan;
     LogicalPlan child = project.child();
     Filter filter = child instanceof Filter ? (Filter) child : null;
-    LogicalPlan leaf = filter != null ? filter.child() : child;
-    if (!(leaf instanceof DataSourceV2Relation)) {
-      return null;
-    }
-    DataSourceV2Relation rel = (DataSourceV2Relation) leaf;
-    if (!(rel.table() instanceof PythonTable)
-        || !SOURCE.equalsIgnoreCase(((PythonTable) rel.table()).name())) {
+    DataSourceV2Relation rel = listingRelation(filter != null ? filter.child() : child);
+    if (rel == null) {
       return null;
     }
     AttributeSet used = project.references();
@@ -72,23 +68,45 @@ public final class ListingColumnPruning extends Rule<LogicalPlan> {
     if (keep.size() == rel.output().size()) {
       return null;  // already as narrow as the query: also what makes the rule idempotent
     }
+    LogicalPlan newLeaf = reading(rel, keep);
+    if (newLeaf == null) {
+      return null;  // cannot rebuild the table: leave the scan as wide as it was
+    }
+    LogicalPlan newChild = filter != null ? withChild(filter, newLeaf) : newLeaf;
+    return withChild(project, newChild);
+  }
+
+  /** {@code plan} when it is a relation of the {@code listing} source, else null. */
+  static DataSourceV2Relation listingRelation(LogicalPlan plan) {
+    if (!(plan instanceof DataSourceV2Relation)) {
+      return null;
+    }
+    DataSourceV2Relation rel = (DataSourceV2Relation) plan;
+    return rel.table() instanceof PythonTable
+        && SOURCE.equalsIgnoreCase(((PythonTable) rel.table()).name()) ? rel : null;
+  }
+
+  /**
+   * {@code rel} reading exactly {@code output}: a described table of that schema on the same
+   * data source, sized from the table's full width (only listing tables get here); null when
+   * the data source cannot be read to rebuild the table.
+   */
+  static LogicalPlan reading(DataSourceV2Relation rel, List<AttributeReference> output) {
     PythonTable table = (PythonTable) rel.table();
     Object ds = StalePushdownGuard.dsOf(table);
     if (!(ds instanceof PythonDataSourceV2)) {
-      return null;  // cannot rebuild the table: leave the scan as wide as it was
+      return null;
     }
-    scala.collection.immutable.Seq<AttributeReference> output =
-        CollectionConverters.asScala(keep).toList();
-    List<Attribute> attrs = new ArrayList<>(keep);
-    org.apache.spark.sql.types.StructType schema =
-        DataTypeUtils.fromAttributes(CollectionConverters.asScala(attrs).toList());
-    // described (and sized from the full width) whatever it was: only listing tables get here
+    List<Attribute> attrs = new ArrayList<>(output);
+    StructType schema = DataTypeUtils.fromAttributes(CollectionConverters.asScala(attrs).toList());
     PythonTable narrow = new DescribedPythonTable(
         (PythonDataSourceV2) ds, table.name(), schema, DescribedPythonTable.fullSchemaOf(table));
-    LogicalPlan newLeaf = rel.copy(
-        narrow, output, rel.catalog(), rel.identifier(), rel.options(), rel.timeTravelSpec());
-    LogicalPlan newChild = filter != null ? filter.withNewChildren(
-        CollectionConverters.asScala(List.of(newLeaf)).toList()) : newLeaf;
-    return project.withNewChildren(CollectionConverters.asScala(List.of(newChild)).toList());
+    return rel.copy(narrow, CollectionConverters.asScala(output).toList(), rel.catalog(),
+        rel.identifier(), rel.options(), rel.timeTravelSpec());
+  }
+
+  /** {@code node} with {@code child} as its one child. */
+  static LogicalPlan withChild(LogicalPlan node, LogicalPlan child) {
+    return node.withNewChildren(CollectionConverters.asScala(List.of(child)).toList());
   }
 }

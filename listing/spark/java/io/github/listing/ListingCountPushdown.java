@@ -23,8 +23,6 @@ import org.apache.spark.sql.catalyst.plans.logical.Project;
 import org.apache.spark.sql.catalyst.rules.Rule;
 import org.apache.spark.sql.catalyst.types.DataTypeUtils;
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation;
-import org.apache.spark.sql.execution.datasources.v2.python.PythonDataSourceV2;
-import org.apache.spark.sql.execution.datasources.v2.python.PythonTable;
 import org.apache.spark.sql.types.ArrayType;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.MapType;
@@ -78,13 +76,9 @@ public final class ListingCountPushdown extends Rule<LogicalPlan> {
     Project project = child instanceof Project ? (Project) child : null;
     LogicalPlan below = project != null ? project.child() : child;
     Filter filter = below instanceof Filter ? (Filter) below : null;
-    LogicalPlan leaf = filter != null ? filter.child() : below;
-    if (!(leaf instanceof DataSourceV2Relation)) {
-      return null;
-    }
-    DataSourceV2Relation rel = (DataSourceV2Relation) leaf;
-    if (!(rel.table() instanceof PythonTable)
-        || !ListingColumnPruning.SOURCE.equalsIgnoreCase(((PythonTable) rel.table()).name())) {
+    DataSourceV2Relation rel = ListingColumnPruning.listingRelation(
+        filter != null ? filter.child() : below);
+    if (rel == null) {
       return null;
     }
     if (project != null) {
@@ -110,10 +104,6 @@ public final class ListingCountPushdown extends Rule<LogicalPlan> {
       }
       kept.add(a);
     }
-    Object ds = StalePushdownGuard.dsOf((PythonTable) rel.table());
-    if (!(ds instanceof PythonDataSourceV2)) {
-      return null;
-    }
     StructField rowsField = new StructField(ROWS, DataTypes.LongType, false, Metadata.empty());
     AttributeReference rows = CollectionConverters.asJava(
         DataTypeUtils.toAttributes(new StructType(new StructField[] {rowsField}))).get(0);
@@ -127,14 +117,12 @@ public final class ListingCountPushdown extends Rule<LogicalPlan> {
     }
     List<AttributeReference> output = new ArrayList<>(kept);
     output.add(rows);
-    List<Attribute> attrs = new ArrayList<>(output);
-    StructType schema = DataTypeUtils.fromAttributes(CollectionConverters.asScala(attrs).toList());
-    PythonTable table = (PythonTable) rel.table();
-    PythonTable counting = new DescribedPythonTable((PythonDataSourceV2) ds, table.name(), schema,
-        DescribedPythonTable.fullSchemaOf(table));
-    LogicalPlan newLeaf = rel.copy(counting, CollectionConverters.asScala(output).toList(),
-        rel.catalog(), rel.identifier(), rel.options(), rel.timeTravelSpec());
-    LogicalPlan newBelow = filter != null ? withChild(filter, newLeaf) : newLeaf;
+    LogicalPlan newLeaf = ListingColumnPruning.reading(rel, output);
+    if (newLeaf == null) {
+      return null;  // cannot rebuild the table: count rows as before
+    }
+    LogicalPlan newBelow = filter != null
+        ? ListingColumnPruning.withChild(filter, newLeaf) : newLeaf;
     LogicalPlan newChild = newBelow;
     if (project != null) {
       List<NamedExpression> list = new ArrayList<>(
@@ -174,9 +162,5 @@ public final class ListingCountPushdown extends Rule<LogicalPlan> {
     Expression total = new Coalesce(CollectionConverters.asScala(List.of(sum, zero)).toList());
     return (NamedExpression) ((Alias) e).withNewChildren(
         CollectionConverters.asScala(List.<Expression>of(total)).toList());
-  }
-
-  private static LogicalPlan withChild(LogicalPlan node, LogicalPlan child) {
-    return node.withNewChildren(CollectionConverters.asScala(List.of(child)).toList());
   }
 }
