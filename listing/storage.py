@@ -52,6 +52,7 @@ from listing.errors import (
 from listing.files import PartitionedFile
 from listing.options import parse_duration, parse_int
 from listing.redact import redact, redact_url
+from listing.s3_pages import use_fast_list_pages
 
 log = logging.getLogger("listing.storage")
 
@@ -335,6 +336,7 @@ async def _acall(fs: Any, method: str, kwargs: dict[str, Any]) -> dict[str, Any]
     client = await fs.set_session()
     _cap_backoff(client, settings_of(fs).retry_max_backoff)
     _use_fast_timestamps(client)
+    use_fast_list_pages(client)
     result: dict[str, Any] = await fs._call_s3(method, **kwargs)
     return result
 

@@ -24,10 +24,11 @@ class FileFilter:
 
     def accepts(self, meta: ObjectMeta) -> bool:
         opts = self.options
-        if not self.is_format_file(meta.path) or not self.url.matches_glob(meta.path):
+        path = meta.path
+        name = path[path.rfind("/") + 1:]
+        if name.endswith(IN_PROGRESS_SUFFIXES) or not self.is_format_file(path):
             return False
-        name = meta.path.rsplit("/", 1)[-1]
-        if name.endswith(IN_PROGRESS_SUFFIXES):
+        if self.url.glob is not None and not self.url.matches_glob(path):
             return False
         if opts.path_glob_filter and compile_glob(
                 opts.path_glob_filter, "path_glob_filter", file_name=True).match(name) is None:

@@ -1,0 +1,162 @@
+"""LIST pages read by our one-pass parser (listing.s3_pages) come out exactly as botocore's
+own parser reads them, or are left to botocore: bodies from the moto server, odd keys,
+and generated pages."""
+
+from __future__ import annotations
+
+import urllib.parse
+import urllib.request
+from typing import Any
+from xml.sax.saxutils import escape
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from listing.s3_pages import parse_list_page
+from listing.storage import Lister, StorageSpec
+
+# keys a user may well have: spaces, XML's and URLs' special characters, non-ASCII
+ODD_KEYS = ["t/plain/part-0.parquet", "t/sp ace/part 1.parquet", "t/amp&er/a&b.parquet",
+            "t/lt<gt>/x.parquet", "t/plus+sign/p+q.parquet", "t/pct%41/q%2F.parquet",
+            "t/ünï cödé/ß.parquet", "t/quote\"'/d.parquet", "t/city=S%C3%A3o/e.parquet"]
+
+
+def botocore_parse(body: bytes) -> dict[str, Any]:
+    import botocore.session
+    from botocore.parsers import create_parser
+
+    model = botocore.session.get_session().get_service_model("s3")
+    shape = model.operation_model("ListObjectsV2").output_shape
+    parsed: dict[str, Any] = create_parser("rest-xml").parse(
+        {"status_code": 200, "headers": {}, "body": body}, shape)
+    parsed.pop("ResponseMetadata", None)
+    return parsed
+
+
+def raw_page(server: Any, bucket: str, **query: str) -> bytes:
+    q = urllib.parse.urlencode({"list-type": "2", **query})
+    with urllib.request.urlopen(f"{server.endpoint_url}/{bucket}?{q}") as resp:
+        body: bytes = resp.read()
+    return body
+
+
+@pytest.fixture
+def odd_bucket(s3_server, s3_bucket):
+    s3_server.put_objects_fast(s3_bucket, {k: b"x" * (i + 1) for i, k in enumerate(ODD_KEYS)})
+    return s3_bucket
+
+
+@pytest.mark.parametrize("query", [
+    {}, {"encoding-type": "url"}, {"delimiter": "/", "prefix": "t/"},
+    {"delimiter": "/", "prefix": "t/", "encoding-type": "url"},
+    {"max-keys": "3", "encoding-type": "url"}, {"start-after": "t/plain", "prefix": "t/"},
+    {"prefix": "nothing/"},
+], ids=repr)
+def test_moto_pages_parse_as_botocore_parses_them(s3_server, odd_bucket, query):
+    body = raw_page(s3_server, odd_bucket, **query)
+    ours = parse_list_page(body)
+    assert ours is not None, body[:300]
+    assert ours == botocore_parse(body)
+
+
+def test_a_page_with_owners_is_left_to_botocore(s3_server, odd_bucket):
+    body = raw_page(s3_server, odd_bucket, **{"fetch-owner": "true"})
+    assert b"<Owner>" in body
+    assert parse_list_page(body) is None
+
+
+def test_the_lister_lists_odd_keys_exactly(s3_server, odd_bucket):
+    """Through the client (botocore asks for URL-encoded keys and decodes them after our
+    parse), flat and with a delimiter, over several pages."""
+    spec = StorageSpec("s3", s3_server.storage_options)
+    lister = Lister(spec)
+    flat = [f for page in lister.pages(f"{odd_bucket}/t/", delimiter=False) for f in page.files]
+    assert sorted(f.path for f in flat) == sorted(f"{odd_bucket}/{k}" for k in ODD_KEYS)
+    sizes = {f.path: f.size for f in flat}
+    assert [sizes[f"{odd_bucket}/{k}"] for k in ODD_KEYS] == list(range(1, len(ODD_KEYS) + 1))
+    assert all(f.etag and f.last_modified is not None for f in flat)
+    dirs = [d for page in lister.pages(f"{odd_bucket}/t/", delimiter=True) for d in page.dirs]
+    assert sorted(dirs) == sorted({f"{odd_bucket}/{k.rsplit('/', 1)[0]}/" for k in ODD_KEYS})
+
+
+PAGE_HEAD = (b'<?xml version="1.0" encoding="UTF-8"?>\n<ListBucketResult '
+             b'xmlns="http://s3.amazonaws.com/doc/2006-03-01/">')
+ITEM = ("<Contents><Key>{key}</Key><LastModified>2026-03-01T10:00:00.000Z</LastModified>"
+        "<ETag>&quot;abc&quot;</ETag><Size>5</Size><StorageClass>STANDARD</StorageClass>"
+        "</Contents>")
+
+
+def page(*parts: str) -> bytes:
+    return PAGE_HEAD + "".join(parts).encode() + b"</ListBucketResult>"
+
+
+@pytest.mark.parametrize("body", [
+    # pretty-printed, with empty elements written both ways
+    page("\n  <Name>b</Name>\n  <Prefix/>\n  <KeyCount>1</KeyCount>\n  <MaxKeys>1000</MaxKeys>",
+         "\n  <Delimiter></Delimiter>\n  <IsTruncated>false</IsTruncated>\n  <Contents>\n",
+         "    <Key>a/b</Key>\n    <LastModified>2026-03-01T10:00:00.123Z</LastModified>\n",
+         "    <ETag>&quot;e&quot;</ETag>\n    <Size>7</Size>\n",
+         "    <StorageClass>STANDARD</StorageClass>\n  </Contents>\n"),
+    # checksums (a flattened list), fields in another order, a common prefix
+    page("<Name>b</Name><IsTruncated>true</IsTruncated>",
+         "<NextContinuationToken>tok/+=</NextContinuationToken><Contents><Size>3</Size>",
+         "<Key>k</Key><ChecksumAlgorithm>CRC32</ChecksumAlgorithm>",
+         "<ChecksumAlgorithm>SHA256</ChecksumAlgorithm><ChecksumType>FULL_OBJECT</ChecksumType>",
+         "<ETag>x</ETag><LastModified>2026-03-01T10:00:00Z</LastModified></Contents>",
+         "<CommonPrefixes><Prefix>p/</Prefix></CommonPrefixes>"),
+    # numeric character references, as S3 writes control characters in keys
+    page("<Name>b</Name>", ITEM.format(key="a&#13;b&#x9;c&amp;&lt;"),
+         "<IsTruncated>false</IsTruncated>"),
+], ids=["pretty", "checksums", "char-refs"])
+def test_other_page_forms_parse_as_botocore_parses_them(body):
+    ours = parse_list_page(body)
+    assert ours is not None
+    assert ours == botocore_parse(body)
+
+
+@pytest.mark.parametrize("body", [
+    page("<Name>b</Name>", ITEM.format(key="k"))[:-40],  # cut short in transit
+    b'<?xml version="1.0"?><Error><Code>InternalError</Code></Error>',  # S3's 200 error
+    page("<Name>b</Name>", ITEM.format(key="k").replace("</Size>", "</Size><Owner><ID>1"
+                                                          "</ID></Owner>")),
+    page("<Name>b</Name>", ITEM.format(key="k").replace("<Size>", "<Novel>1</Novel><Size>")),
+    page("<Name>b</Name><NewTopLevel>1</NewTopLevel>"),
+    page("<Name>b</Name><IsTruncated>maybe</IsTruncated>"),
+    page("<Name>b</Name>", ITEM.format(key="k").replace("2026-03-01T10:00:00.000Z",
+                                                        "Sun, 01 Mar 2026 10:00:00 GMT")),
+    page("<Name>b</Name>", ITEM.format(key="<![CDATA[k]]>")),
+], ids=["truncated", "error", "owner", "unknown-field", "unknown-top", "bad-bool", "rfc-time",
+        "cdata"])
+def test_what_the_parser_does_not_know_is_left_to_botocore(body):
+    assert parse_list_page(body) is None
+
+
+# XML 1.0's characters, without the surrogates that UTF-8 cannot carry
+KEY_TEXT = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\r",
+                                 min_codepoint=0x20), min_size=1, max_size=30)
+
+
+@settings(max_examples=150, deadline=None)
+@given(keys=st.lists(KEY_TEXT, max_size=12, unique=True),
+       prefixes=st.lists(KEY_TEXT, max_size=3, unique=True),
+       sizes=st.lists(st.integers(0, 2**62), min_size=12, max_size=12),
+       truncated=st.booleans(), token=KEY_TEXT, whitespace=st.sampled_from(["", "\n  "]))
+def test_generated_pages_parse_as_botocore_parses_them(keys, prefixes, sizes, truncated, token,
+                                                       whitespace):
+    w = whitespace
+    items = [f"{w}<Contents>{w}<Key>{escape(k)}</Key>{w}<LastModified>2026-03-01T10:00:0"
+             f"{i % 10}.000Z</LastModified>{w}<ETag>&quot;{i:032x}&quot;</ETag>{w}<Size>"
+             f"{sizes[i]}</Size>{w}<StorageClass>STANDARD</StorageClass>{w}</Contents>"
+             for i, k in enumerate(keys)]
+    common = [f"{w}<CommonPrefixes><Prefix>{escape(p)}</Prefix></CommonPrefixes>"
+              for p in prefixes]
+    top = (f"{w}<Name>bucket</Name>{w}<Prefix>{escape(token)}</Prefix>{w}<KeyCount>"
+           f"{len(keys) + len(prefixes)}</KeyCount>{w}<MaxKeys>1000</MaxKeys>{w}"
+           f"<IsTruncated>{'true' if truncated else 'false'}</IsTruncated>")
+    if truncated:
+        top += f"{w}<NextContinuationToken>{escape(token)}</NextContinuationToken>"
+    body = page(top, *items, *common, w)
+    ours = parse_list_page(body)
+    assert ours is not None
+    assert ours == botocore_parse(body)
