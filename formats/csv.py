@@ -164,6 +164,11 @@ class CsvOpener(TextOpener):
             post = {f.name: f.type for f in wanted
                     if pa.types.is_timestamp(f.type) and f.type.tz is not None}
             types = {f.name: (pa.string() if f.name in post else f.type) for f in wanted}
+            # rows only (a count): Arrow reads every column when none is included, so read
+            # the first as text, the cheapest conversion (2-3x faster than all of them)
+            include = [f.name for f in wanted]
+            if not wanted and names.count(names[0]) == 1:
+                include, types = names[:1], {names[0]: pa.string()}
             try:
                 reader = pacsv.open_csv(
                     stream,  # type: ignore[arg-type]  # any readable file object will do
@@ -171,9 +176,9 @@ class CsvOpener(TextOpener):
                                                    block_size=opts.block_size),
                     parse_options=opts.parse_options(),
                     convert_options=opts.convert_options(
-                        column_types=types, include_columns=[f.name for f in wanted]))
+                        column_types=types, include_columns=include))
                 for batch in reader:
-                    if not wanted:  # an empty include list means "all": rows only
+                    if not wanted:
                         batch = batch.select([])
                     if post:
                         batch = _parse_zoned(batch, post, file)

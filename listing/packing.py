@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 from typing import Protocol
 
 from listing.files import FileGroup, PartitionedFile
@@ -16,12 +17,17 @@ class Splitter(Protocol):
 
 def pack_file_groups(files: list[PartitionedFile], fmt: Splitter, options: ListingOptions,
                      min_partitions: int | None = None) -> list[FileGroup]:
-    """Split big files and pack pieces into groups with Spark's ``FilePartition`` rule.
+    """Split big files with Spark's ``FilePartition`` sizing, then pack the pieces into as
+    few balanced groups as that sizing allows, a multiple of the parallelism.
 
     ``maxSplitBytes = min(maxPartitionBytes, max(openCostInBytes, bytesPerCore))`` where
     ``bytesPerCore`` spreads the total (each file charged ``openCostInBytes`` extra) over
-    ``min_partitions``; pieces are packed largest first, a group closing when the next
-    piece would overflow it.
+    ``min_partitions``. Spark then closes a group when the next piece would overflow
+    ``maxSplitBytes``, which often leaves one group more than there are cores (3 files on
+    2 cores: 3 tasks, a second wave for the third). A Python task costs tens of
+    milliseconds more to start than a JVM one, so here the number of groups is Spark's
+    rounded down to a multiple of the parallelism, never fewer than the total needs at
+    ``maxPartitionBytes`` a group, and pieces go largest first to the lightest group.
     """
     if not files:
         return []
@@ -31,15 +37,25 @@ def pack_file_groups(files: list[PartitionedFile], fmt: Splitter, options: Listi
     max_split = min(options.max_partition_bytes, max(open_cost, total // parallelism))
     pieces = [p for f in files for p in fmt.split(f, max_split)]
     pieces.sort(key=lambda p: p.length, reverse=True)
-    groups: list[list[PartitionedFile]] = []
-    current: list[PartitionedFile] = []
-    size = 0
-    for piece in pieces:
-        if current and size + piece.length > max_split:
-            groups.append(current)
-            current, size = [], 0
-        current.append(piece)
-        size += piece.length + open_cost
-    if current:
-        groups.append(current)
+    sparks = _greedy_count(pieces, max_split, open_cost)
+    needed = -(-sum(p.length + open_cost for p in pieces) // options.max_partition_bytes)
+    count = max(min(sparks, parallelism * max(1, sparks // parallelism)), needed, 1)
+    count = min(count, len(pieces))
+    groups: list[list[PartitionedFile]] = [[] for _ in range(count)]
+    lightest = [(0, i) for i in range(count)]  # a heap of (load, group)
+    for piece in pieces:  # largest first, to the lightest group (LPT)
+        load, i = lightest[0]
+        groups[i].append(piece)
+        heapq.heapreplace(lightest, (load + piece.length + open_cost, i))
     return [FileGroup(i, tuple(g)) for i, g in enumerate(groups)]
+
+
+def _greedy_count(pieces: list[PartitionedFile], max_split: int, open_cost: int) -> int:
+    """How many groups Spark's rule makes of ``pieces`` (largest first, a group closing
+    when the next piece would overflow ``max_split``)."""
+    count, size = 0, 0
+    for piece in pieces:
+        if count == 0 or size + piece.length > max_split:
+            count, size = count + 1, 0
+        size += piece.length + open_cost
+    return count

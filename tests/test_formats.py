@@ -348,6 +348,22 @@ def test_merge_schema_conflicts(store: Store) -> None:
 
 # --- errors name the file ----------------------------------------------------------------------
 
+@pytest.mark.parametrize("body, rows", [
+    (b'a,b\r\n"x\r\ny",1\r\n\r\n"z",2\r\n3,4', 3),  # CRLF, a quoted line break, blank
+    (b"a,a,b\n1,2,3\n4,5,6\n", 2),  # the first name twice
+    (b"a,b\n", 0),
+], ids=["crlf-quoted-blank", "duplicate-first-name", "header-only"])
+def test_csv_count_reads_one_column_and_counts_records(store: Store, body: bytes,
+                                                         rows: int) -> None:
+    """A rows-only read (a count) parses one column instead of all: records, not lines."""
+    file = store.put("count.csv", body)
+    fmt = CsvFormat(multiline=True)
+    schema = pa.schema([("b", pa.string())])
+    got = read(fmt, file, store, schema=schema, projection=[])
+    assert got.num_rows == rows and got.num_columns == 0
+    assert read(fmt, file, store, schema=schema).num_rows == rows
+
+
 def test_csv_wrong_field_count_names_line(store: Store) -> None:
     file = store.put("bad.csv", b"a,b\n1,2\n3,4\n5\n6,7\n")
     with pytest.raises(CorruptFileError) as err:

@@ -9,6 +9,8 @@ import time
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from listing import ListingTable, formats
 from listing.errors import FileReadError
@@ -34,6 +36,48 @@ def test_packing_follows_sparks_formula():
     # more parallelism than files: smaller splits, never below openCostInBytes
     groups = pack_file_groups(files(64 * MB), csv, opts, min_partitions=8)
     assert len(groups) == 8
+
+
+def test_packing_starts_no_wave_for_a_remainder():
+    """Spark's rule gives 3 files on 2 cores 3 tasks (two waves); ours packs them in 2
+    balanced groups, never more than Spark's, never fewer than maxPartitionBytes allows."""
+    opts = ListingOptions(max_partition_bytes=128 * MB, open_cost_in_bytes=4 * MB)
+    csv = formats.get("csv")
+    groups = pack_file_groups(files(8 * MB, 8 * MB, 8 * MB), csv, opts, min_partitions=2)
+    assert sorted(len(g.files) for g in groups) == [1, 2]
+    # Spark: 5 groups of one 70 MB file (two never fit in 128 MB); on 2 cores, 4 groups
+    sizes = [70 * MB] * 5
+    groups = pack_file_groups(files(*sizes), formats.get("parquet"), opts, min_partitions=2)
+    assert sorted(len(g.files) for g in groups) == [1, 1, 1, 2]
+    # a total that needs 6 groups at 128 MB a group keeps them (never 4 overfull ones)
+    sizes = [100 * MB, 90 * MB, 80 * MB, 70 * MB, 60 * MB, 50 * MB, 40 * MB, 30 * MB]
+    groups = pack_file_groups(files(*sizes), formats.get("parquet"), opts, min_partitions=2)
+    assert len(groups) == 6
+    assert sorted(f.size for g in groups for f in g.files) == sorted(sizes)
+
+
+@settings(max_examples=200, deadline=None)
+@given(sizes=st.lists(st.integers(0, 400 * MB), min_size=1, max_size=60),
+       parallelism=st.integers(1, 16))
+def test_packing_is_complete_and_never_needs_more_tasks_than_sparks_rule(sizes, parallelism):
+    from listing.packing import _greedy_count
+
+    opts = ListingOptions(max_partition_bytes=128 * MB, open_cost_in_bytes=4 * MB)
+    fmt = formats.get("csv")  # splittable: big files become ranges
+    groups = pack_file_groups(files(*sizes), fmt, opts, min_partitions=parallelism)
+    pieces = [f for g in groups for f in g.files]
+    covered: dict[str, int] = {}
+    for f in pieces:
+        covered[f.path] = covered.get(f.path, 0) + f.length
+    assert covered == {f"s3://b/f{i}.csv": s for i, s in enumerate(sizes)}
+    assert all(g.files for g in groups)
+    total = sum(f.size + 4 * MB for f in files(*sizes))
+    max_split = min(128 * MB, max(4 * MB, total // parallelism))
+    spark = _greedy_count(sorted(pieces, key=lambda p: p.length, reverse=True), max_split,
+                          4 * MB)
+    assert len(groups) <= spark
+    assert len(groups) >= min(len(pieces),
+                              -(-sum(p.length + 4 * MB for p in pieces) // (128 * MB)))
 
 
 def write(path, n: int = 3) -> None:
