@@ -310,6 +310,9 @@ def hundred_days(s3_server):
     (["2024-01-25", "2024-01-27"], 2, "to date=2024-01-27"),
     # behind it: nothing more to list
     (["2024-01-02", "2024-01-05"], 1, "enumerate 0 prefixes"),
+    # one in the first page, two ahead at a cost equal to listing on (2 pages): those two
+    # prefixes (the one in the first page is not counted), sent at once, only wanted keys
+    (["2024-01-05", "2024-02-01", "2024-02-20"], 3, "enumerate 2 prefixes"),
 ])
 def test_date_lists_far_or_near_ahead_of_the_first_page(s3_server, hundred_days, days, lists,
                                                          step):
@@ -323,4 +326,4 @@ def test_date_lists_far_or_near_ahead_of_the_first_page(s3_server, hundred_days,
     assert any(step in line for line in plan.listing_plan), plan.listing_plan
     bucket = url.split("/")[2]
     want = sorted(f"s3://{bucket}/{k}" for k in keys if any(f"date={d}/" in k for d in days))
-    assert sorted(f.path for f in plan.files) == want and len(want) == 96
+    assert sorted(f.path for f in plan.files) == want and len(want) == 48 * len(days)

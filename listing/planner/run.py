@@ -286,7 +286,12 @@ class ListingRun:
                 ahead = (self.chooser.flat_to_last_value(last)
                          if isinstance(alt, Enumerate) else None)
                 if ahead is not None:  # the sample tells how far the wanted dates lie
-                    alt = ahead if ahead.est <= alt.est else alt  # a tie: flat, never dearer
+                    assert isinstance(alt, Enumerate)
+                    alt = _ahead_of(alt, last)
+                    # a tie goes to the enumeration: as many requests, but sent at once
+                    # and each returning only wanted keys, where flat pages come one
+                    # after the other, full
+                    alt = ahead if ahead.est < alt.est else alt
                     break
                 if per_dir_cheaper or spent >= alt.est:
                     break
@@ -512,6 +517,18 @@ class ListingRun:
             return None
         self.metrics.files_matched += 1
         return ListedFile(meta, dict(values))
+
+
+def _ahead_of(node: Enumerate, last: str) -> Enumerate:
+    """The enumeration without its prefixes wholly behind ``last`` (listed already: running
+    it would skip them), so that its cost compares with listing on from ``last``."""
+    prefixes: list[str] = [p for child in node.children
+                           if isinstance(p := getattr(child, "prefix", None), str)]
+    if len(prefixes) != len(node.children):
+        return node
+    kept = [child for child, p in zip(node.children, prefixes, strict=True)
+            if not p < last[:len(p)]]
+    return Enumerate(kept, sum(child.est for child in kept))
 
 
 def _in_pages(pages: Iterator[Page]) -> Iterator[Page]:
