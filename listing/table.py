@@ -270,6 +270,22 @@ class ListingTable:
         :mod:`listing.discovery`."""
         return FileDiscovery(self, where, DiscoverySettings.parse(options))
 
+    def first_file(self) -> PartitionedFile | None:
+        """The table's first non-empty data file in key order (None: none), for a check that
+        needs one file and not the list, such as a CSV header: it costs the pages up to
+        that file, one LIST unless the table starts with hidden or foreign keys."""
+        run = ListingRun(Lister(self.storage, RequestCounter()), self.url.prefix,
+                         self.partition_cols, self.profile, None, self.file_filter)
+        files = run.files()
+        try:  # an empty file is no data file (as Spark's file index has it)
+            first = next((f for f in files if f.meta.size > 0), None)
+        finally:
+            files.close()  # no further page
+        if first is None:
+            return None
+        return PartitionedFile(self.url.to_url(first.meta.path), first.meta.size, first.values,
+                               last_modified=first.meta.last_modified, etag=first.meta.etag)
+
     def refresh(self) -> None:
         """Forget cached listings of this table (``list_cache_ttl``): the next scan lists."""
         CACHE.invalidate(self.storage, self.url.prefix)

@@ -327,3 +327,26 @@ def test_date_lists_far_or_near_ahead_of_the_first_page(s3_server, hundred_days,
     bucket = url.split("/")[2]
     want = sorted(f"s3://{bucket}/{k}" for k in keys if any(f"date={d}/" in k for d in days))
     assert sorted(f.path for f in plan.files) == want and len(want) == 48 * len(days)
+
+
+def test_first_file_costs_one_list_and_skips_hidden_and_empty_keys(s3_server, s3_bucket):
+    """``first_file`` (the native engine's CSV header check) lists one page, not the table,
+    and returns the first key that is data: not ``_SUCCESS``, not an empty file."""
+    keys = {"t/_SUCCESS": b"", "t/date=2024-01-01/empty.parquet": b""}
+    keys.update({f"t/date=2024-01-{d:02d}/part-{i}.parquet": b"x" for d in range(1, 29)
+                 for i in range(60)})  # 1,680 keys: two pages
+    s3_server.put_objects_fast(s3_bucket, keys)
+    table = ListingTable.open(f"s3://{s3_bucket}/t", storage_options=s3_server.storage_options,
+                              partition_cols=[("date", "date")],
+                              schema=pa.schema([("x", pa.int64())]))
+    with s3_server.log.capture() as cap:
+        first = table.first_file()
+    assert cap.count("LIST") == 1 and cap.count("GET") == 0
+    assert first is not None
+    assert first.path == f"s3://{s3_bucket}/t/date=2024-01-01/part-0.parquet"
+    assert first.partition_values == {"date": dt.date(2024, 1, 1)} and first.size == 1
+    s3_server.drop_bucket(s3_bucket)
+    s3_server.create_bucket(s3_bucket)
+    assert ListingTable.open(f"s3://{s3_bucket}/t", storage_options=s3_server.storage_options,
+                             partition_cols=[("date", "date")],
+                             schema=pa.schema([("x", pa.int64())])).first_file() is None

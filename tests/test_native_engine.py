@@ -410,6 +410,22 @@ def test_our_plan_is_the_file_list_spark_reads(spark, events):
     assert "(`region` = 'us')" in json.loads(index.lastUsed())
 
 
+def test_the_csv_header_check_reads_one_file_and_lists_no_table(spark, tmp_path):
+    """Spark's CSV reader maps columns by position, so a hand-off first reads one file's
+    header: the planner's first file (one LIST), never an unfiltered plan of the table
+    (which on a large table would be a whole listing for every query)."""
+    ds = datasets.daily(str(tmp_path / "csv"), format="csv", days=4, rows_per_file=5)
+    df = read(spark, ds, "native").where("date = '2025-01-03'")
+    index = _file_index(df)
+    assert df.count() == 10  # two regions, one file of 5 rows each
+    assert "FileScan csv" in physical(df)
+    assert index.asks() == 1, "only the query's own plan"
+    assert json.loads(index.lastSent()) == ["(`date` IS NOT NULL)",
+                                            "(`date` = DATE '2025-01-03')"]
+    first = listing.ListingTable.open(ds.root, format="csv").first_file()
+    assert first is not None and first.path == min(f.path for f in ds.files)
+
+
 def test_a_file_added_after_load_is_planned_at_query_time(spark, tmp_path):
     import shutil
 

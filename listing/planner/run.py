@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 import threading
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any, NamedTuple
@@ -231,7 +231,7 @@ class ListingRun:
         """The profile the run ended with (a fresh sample when it listed flat)."""
         return self.chooser.profile
 
-    def files(self) -> Iterator[ListedFile]:
+    def files(self) -> Generator[ListedFile, None, None]:
         """Every listed file that matches, in key order, listing as the plan decides (see
         module doc)."""
         if self.max_concurrent_requests > 1:

@@ -55,6 +55,14 @@ class ListingPlanner:
         return self._answer(lambda: {
             "partition_columns": self._opened(options_json, schema_json)[0].partition_names})
 
+    def sample(self, options_json: str, schema_json: str) -> str:
+        """``{"path": ...}``: the table's first data file (null: none), for a check that
+        needs one file (the CSV header), at the cost of one LIST and not a listing."""
+        def first() -> dict[str, Any]:
+            file = self._opened(options_json, schema_json)[0].first_file()
+            return {"path": None if file is None else file.path}
+        return self._answer(first)
+
     def plan(self, options_json: str, schema_json: str, filters_json: str) -> str:
         """Our scan's files for Spark's partition filters (a JSON list of SQL conjuncts).
 

@@ -77,8 +77,8 @@ import scala.jdk.javaapi.CollectionConverters;
  * predicate over the returned partition values decides, as Spark's file index does: leaving a
  * conjunct out costs pruning, never rows.
  *
- * <p>{@link #sizeInBytes} and {@link #inputFiles} (statistics, {@code df.inputFiles()}, the
- * CSV header check) come from one unfiltered plan, made when first needed and kept until
+ * <p>{@link #sizeInBytes} and {@link #inputFiles} (statistics, {@code df.inputFiles()}) come
+ * from one unfiltered plan, made when first needed and kept until
  * {@link #refresh}. Without a registered planner (Spark Connect servers, sessions without the
  * callback) {@link ListingNativeEngine} keeps Spark's own file index.
  */
@@ -94,6 +94,9 @@ public final class ListingFileIndex implements FileIndex {
      * "list_requests"}} for partition filters given as a JSON list of SQL conjuncts.
      */
     String plan(String optionsJson, String schemaJson, String filtersJson);
+
+    /** {@code {"path": first data file or null}}: one LIST, not a listing. */
+    String sample(String optionsJson, String schemaJson);
   }
 
   private static volatile Planner registered;
@@ -225,6 +228,16 @@ public final class ListingFileIndex implements FileIndex {
   @Override
   public String toString() {
     return "ListingFileIndex[" + root + ", files from the listing planner]";
+  }
+
+  /**
+   * The table's first data file (null: it has none), for a check that needs one file and
+   * not the list (the CSV header): the planner's first page, not {@link #inputFiles}'s
+   * unfiltered listing.
+   */
+  public String firstFile() {
+    JsonNode path = answer(planner.sample(optionsJson, schemaJson)).path("path");
+    return path.isTextual() ? qualified(path.asText()).toUri().toString() : null;
   }
 
   // --- for tests and explain -------------------------------------------------------------

@@ -332,13 +332,23 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
    * {@code enforceSchema=false} Spark checks every file's header again as it reads.
    */
   private void checkCsvHeader(HadoopFsRelation relation, String sep) throws NotNative {
-    String[] files = relation.location().inputFiles();
-    if (files.length == 0) {
+    String file;
+    try {
+      if (relation.location() instanceof ListingFileIndex index) {
+        file = index.firstFile();  // one LIST, where inputFiles() lists the whole table
+      } else {
+        String[] files = relation.location().inputFiles();
+        file = files.length == 0 ? null : files[0];
+      }
+    } catch (RuntimeException e) {
+      throw new NotNative("cannot find a CSV file to read the header of: " + e.getMessage());
+    }
+    if (file == null) {
       return;
     }
     List<String> header;
     try {
-      org.apache.hadoop.fs.Path path = new org.apache.hadoop.fs.Path(files[0]);
+      org.apache.hadoop.fs.Path path = new org.apache.hadoop.fs.Path(file);
       org.apache.hadoop.conf.Configuration conf = classic().sessionState().newHadoopConf();
       org.apache.hadoop.fs.FileSystem fs = path.getFileSystem(conf);
       org.apache.hadoop.io.compress.CompressionCodec codec =
@@ -351,7 +361,7 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
         header = first == null ? List.of() : csvFields(first, sep == null ? ',' : sep.charAt(0));
       }
     } catch (java.io.IOException | RuntimeException e) {
-      throw new NotNative("cannot read the CSV header of " + files[0] + ": " + e.getMessage());
+      throw new NotNative("cannot read the CSV header of " + file + ": " + e.getMessage());
     }
     List<String> columns = new ArrayList<>();
     for (String name : relation.dataSchema().fieldNames()) {
@@ -362,7 +372,7 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
       names.add(name.toLowerCase(Locale.ROOT));
     }
     if (!header.isEmpty() && !names.equals(columns)) {
-      throw new NotNative("the CSV header of " + files[0] + " (" + String.join(", ", header)
+      throw new NotNative("the CSV header of " + file + " (" + String.join(", ", header)
           + ") is not the relation's data columns in order (" + String.join(", ", columns)
           + "): Spark's CSV reader maps columns by position, ours by name");
     }
