@@ -3,7 +3,8 @@
     python -m bench                     # full: ~25 min on 2 cores (see bench/README.md)
     python -m bench --quick             # small sizes, ~5 min
     python -m bench --only listing      # one section: listing | throughput | memory | write
-                                        #   | streaming
+                                        #   | streaming | latency (listing's latency-model
+                                        #   table alone, ours and the peers: ~5 min)
     python -m bench --runs 5 --out /tmp/results
 
 Sections: (1) listing and planning on a moto S3 server, ours against pyarrow.dataset,
@@ -32,6 +33,8 @@ from typing import Any
 from bench import report
 
 SECTIONS = ("listing", "throughput", "memory", "write", "streaming")
+#: run only when named: the listing section's latency-model table on its own (minutes)
+EXTRA_SECTIONS = ("latency",)
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -115,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="small sizes (~5 min)")
-    ap.add_argument("--only", choices=SECTIONS, action="append",
+    ap.add_argument("--only", choices=SECTIONS + EXTRA_SECTIONS, action="append",
                     help="run only this section (repeatable)")
     ap.add_argument("--runs", type=int, default=3, help="timed runs per figure (3)")
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results",
@@ -139,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
                                "machine": report.machine(),
                                "code": report.code_revision(ROOT), "quick": args.quick,
                                "sections": {}}
-    for name in SECTIONS:
+    for name in SECTIONS + EXTRA_SECTIONS:
         if name not in only:
             continue
         log(f"== {name} ==")
@@ -152,6 +155,12 @@ def main(argv: list[str] | None = None) -> int:
                                              max_read_files=args.max_read_files
                                              or (1000 if args.quick else 3000))
                 sec = listing_bench.run(args.quick, cfg, log)
+            elif name == "latency":
+                from bench import listing_bench
+
+                sec = listing_bench.latency_run(
+                    args.quick, listing_bench.Settings(runs=args.runs, timeout=args.timeout),
+                    log)
             elif name == "throughput":
                 from bench import throughput
 

@@ -405,7 +405,8 @@ def run(quick: bool, cfg: Settings, log: Any = print, work_dir: Path | None = No
                     tres["queries"][q.name] = qres
                 section["tables"][t.name] = tres
                 if t.name == "hourly":
-                    section["concurrency"] = concurrency(server, t, section, cfg, quick, log)
+                    section["concurrency"] = concurrency(server, t, section, cfg, quick, log,
+                                                         log_dir)
                 server.drop_bucket(t.bucket)
         finally:
             for w in workers.values():
@@ -426,11 +427,12 @@ CONCURRENCY_PEERS = ("pyarrow", "polars", "datafusion")
 
 
 def concurrency(server: Any, table: TableDef, section: dict[str, Any], cfg: Settings,
-                quick: bool, log: Any = print) -> dict[str, Any]:
+                quick: bool, log: Any = print, log_dir: Path | None = None) -> dict[str, Any]:
     """Our planning with ``max_concurrent_requests`` 1 (one request at a time) and 8, for
     the full listing, ``hour = 7`` and a point query on ``table``, against the latency model
-    (:mod:`bench.latency`) and against moto, in a worker process; the peers' numbers are
-    those measured above on moto."""
+    (:mod:`bench.latency`) and against moto (``server``; None: the model only), in a worker
+    process; the peers plan the same queries against the model in their workers (on moto
+    their numbers are those measured above)."""
     from bench.latency import LABEL, LatencyServer
 
     qs = [q for q in queries(table) if q.name in CONCURRENCY_QUERIES]
@@ -441,10 +443,13 @@ def concurrency(server: Any, table: TableDef, section: dict[str, Any], cfg: Sett
     with LatencyServer() as model:
         model.index.put(table.bucket, {key: size for key, _ in table.files})
         out["delay_s"] = model.delay
-        for name, options, runs in (
-                (f"latency model ({model.delay * 1000:.0f} ms a LIST)",
-                 model.storage_options(), cfg.runs),
-                ("moto", server.storage_options, cfg.runs if quick else 1)):
+        model_name = f"latency model ({model.delay * 1000:.0f} ms a LIST)"
+        out["model"] = model_name
+        out["peers_on_model"] = _peers_on_model(model, table, qs, cfg, log, log_dir)
+        servers = [(model_name, model.storage_options(), cfg.runs)]
+        if server is not None:
+            servers.append(("moto", server.storage_options, cfg.runs if quick else 1))
+        for name, options, runs in servers:
             t0 = time.perf_counter()
             proc = subprocess.run(
                 [sys.executable, "-m", "bench.latency", "measure", "--runs", str(runs)],
@@ -464,6 +469,41 @@ def concurrency(server: Any, table: TableDef, section: dict[str, Any], cfg: Sett
     return out
 
 
+def _peers_on_model(model: Any, table: TableDef, qs: list[Query], cfg: Settings, log: Any,
+                    log_dir: Path | None) -> dict[str, dict[str, Any]]:
+    """Per query and peer: median planning seconds over ``cfg.runs`` runs after a warm-up
+    against the latency model, the requests it answered and the files planned."""
+    spec = table.spec(model.storage_options())
+    out: dict[str, dict[str, Any]] = {}
+    directory = log_dir or Path(tempfile.mkdtemp(prefix="bench-latency-"))
+    for peer in CONCURRENCY_PEERS:
+        worker = Worker(peer, directory)
+        try:
+            for q in qs:
+                times, res = [], {}
+                for i in range(cfg.runs + 1):
+                    before = model.requests
+                    try:
+                        reply = worker.call({"op": "plan", "table": spec,
+                                             "conjuncts": q.conjuncts}, cfg.timeout)
+                    except Timeout as err:
+                        reply = {"ok": False, "error": f"timeout: {err}"}
+                    if not reply.get("ok"):
+                        res = {"error": reply.get("error")}
+                        break
+                    res = {"files": reply["files"], "requests": model.requests - before}
+                    if i:
+                        times.append(reply["seconds"])
+                if times:
+                    res["plan_s"] = statistics.median(times)
+                out.setdefault(q.name, {})[peer] = res
+                log(f"[listing] {peer} on the latency model, {q.name}: "
+                    + (res.get("error") or f"{res['plan_s']:.2f} s, {res['requests']} LIST"))
+        finally:
+            worker.stop()
+    return out
+
+
 def concurrency_md(out: dict[str, Any], section: dict[str, Any], table: TableDef,
                    qs: list[Query]) -> list[str]:
     """The section's table: per query, ours sequential and parallel on each server, then
@@ -474,7 +514,9 @@ def concurrency_md(out: dict[str, Any], section: dict[str, Any], table: TableDef
              f"Ours = `open()` + `scan()`, `max_concurrent_requests` 1 (one request at a "
              f"time) vs 8. The latency model is {out['label']} (`bench/latency.py`: "
              f"ListObjectsV2 from a sorted key index after {out.get('delay_s', 0) * 1000:.0f}"
-             " ms). Peers: as measured on moto above. Shared 2-core machine.", "",
+             " ms). Peers: against the same model, in their own worker processes; on moto,"
+             " as measured above. Shared 2-core machine (the model's responder is Python"
+             " too, on the same cores).", "",
              "| query | reader | server | LIST | plan s | files | notes |",
              "|---|---|---|--:|--:|--:|---|"]
     for q in qs:
@@ -495,6 +537,8 @@ def concurrency_md(out: dict[str, Any], section: dict[str, Any], table: TableDef
             lines.append(f"| {q.label if mode == 1 else ''} | ours, {mode} at a time | "
                          f"{server_name} | {row['list_requests']} | {row['plan_s']:.3f} | "
                          f"{row['files']:,} | {note} |")
+            if server_name == out.get("model") and mode == max(CONCURRENCY_MODES):
+                lines += _peer_rows(out, q.name, server_name, row)
         for peer in CONCURRENCY_PEERS:
             res = peers.get(q.name, {}).get("readers", {}).get(peer)
             if not res or res.get("status") not in ("ok", "wrong result"):
@@ -503,6 +547,40 @@ def concurrency_md(out: dict[str, Any], section: dict[str, Any], table: TableDef
             lines.append(f"|  | {peer} | moto | {res['plan_requests']['LIST']} | "
                          f"{res['plan_s']:.3f} | {files} | {res.get('status')} |")
     return lines + [""]
+
+
+def _peer_rows(out: dict[str, Any], query: str, server_name: str,
+               ours: dict[str, Any]) -> list[str]:
+    """The peers' rows on the latency model, the best one compared with ours at 8."""
+    found = out.get("peers_on_model", {}).get(query, {})
+    rows, best = [], None
+    for peer in CONCURRENCY_PEERS:
+        res = found.get(peer, {})
+        if "plan_s" not in res:
+            rows.append(f"|  | {peer} | {server_name} | – | – | – | {res.get('error', '')} |")
+            continue
+        files = "–" if res.get("files") is None else f"{res['files']:,}"
+        rows.append(f"|  | {peer} | {server_name} | {res['requests']} | "
+                    f"{res['plan_s']:.3f} | {files} |  |")
+        if best is None or res["plan_s"] < found[best]["plan_s"]:
+            best = peer
+    if best is not None and ours["plan_s"]:
+        ratio = found[best]["plan_s"] / ours["plan_s"]
+        rows.append(f"|  | *ours (8 at a time) vs best peer* | {server_name} |  |  |  | "
+                    f"planning {ratio:.2f}× faster than {best} (target ≥ 4×: "
+                    f"{'met' if ratio >= 4 else '**not met**'}) |")
+    return rows
+
+
+def latency_run(quick: bool, cfg: Settings, log: Any = print) -> dict[str, Any]:
+    """``--only latency``: the sequential-vs-parallel table against the latency model
+    alone, ours and the peers (no moto server: minutes, not the listing section's half
+    hour)."""
+    table = hourly_table(30 if quick else 365)
+    t0 = time.perf_counter()
+    out = concurrency(None, table, {"tables": {}}, cfg, quick, log)
+    return {"concurrency": out, "keys": len(table.files),
+            "seconds": time.perf_counter() - t0}
 
 
 def total_requests(counts: dict[str, int] | None) -> int:

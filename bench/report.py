@@ -98,6 +98,8 @@ def markdown(results: dict[str, Any]) -> str:
     sections = results["sections"]
     if "listing" in sections:
         lines += _listing_md(sections["listing"])
+    if "latency" in sections:
+        lines += _latency_md(sections["latency"])
     if "throughput" in sections:
         lines += _throughput_md(sections["throughput"])
     if "memory" in sections:
@@ -185,7 +187,16 @@ def _listing_md(sec: dict[str, Any]) -> list[str]:
                     [[t["target"], t["value"], _met(t["met"]),
                       _met(t["met_including_open"]) if "met_including_open" in t else "–"]
                      for t in sec["targets"]], "llcc")
-    return lines + [""]
+    lines.append("")
+    return lines + sec.get("concurrency", {}).get("table_md", [])
+
+
+def _latency_md(sec: dict[str, Any]) -> list[str]:
+    """``--only latency``: the listing section's latency-model table, run on its own."""
+    head = ["## 1b. Listing against a model of S3 latency", ""]
+    if "error" in sec:
+        return head + [f"Section failed: `{sec['error']}`", ""]
+    return head + sec.get("concurrency", {}).get("table_md", [])
 
 
 def _met(ok: bool) -> str:
