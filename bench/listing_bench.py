@@ -560,8 +560,11 @@ def _peer_rows(out: dict[str, Any], query: str, server_name: str,
             rows.append(f"|  | {peer} | {server_name} | – | – | – | {res.get('error', '')} |")
             continue
         files = "–" if res.get("files") is None else f"{res['files']:,}"
+        wrong = res.get("files") is not None and res["files"] != ours["files"]
         rows.append(f"|  | {peer} | {server_name} | {res['requests']} | "
-                    f"{res['plan_s']:.3f} | {files} |  |")
+                    f"{res['plan_s']:.3f} | {files} | {'**wrong result**' if wrong else ''} |")
+        if wrong:
+            continue  # never the best peer
         if best is None or res["plan_s"] < found[best]["plan_s"]:
             best = peer
     if best is not None and ours["plan_s"]:
