@@ -39,8 +39,9 @@ def pack_file_groups(files: list[PartitionedFile], fmt: Splitter, options: Listi
     pieces.sort(key=lambda p: p.length, reverse=True)
     sparks = _greedy_count(pieces, max_split, open_cost)
     needed = -(-sum(p.length + open_cost for p in pieces) // options.max_partition_bytes)
-    count = max(min(sparks, parallelism * max(1, sparks // parallelism)), needed, 1)
-    count = min(count, len(pieces))
+    # Spark's greedy rule charges a piece's open cost only once it is in a group, so at
+    # the boundary ``needed`` can exceed its count: never more groups than Spark makes
+    count = min(max(parallelism * (sparks // parallelism), needed, 1), sparks, len(pieces))
     groups: list[list[PartitionedFile]] = [[] for _ in range(count)]
     lightest = [(0, i) for i in range(count)]  # a heap of (load, group)
     for piece in pieces:  # largest first, to the lightest group (LPT)
