@@ -32,7 +32,7 @@ from listing.hive import discover_columns, is_hidden_below, partition_type
 from listing.list_cache import CACHE, CachedLister
 from listing.options import ListingOptions
 from listing.packing import pack_file_groups
-from listing.planner import FileFilter, ListingRun, TableProfile
+from listing.planner import FileFilter, ListedFile, ListingRun, TableProfile
 from listing.pushdown import Pushdown
 from listing.scan import ScanMetrics, ScanPlan
 from listing.storage import Lister, Page, RequestCounter, StorageSpec
@@ -162,9 +162,7 @@ class ListingTable:
         run = ListingRun(lister, self.url.prefix, self.partition_cols, self.profile,
                          partition_filter, self.file_filter,
                          max_concurrent_requests=self.options.max_concurrent_requests)
-        files = [PartitionedFile(self.url.to_url(f.meta.path), f.meta.size, f.values,
-                                 last_modified=f.meta.last_modified, etag=f.meta.etag)
-                 for f in run.files()]
+        files = [self._partitioned(f) for f in run.files()]
         if self.profile is None:
             self.profile = run.profile  # a fresh sample this scan took, kept for the next
         if run.metrics.files_listed:
@@ -281,10 +279,13 @@ class ListingTable:
             first = next((f for f in files if f.meta.size > 0), None)
         finally:
             files.close()  # no further page
-        if first is None:
-            return None
-        return PartitionedFile(self.url.to_url(first.meta.path), first.meta.size, first.values,
-                               last_modified=first.meta.last_modified, etag=first.meta.etag)
+        return None if first is None else self._partitioned(first)
+
+    def _partitioned(self, listed: ListedFile) -> PartitionedFile:
+        """A listed key as the file a plan holds: its URL, and what identifies its version."""
+        meta = listed.meta
+        return PartitionedFile(self.url.to_url(meta.path), meta.size, listed.values,
+                               last_modified=meta.last_modified, etag=meta.etag)
 
     def refresh(self) -> None:
         """Forget cached listings of this table (``list_cache_ttl``): the next scan lists."""

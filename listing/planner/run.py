@@ -283,10 +283,8 @@ class ListingRun:
                 alt, per_dir_cheaper = self.chooser.root_alternative()
                 if alt is None:
                     continue
-                ahead = (self.chooser.flat_to_last_value(last)
-                         if isinstance(alt, Enumerate) else None)
-                if ahead is not None:  # the sample tells how far the wanted dates lie
-                    assert isinstance(alt, Enumerate)
+                if (isinstance(alt, Enumerate)  # the sample tells how far the dates lie
+                        and (ahead := self.chooser.flat_to_last_value(last)) is not None):
                     alt = _ahead_of(alt, last)
                     # a tie goes to the enumeration: as many requests, but sent at once
                     # and each returning only wanted keys, where flat pages come one
