@@ -18,7 +18,7 @@ FILE_METADATA_FIELD = pa.field(FILE_METADATA, pa.struct([
 ]))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: a long listing makes one per key
 class PartitionedFile:
     """One file (or byte range of one) with the partition values its path encodes.
 

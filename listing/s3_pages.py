@@ -5,13 +5,13 @@ botocore parses every response by walking the service model over an ElementTree:
 the client's CPU is what bounds a long listing once requests run concurrently. A LIST
 body is flat and regular (``<Contents>`` blocks of scalar fields, ``<CommonPrefixes>``
 blocks of one ``<Prefix>``, scalar fields at the top), so a few regular expressions read
-it in well under a millisecond.
+it in about a millisecond.
 
 The parser reads only what it fully understands: any element it does not know (an
 ``<Owner>`` asked for with ``FetchOwner``, a ``<RestoreStatus>``, a field S3 adds one
 day) makes it decline, and botocore parses that page as before. It returns what
 botocore's parser returns for the body (types included); botocore still adds the
-response metadata and URL-decodes the keys.
+response metadata and URL-decodes the keys it asked to have encoded.
 """
 
 from __future__ import annotations
@@ -21,45 +21,46 @@ import html
 import re
 from typing import Any
 
-_CONTENTS = re.compile(rb"<Contents>(.*?)</Contents>", re.S)
-_COMMON = re.compile(rb"<CommonPrefixes>(.*?)</CommonPrefixes>", re.S)
-_FIELD = re.compile(rb"<([A-Za-z]+)>([^<]*)</\1>")
-_EMPTY = re.compile(rb"<([A-Za-z]+)\s*/>")
-_ROOT = re.compile(rb'\A\s*(?:<\?xml[^>]*\?>\s*)?<ListBucketResult(?:\s+xmlns="[^"]*")?\s*>')
+_CONTENTS = re.compile(r"<Contents>(.*?)</Contents>", re.S)
+_COMMON = re.compile(r"<CommonPrefixes>(.*?)</CommonPrefixes>", re.S)
+_FIELD = re.compile(r"<([A-Za-z]+)>([^<]*)</\1>")
+_EMPTY = re.compile(r"<([A-Za-z]+)\s*/>")
+_ROOT = re.compile(r'\A\s*(?:<\?xml[^>]*\?>\s*)?<ListBucketResult(?:\s+xmlns="[^"]*")?\s*>')
+_END = "</ListBucketResult>"
 
 # top-level scalars of ListObjectsV2Output and their types; RequestCharged is a header
-_TOP: dict[bytes, str] = {
-    b"Name": "str", b"Prefix": "str", b"Delimiter": "str", b"MaxKeys": "int",
-    b"EncodingType": "str", b"KeyCount": "int", b"ContinuationToken": "str",
-    b"NextContinuationToken": "str", b"StartAfter": "str", b"IsTruncated": "bool",
+_TOP: dict[str, str] = {
+    "Name": "str", "Prefix": "str", "Delimiter": "str", "MaxKeys": "int",
+    "EncodingType": "str", "KeyCount": "int", "ContinuationToken": "str",
+    "NextContinuationToken": "str", "StartAfter": "str", "IsTruncated": "bool",
 }
 # the scalar members of an Object; ChecksumAlgorithm is a flattened list
-_OBJECT: dict[bytes, str] = {
-    b"Key": "str", b"LastModified": "time", b"ETag": "str", b"Size": "int",
-    b"StorageClass": "str", b"ChecksumType": "str", b"ChecksumAlgorithm": "list",
+_OBJECT: dict[str, str] = {
+    "Key": "str", "LastModified": "time", "ETag": "str", "Size": "int",
+    "StorageClass": "str", "ChecksumType": "str", "ChecksumAlgorithm": "list",
 }
+_PREFIX: dict[str, str] = {"Prefix": "str"}
 
-
-# S3's own order of an Object's fields, which most pages are made of only: one findall
-# reads them all; a page with any other block goes through the general path
+# S3's own order of an Object's fields, and of a common prefix's, which most pages are
+# made of only: one findall reads them all. Such a block holds exactly as many "<" as the
+# pattern writes (12 and 4): a run of blocks with that many holds nothing else.
 _PLAIN = re.compile(
-    rb"<Contents>\s*<Key>([^<]*)</Key>\s*<LastModified>([^<]*)</LastModified>\s*"
-    rb"<ETag>([^<]*)</ETag>\s*<Size>(\d+)</Size>\s*<StorageClass>([^<]*)</StorageClass>"
-    rb"\s*</Contents>")
+    r"<Contents>\s*<Key>([^<]*)</Key>\s*<LastModified>([^<]*)</LastModified>\s*"
+    r"<ETag>([^<]*)</ETag>\s*<Size>(\d+)</Size>\s*<StorageClass>([^<]*)</StorageClass>"
+    r"\s*</Contents>")
+_PLAIN_PREFIX = re.compile(r"<CommonPrefixes>\s*<Prefix>([^<]*)</Prefix>\s*</CommonPrefixes>")
 
 
 class _Declined(Exception):
     """The body holds something this parser does not read."""
 
 
-def _text(raw: bytes) -> str:
-    text = raw.decode("utf-8")
-    return html.unescape(text) if "&" in text else text
+def _text(raw: str) -> str:
+    return html.unescape(raw) if "&" in raw else raw
 
 
-def _time(raw: bytes) -> dt.datetime:
+def _time(text: str) -> dt.datetime:
     # S3 writes 2026-03-01T10:00:00.000Z; anything else goes to botocore
-    text = raw.decode("ascii")
     if len(text) <= 19 or text[10] != "T" or text[-1] != "Z":
         raise _Declined
     try:
@@ -68,39 +69,73 @@ def _time(raw: bytes) -> dt.datetime:
         raise _Declined from None
 
 
-def _etag(raw: bytes) -> str:
-    if raw[:6] == b"&quot;" and raw[-6:] == b"&quot;" and b"&" not in raw[6:-6]:
-        return '"' + raw[6:-6].decode("ascii", "strict") + '"'
+def _etag(raw: str) -> str:
+    if raw[:6] == "&quot;" and raw[-6:] == "&quot;" and "&" not in raw[6:-6]:
+        return '"' + raw[6:-6] + '"'
     return _text(raw)
 
 
-def _plain(body: bytes) -> list[dict[str, Any]] | None:
-    """Every ``<Contents>`` of ``body`` when all are in S3's plain form, else None."""
-    found = _PLAIN.findall(body)
-    if len(found) != body.count(b"<Contents>"):
+def _run(text: str, open_tag: str, close_tag: str, blocks: int,
+         marks: int) -> tuple[int, int] | None:
+    """The span from the first ``open_tag`` to the last ``close_tag`` of ``text`` when it
+    holds nothing but ``blocks`` plain blocks (``marks`` "<" each), else None."""
+    start = text.find(open_tag)
+    end = text.rfind(close_tag) + len(close_tag)
+    if text.count("<", start, end) != blocks * marks:
         return None
-    return [{"Key": _text(key), "LastModified": _time(modified), "ETag": _etag(etag),
-             "Size": int(size), "StorageClass": _text(storage)}
-            for key, modified, etag, size, storage in found]
+    return start, end
 
 
-def _value(kind: str, raw: bytes) -> Any:
+def _plain_contents(text: str) -> tuple[list[dict[str, Any]], str] | None:
+    """Every ``<Contents>`` of ``text`` and the text without them, when they are all in
+    S3's plain form and next to each other; else None."""
+    found = _PLAIN.findall(text)
+    if len(found) != text.count("<Contents>"):
+        return None
+    if not found:
+        return [], text
+    span = _run(text, "<Contents>", "</Contents>", len(found), 12)
+    if span is None:
+        return None
+    times: dict[str, dt.datetime] = {}  # a batch written at once shares its times
+    contents = []
+    for key, modified, etag, size, storage in found:
+        if (when := times.get(modified)) is None:
+            when = times[modified] = _time(modified)
+        contents.append({"Key": _text(key), "LastModified": when, "ETag": _etag(etag),
+                         "Size": int(size), "StorageClass": _text(storage)})
+    return contents, text[:span[0]] + text[span[1]:]
+
+
+def _plain_prefixes(text: str) -> tuple[list[dict[str, Any]], str] | None:
+    found = _PLAIN_PREFIX.findall(text)
+    if len(found) != text.count("<CommonPrefixes>"):
+        return None
+    if not found:
+        return [], text
+    span = _run(text, "<CommonPrefixes>", "</CommonPrefixes>", len(found), 4)
+    if span is None:
+        return None
+    return [{"Prefix": _text(p)} for p in found], text[:span[0]] + text[span[1]:]
+
+
+def _value(kind: str, raw: str) -> Any:
     if kind == "int":
         return int(raw)
     if kind == "bool":
-        if raw not in (b"true", b"false"):
+        if raw not in ("true", "false"):
             raise _Declined
-        return raw == b"true"
+        return raw == "true"
     if kind == "time":
         return _time(raw)
     return _text(raw)
 
 
-def _fields(block: bytes, members: dict[bytes, str]) -> dict[str, Any]:
+def _fields(block: str, members: dict[str, str]) -> dict[str, Any]:
     """The scalar fields of one element's body; declines on anything else inside it."""
     found = _FIELD.findall(block)
     empty = _EMPTY.findall(block)
-    if block.count(b"<") != 2 * len(found) + len(empty):
+    if block.count("<") != 2 * len(found) + len(empty):
         raise _Declined  # nested elements, comments, CDATA
     out: dict[str, Any] = {}
     for tag, raw in found:
@@ -108,39 +143,47 @@ def _fields(block: bytes, members: dict[bytes, str]) -> dict[str, Any]:
         if kind is None:
             raise _Declined
         if kind == "list":
-            out.setdefault(tag.decode(), []).append(_text(raw))
-        elif tag.decode() in out:
+            out.setdefault(tag, []).append(_text(raw))
+        elif tag in out:
             raise _Declined  # a scalar given twice
         else:
-            out[tag.decode()] = _value(kind, raw)
+            out[tag] = _value(kind, raw)
     for tag in empty:
         kind = members.get(tag)
         if kind is None or kind not in ("str", "list"):
             raise _Declined
         if kind == "list":
-            out.setdefault(tag.decode(), []).append("")
+            out.setdefault(tag, []).append("")
         else:
-            out[tag.decode()] = ""
+            out[tag] = ""
     return out
+
+
+def _general(text: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str]:
+    """Blocks in any order and form of their fields (the slow path)."""
+    contents = [_fields(block, _OBJECT) for block in _CONTENTS.findall(text)]
+    prefixes = [_fields(block, _PREFIX) for block in _COMMON.findall(text)]
+    if any(set(p) != {"Prefix"} for p in prefixes) or any("Key" not in c for c in contents):
+        raise _Declined
+    return contents, prefixes, _COMMON.sub("", _CONTENTS.sub("", text))
 
 
 def parse_list_page(body: bytes) -> dict[str, Any] | None:
     """The parsed ListObjectsV2 output of ``body`` (without ``ResponseMetadata``), or
     None when the body is anything but a LIST page made only of the fields we know."""
-    root = _ROOT.match(body)
-    if root is None or not body.rstrip().endswith(b"</ListBucketResult>"):
-        return None
     try:
-        contents = _plain(body)
-        if contents is None:
-            contents = [_fields(block, _OBJECT) for block in _CONTENTS.findall(body)]
-        prefixes = [_fields(block, {b"Prefix": "str"}) for block in _COMMON.findall(body)]
-        if any(set(p) != {"Prefix"} for p in prefixes):
+        text = body.decode("utf-8")
+        root = _ROOT.match(text)
+        text = text.rstrip()
+        if root is None or not text.endswith(_END):
             return None
-        if any("Key" not in c for c in contents):
-            return None
-        top = _COMMON.sub(b"", _CONTENTS.sub(b"", body[root.end():]))
-        top = top.rstrip()[:-len(b"</ListBucketResult>")]
+        text = text[root.end():-len(_END)]
+        contents_found = _plain_contents(text)
+        prefixes_found = None if contents_found is None else _plain_prefixes(contents_found[1])
+        if contents_found is None or prefixes_found is None:
+            contents, prefixes, top = _general(text)
+        else:
+            contents, (prefixes, top) = contents_found[0], prefixes_found
         parsed = _fields(top, _TOP)
     except (_Declined, ValueError, UnicodeDecodeError):
         return None

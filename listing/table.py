@@ -28,6 +28,7 @@ from listing.expressions import (
 )
 from listing.files import FILE_METADATA, FILE_METADATA_FIELD, PartitionedFile
 from listing.formats.base import FileFormat
+from listing.gc_pause import gc_paused
 from listing.hive import discover_columns, is_hidden_below, partition_type
 from listing.list_cache import CACHE, CachedLister
 from listing.options import ListingOptions
@@ -162,7 +163,8 @@ class ListingTable:
         run = ListingRun(lister, self.url.prefix, self.partition_cols, self.profile,
                          partition_filter, self.file_filter,
                          max_concurrent_requests=self.options.max_concurrent_requests)
-        files = [self._partitioned(f) for f in run.files()]
+        with gc_paused():
+            files = [self._partitioned(f) for f in run.files()]
         if self.profile is None:
             self.profile = run.profile  # a fresh sample this scan took, kept for the next
         if run.metrics.files_listed:

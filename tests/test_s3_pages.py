@@ -108,7 +108,12 @@ def page(*parts: str) -> bytes:
     # numeric character references, as S3 writes control characters in keys
     page("<Name>b</Name>", ITEM.format(key="a&#13;b&#x9;c&amp;&lt;"),
          "<IsTruncated>false</IsTruncated>"),
-], ids=["pretty", "checksums", "char-refs"])
+    # plain blocks with a top-level field and a common prefix between them
+    page("<Name>b</Name>", ITEM.format(key="a"), "<IsTruncated>false</IsTruncated>",
+         ITEM.format(key="b"), "<CommonPrefixes><Prefix>p/</Prefix></CommonPrefixes>",
+         ITEM.format(key="c"), "<CommonPrefixes><Prefix>q/</Prefix></CommonPrefixes>",
+         "<KeyCount>5</KeyCount>", "<CommonPrefixes><Prefix>r/</Prefix></CommonPrefixes>"),
+], ids=["pretty", "checksums", "char-refs", "interleaved"])
 def test_other_page_forms_parse_as_botocore_parses_them(body):
     ours = parse_list_page(body)
     assert ours is not None
@@ -160,3 +165,25 @@ def test_generated_pages_parse_as_botocore_parses_them(keys, prefixes, sizes, tr
     ours = parse_list_page(body)
     assert ours is not None
     assert ours == botocore_parse(body)
+
+
+# --- the lister's own decoding of URL-encoded keys -------------------------------------------
+
+URL_TEXT = st.text(st.sampled_from(list("ab/=%+ 3DFé\u4e2d_.-")), max_size=25)
+
+
+@settings(max_examples=300, deadline=None)
+@given(keys=st.lists(st.one_of(KEY_TEXT, URL_TEXT), max_size=20))
+def test_keys_decode_as_botocore_decodes_them(keys):
+    """Directory by directory, with a cache shared by the listing's keys: the same text as
+    ``unquote_plus`` of the whole key (what botocore does), for S3's encoding of any key
+    and for any text at all (stray ``%``, ``+``, cut escapes, escapes of ``/``)."""
+    from urllib.parse import quote, quote_plus, unquote_plus
+
+    from listing.storage import _KeyDecoder
+
+    decode = _KeyDecoder()
+    for key in keys:
+        for encoded in (quote(key, safe="/"), quote_plus(key, safe="/"), key):
+            assert decode(encoded) == unquote_plus(encoded)
+        assert decode(quote(key, safe="/")) == key

@@ -58,8 +58,10 @@ class ListingMetrics:
     files_skipped_other: int = 0
 
 
-@dataclass
-class ListedFile:
+class ListedFile(NamedTuple):
+    """A key the scan keeps, with its partition values (shared by the files of one
+    directory: read them, never change them)."""
+
     meta: ObjectMeta
     values: dict[str, Any]
 
@@ -514,7 +516,7 @@ class ListingRun:
             self.metrics.files_skipped_other += 1
             return None
         self.metrics.files_matched += 1
-        return ListedFile(meta, dict(values))
+        return ListedFile(meta, values)
 
 
 def _ahead_of(node: Enumerate, last: str) -> Enumerate:
