@@ -84,8 +84,11 @@ class FileFormat:
         """True when ``path`` is one of this format's files (by extension)."""
         if not self.extensions:
             return True
-        return path[path.rfind("/") + 1:].lower().endswith(
-            _suffixes(self.extensions, tuple(self.compressions)))
+        return path[path.rfind("/") + 1:].lower().endswith(self._suffixes)
+
+    @functools.cached_property
+    def _suffixes(self) -> tuple[str, ...]:
+        return _suffixes(tuple(self.extensions), tuple(self.compressions))
 
     def is_splittable(self, file: PartitionedFile) -> bool:
         """Whether one file may be read by several tasks as byte ranges."""

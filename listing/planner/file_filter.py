@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -22,9 +23,18 @@ class FileFilter:
     options: ListingOptions
     is_format_file: Callable[[str], bool] = lambda path: True
 
-    def accepts(self, meta: ObjectMeta) -> bool:
+    @functools.cached_property
+    def by_name_only(self) -> bool:
+        """Whether only the name's ending decides (no glob, no modification time)."""
         opts = self.options
+        return (self.url.glob is None and not opts.path_glob_filter
+                and not opts.modified_before and not opts.modified_after)
+
+    def accepts(self, meta: ObjectMeta) -> bool:
         path = meta.path
+        if self.by_name_only:  # the common case, once per listed key
+            return not path.endswith(IN_PROGRESS_SUFFIXES) and self.is_format_file(path)
+        opts = self.options
         name = path[path.rfind("/") + 1:]
         if name.endswith(IN_PROGRESS_SUFFIXES) or not self.is_format_file(path):
             return False
