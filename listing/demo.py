@@ -46,9 +46,10 @@ def run(days: int, where: str) -> None:
         print(f"\n== plan for WHERE {where}  (server saw: {_counts(cap)})")
         print(plan.explain())
         with server.log.capture() as cap:
-            table.scan()
+            full = table.scan()
         print(f"\n   for comparison, a scan with no filter lists the whole table: "
               f"{_counts(cap)}")
+        print("".join(f"     {step}\n" for step in full.listing_plan), end="")
 
         print("\n== the same query through Spark (spark.read.format('listing'))")
         spark = listing.session(app_name="listing-demo")

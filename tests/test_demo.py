@@ -15,7 +15,10 @@ def test_demo_prints_rows_plan_and_request_counts():
     assert "== plan for WHERE date BETWEEN '2026-03-01' AND '2026-03-03'" in out, out[-3000:]
     assert "(server saw: LIST=1, GET=0, HEAD=0)" in out  # planning the query: one LIST
     assert "list 'lake/events/date=2026-03-0' from date=2026-03-01 to date=2026-03-03" in out
-    assert "a scan with no filter lists the whole table: LIST=2" in out
+    # 1,800 keys: 2 flat pages, and the delimiter page sent beside the second to look for
+    # key ranges to list at once (none left to split after it)
+    assert "a scan with no filter lists the whole table: LIST=3" in out
+    assert "1 delimiter page sent to split the rest, unused" in out
     assert "rows; server saw: LIST=1, GET=6, HEAD=0" in out  # 6 small files: one GET each
     assert "'region': 'us'" in out and "'date': datetime.date(2026, 3, 1)" in out
     assert "== Physical Plan ==" in out and "BatchScan listing" in out

@@ -149,9 +149,9 @@ def big(s3_server):
     s3_server.drop_bucket(bucket)
 
 
-def _open_big(root, options):
+def _open_big(root, options, **table_options):
     return ListingTable.open(root, storage_options=options, schema=pa.schema([("id", pa.int64())]),
-                             partition_cols=[("date", "date")])
+                             partition_cols=[("date", "date")], **table_options)
 
 
 @pytest.mark.parametrize("fault", [*FAULT_KINDS, "mixed"])
@@ -174,9 +174,12 @@ def test_paged_listing_under_list_faults_is_exact_or_an_error(proxy, big, fault)
     assert plan.metrics["list_retries"] >= 1
 
 
-def test_a_later_page_failing_is_an_error_not_a_partial_list(proxy, big):
+@pytest.mark.parametrize("concurrency, failed", [(1, 1), (8, 2)])
+def test_a_later_page_failing_is_an_error_not_a_partial_list(proxy, big, concurrency, failed):
+    """Every LIST after the first page fails: the second page's error, after its two
+    attempts; at 8 at a time, the delimiter page sent beside it fails its two too."""
     root, _ = big
-    table = _open_big(root, opts(proxy, max_retries=1))
+    table = _open_big(root, opts(proxy, max_retries=1), max_concurrent_requests=concurrency)
 
     def fail_from_now_on(requests, keys):
         if not proxy.rules:
@@ -184,7 +187,7 @@ def test_a_later_page_failing_is_an_error_not_a_partial_list(proxy, big):
 
     with pytest.raises(StorageError, match=f"listing {root}/ failed after 2 attempts"):
         table.scan(progress=fail_from_now_on)
-    assert proxy.stats.faults(op="LIST") == 2
+    assert proxy.stats.faults(op="LIST") == 2 * failed
 
 
 @pytest.fixture(scope="module")

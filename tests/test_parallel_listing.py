@@ -22,7 +22,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_pruning_property import COLUMNS, layout, predicates, trees
 
-import listing.planner.run as run_module
 from listing import ListingTable, OptionError, col
 from listing.errors import StorageError
 from listing.planner import ListingRun
@@ -64,7 +63,7 @@ def assert_same(seq, par, *, ranged_ok=False):
         if name != "list_requests":
             assert par.metrics[name] == value, name
     ranges = ranges_of(par)
-    probed = any("too few keys to split" in line for line in par.listing_plan)
+    probed = any("1 delimiter page" in line for line in par.listing_plan)
     if not ranges and not probed:
         assert par.metrics["list_requests"] == seq.metrics["list_requests"]
         assert par.listing_plan == seq.listing_plan
@@ -74,14 +73,6 @@ def assert_same(seq, par, *, ranged_ok=False):
 
 
 # --- a table long enough to be split ------------------------------------------------------
-
-@pytest.fixture(autouse=True)
-def split_small_tables(request, monkeypatch):
-    """Tables here are 11 pages; the default splits only past 20 (SEQUENTIAL_PAGES), so
-    these tests lower it to exercise the split (except the test of the default)."""
-    if "default_threshold" not in request.node.name:
-        monkeypatch.setattr(run_module, "SEQUENTIAL_PAGES", 3)
-
 
 @pytest.fixture(scope="module")
 def hourly(s3_server):
@@ -302,11 +293,25 @@ def test_local_files_list_alike(tmp_path):
     assert_same(plans[1], plans[4])
 
 
-def test_default_threshold_keeps_a_small_table_one_flat_listing(s3_server, hourly):
-    url, _ = hourly
-    options = s3_server.storage_options
-    assert run_module.SEQUENTIAL_PAGES == 20
-    seq = scan_counted(s3_server, open_table(url, options, 1))
-    par = scan_counted(s3_server, open_table(url, options, 8))
-    assert ranges_of(par) == 0 and par.listing_plan == seq.listing_plan
-    assert par.metrics["list_requests"] == seq.metrics["list_requests"]
+@pytest.mark.parametrize("n_keys, pages, probed", [(900, 1, False), (1500, 2, True),
+                                                    (2400, 3, True)])
+def test_a_short_listing_costs_its_pages_and_one_delimiter_page_at_most(s3_server, n_keys,
+                                                                        pages, probed):
+    """One page: exactly the flat listing. Longer: the delimiter page that looks for
+    split points goes out beside the second page; when the rest is too short to split,
+    it is the only request more, and the plan says so."""
+    bucket = s3_server.create_bucket(f"par-short-{uuid.uuid4().hex[:8]}")
+    try:
+        s3_server.put_objects_fast(bucket, {
+            f"t/d={START + dt.timedelta(days=i // 300)}/n={i % 300 // 30:02d}/"
+            f"part-{i % 30:02d}.parquet": b"" for i in range(n_keys)})
+        url = f"s3://{bucket}/t"
+        seq = scan_counted(s3_server, open_table(url, s3_server.storage_options, 1))
+        par = scan_counted(s3_server, open_table(url, s3_server.storage_options, 8))
+        assert seq.metrics["list_requests"] == pages
+        assert [f.path for f in par.files] == [f.path for f in seq.files]
+        assert len(par.files) == n_keys and ranges_of(par) == 0
+        assert par.metrics["list_requests"] == pages + probed
+        assert any("1 delimiter page" in line for line in par.listing_plan) == probed
+    finally:
+        s3_server.drop_bucket(bucket)

@@ -175,15 +175,29 @@ URL_TEXT = st.text(st.sampled_from(list("ab/=%+ 3DFé\u4e2d_.-")), max_size=25)
 @settings(max_examples=300, deadline=None)
 @given(keys=st.lists(st.one_of(KEY_TEXT, URL_TEXT), max_size=20))
 def test_keys_decode_as_botocore_decodes_them(keys):
-    """Directory by directory, with a cache shared by the listing's keys: the same text as
-    ``unquote_plus`` of the whole key (what botocore does), for S3's encoding of any key
-    and for any text at all (stray ``%``, ``+``, cut escapes, escapes of ``/``)."""
+    """A page at a time: the same text as ``unquote_plus`` of each key (what botocore
+    does), for S3's encoding of any key and for any text at all (stray ``%``, ``+``, cut
+    escapes, escapes of ``/``, ``%25``, line breaks)."""
     from urllib.parse import quote, quote_plus, unquote_plus
 
-    from listing.storage import _KeyDecoder
+    from listing.storage import decode_keys
 
-    decode = _KeyDecoder()
-    for key in keys:
-        for encoded in (quote(key, safe="/"), quote_plus(key, safe="/"), key):
-            assert decode(encoded) == unquote_plus(encoded)
-        assert decode(quote(key, safe="/")) == key
+    for encode in (lambda k: quote(k, safe="/"), lambda k: quote_plus(k, safe="/"),
+                   lambda k: k):
+        encoded = [encode(k) for k in keys]
+        assert decode_keys(encoded) == [unquote_plus(k) for k in encoded]
+    assert decode_keys([quote(k, safe="/") for k in keys]) == keys
+
+
+@pytest.mark.parametrize("keys", [
+    ["d%3D1/%%341", "%41"],  # a "%" that starts no escape, before one that would appear
+    ["a%3Db+c/x%2By", "k%3d2"],  # "+" is a space, an escaped "+" is not; lower-case hex
+    ["x%0Ay", "z%3D1"],  # a line break inside a key
+    ["caf%C3%A9/%3D"],  # UTF-8
+])
+def test_tricky_pages_decode_key_by_key_alike(keys):
+    from urllib.parse import unquote_plus
+
+    from listing.storage import decode_keys
+
+    assert decode_keys(keys) == [unquote_plus(k) for k in keys]

@@ -8,13 +8,16 @@ the same, and so are the requests, except for the split of a long flat listing b
 - The prefixes of an enumeration, and the directories a walk keeps from each page it
   lists, are known before any of them is read: they are sent at once, in the order the
   run will read them, at most ``2 × max_concurrent_requests`` listings ahead.
-- A flat listing that runs on (:data:`SEQUENTIAL_PAGES` pages, and the keys sit in
-  several directories) is split: one delimiter page names the directories after the last
-  key listed, and the rest is listed as up to ``max_concurrent_requests`` key ranges
-  (``StartAfter`` a directory, up to the next range's start) at once. The ranges cover
-  the rest without gap or overlap, so the keys and their order are those of the flat
-  listing; the adaptive run still sees them in pages of 1000 and decides as it would have.
-  The cost: the delimiter page, and at most one partial page per range.
+- A flat listing that runs on (past :data:`SEQUENTIAL_PAGES` pages, and the keys sit in
+  several directories) may be split: one delimiter page, sent while the next flat page
+  is fetched, names the directories after the last key listed; after that next page,
+  the rest is listed as up to ``max_concurrent_requests`` key ranges (``StartAfter`` a
+  directory, up to the next range's start) at once, when it is long enough. The ranges
+  cover the rest without gap or overlap, so the keys and their order are those of the
+  flat listing; the adaptive run still sees them in pages of 1000 and decides as it
+  would have. The cost: the delimiter page (also when the rest proves too short to
+  split: its answer then costs no time, as it came beside a flat page), and at most one
+  partial page per range.
 
 s3fs runs every request on its own event-loop thread (our threads only wait), and the
 :class:`~listing.storage.Lister` counts under a lock, so the counts stay exact.
@@ -22,6 +25,7 @@ s3fs runs every request on its own event-loop thread (our threads only wait), an
 
 from __future__ import annotations
 
+import itertools
 import math
 import threading
 from collections import deque
@@ -41,9 +45,10 @@ from listing.planner.nodes import Enumerate, Flat, Node, Walk, describe
 from listing.planner.profile import ProfileBuilder, TableProfile
 from listing.storage import PAGE_SIZE, Lister, ObjectMeta, Page
 
-#: pages a flat listing reads one after another before it may be split into key ranges
-#: (a table this small costs exactly its flat listing)
-SEQUENTIAL_PAGES = 20
+#: pages a flat listing reads before it sends the delimiter page that may split the rest
+#: into key ranges (a table of one page costs exactly its flat listing; two pages, that
+#: page more, sent beside the second: no time, on a store that serves requests at once)
+SEQUENTIAL_PAGES = 1
 #: least estimated pages per key range: fewer ranges than that are not worth their
 #: partial last pages
 PAGES_PER_RANGE = 2
@@ -67,12 +72,14 @@ class ListedFile(NamedTuple):
 
 
 class Request(NamedTuple):
-    """One listing: every page of ``prefix`` within the key bounds."""
+    """One listing: every page of ``prefix`` within the key bounds (``first_page``: its
+    first page only)."""
 
     prefix: str
     delimiter: bool
     start_after: str | None = None
     stop_after: str | None = None
+    first_page: bool = False
 
 
 class _Job:
@@ -94,7 +101,9 @@ class Fetcher:
     flight and at most ``window`` hinted listings are listed before the run asks for them.
     A listing that fails raises its error when the run takes it, so errors come in the
     order a sequential run meets them. ``close`` drops what was not started and waits for
-    the requests in flight.
+    the requests in flight. (A listing is handed over whole: handing its pages over as
+    they come made the run slower, its decisions then competing for the interpreter
+    with the threads that send and parse requests.)
     """
 
     def __init__(self, lister: Lister, workers: int, window: int | None = None) -> None:
@@ -144,17 +153,20 @@ class Fetcher:
             raise job.error
         return job.pages
 
-    def forget(self, requests: Sequence[Request]) -> None:
+    def forget(self, requests: Sequence[Request]) -> int:
         """Hinted listings the run will not read after all: those not started are
-        dropped (those started still count their requests)."""
+        dropped (those started still count their requests); returns how many were."""
+        started = 0
         with self._cv:
             for request in requests:
                 for job in self._hinted.pop(request, ()):
                     if job.started:
                         self._ahead -= 1
+                        started += 1
                     else:
                         self._todo.remove(job)
             self._cv.notify_all()
+        return started
 
     def close(self) -> None:
         with self._cv:
@@ -187,9 +199,12 @@ class Fetcher:
                     self._ahead += 1
             r = job.request
             try:
-                job.pages = list(self.lister.pages(r.prefix, delimiter=r.delimiter,
-                                                   start_after=r.start_after,
-                                                   stop_after=r.stop_after))
+                pages = self.lister.pages(r.prefix, delimiter=r.delimiter,
+                                          start_after=r.start_after, stop_after=r.stop_after)
+                try:
+                    job.pages = list(itertools.islice(pages, 1) if r.first_page else pages)
+                finally:
+                    _close(pages)
             except Exception as err:  # noqa: BLE001 - raised where the run takes it
                 job.error = err
             finally:
@@ -423,7 +438,9 @@ class ListingRun:
         if self._fetcher is None or not self.lister.splits_ranges:
             yield from pages
             return
-        spent, keys, last, tried = 0, 0, None, False
+        fetcher = self._fetcher  # (this generator may be closed after the run's end)
+        spent, keys, last, answer_at = 0, 0, None, 0
+        probe: Request | None = None  # the delimiter page, once sent (one at most)
         dirs: set[str] = set()
         try:
             for page in pages:
@@ -435,42 +452,48 @@ class ListingRun:
                         dirs.add(rest.split("/", 1)[0])
                 last = max((m.path for m in page.files), default=last)
                 yield page
-                if (tried or not page.truncated or last is None or spent < SEQUENTIAL_PAGES
-                        or len(dirs) < 2 or est - spent < 2 * PAGES_PER_RANGE
-                        or not may_split()):
+                if not page.truncated or last is None or not may_split():
                     continue
-                tried = True  # one delimiter page at most, split or not
-                ranges = self._ranges(prefix, last, stop_after, keys / len(dirs))
-                if ranges is None:
+                if probe is None:
+                    if (spent >= SEQUENTIAL_PAGES and len(dirs) >= 2
+                            and not est - spent < 2 * PAGES_PER_RANGE):
+                        # sent now, answered while the next flat page is fetched here
+                        probe = Request(prefix, True, last, stop_after, first_page=True)
+                        self._hint([probe])
+                        answer_at = spent + 1
                     continue
-                _close(pages)
-                tail = self._ranged(ranges)
-                try:
-                    yield from _in_pages(tail) if paged else tail
-                finally:
-                    _close(tail)
-                return
+                if spent == answer_at:  # the page fetched while the probe was answered
+                    ranges = self._ranges(probe, last, keys / len(dirs))
+                    if ranges is None:
+                        continue
+                    _close(pages)
+                    tail = self._ranged(ranges)
+                    try:
+                        yield from _in_pages(tail) if paged else tail
+                    finally:
+                        _close(tail)
+                    return
         finally:
             _close(pages)
+            if probe is not None and fetcher.forget([probe]):
+                self.steps.append(f"list {prefix!r} after {probe.start_after!r}: 1 delimiter "
+                                  "page sent to split the rest, unused (the listing ended "
+                                  "or changed course)")
 
-    def _ranges(self, prefix: str, last: str, stop_after: str | None,
-                keys_per_dir: float) -> list[Request] | None:
-        """Key ranges covering the keys of ``prefix`` after ``last`` (up to
-        ``stop_after``), split at the directories one delimiter page names there; None
-        when the rest looks too short to split."""
-        listing = self.lister.pages(prefix, delimiter=True, start_after=last,
-                                    stop_after=stop_after)
-        try:
-            page = next(listing, None)
-        finally:
-            _close(listing)
+    def _ranges(self, probe: Request, last: str, keys_per_dir: float) -> list[Request] | None:
+        """Key ranges covering the keys of the probe's prefix after ``last`` (up to its
+        ``stop_after``), split at the directories the probe's delimiter page names there;
+        None when the rest looks too short to split."""
+        assert self._fetcher is not None
+        prefix, stop_after = probe.prefix, probe.stop_after
+        page = next(iter(self._fetcher.take(probe)), None)
         dirs = [d for d in (page.dirs if page is not None else []) if d[:-1] > last]
         est_pages = len(dirs) * keys_per_dir / PAGE_SIZE
         n = min(self.max_concurrent_requests, len(dirs),
                 math.ceil(est_pages / PAGES_PER_RANGE))
         if n < 2:
             self.steps.append(f"list {prefix!r} after {last!r}: {len(dirs)} directories "
-                              "there, too few keys to split into ranges")
+                              "there (1 delimiter page), too few keys to split into ranges")
             return None
         bounds = [last] + [dirs[round(i * len(dirs) / n)][:-1] for i in range(1, n)]
         ends: list[str | None] = [*bounds[1:], stop_after]
@@ -479,13 +502,14 @@ class ListingRun:
         return [Request(prefix, False, lo, hi) for lo, hi in zip(bounds, ends, strict=True)]
 
     def _ranged(self, ranges: list[Request]) -> Iterator[Page]:
-        assert self._fetcher is not None
-        self._hint(ranges)
+        fetcher = self._fetcher  # (this generator may be closed after the run's end)
+        assert fetcher is not None
+        fetcher.hint(ranges)
         try:
             for r in ranges:
-                yield from self._fetcher.take(r)
+                yield from fetcher.take(r)
         finally:
-            self._fetcher.forget(ranges)  # those not taken, when the run stops early
+            fetcher.forget(ranges)  # those not taken, when the run stops early
 
     def _check(self, meta: ObjectMeta) -> ListedFile | None:
         """Decide one listed key: hidden, pruned, not a data file, or a match."""
@@ -496,10 +520,15 @@ class ListingRun:
             return None
         last = self._last_dir
         if last is None or last[0] != directory:
-            # decoded once per directory: its files share their partition values
+            # decided once per directory: its files share their partition values
             values = self.layout.decode(meta.path, self._example)
             keep = values is not None and is_true(self.predicate, values)
             last = self._last_dir = (directory, values, keep)
+            if values is not None and not keep:
+                partition = "/".join(meta.path[len(self.root):].split("/")[:len(self.cols)])
+                if partition not in self._pruned:
+                    self._pruned.add(partition)
+                    self.metrics.partitions_pruned += 1
         _, values, keep = last
         if values is None:
             self.metrics.files_skipped_hidden += 1
@@ -507,10 +536,6 @@ class ListingRun:
         if self._example is None:
             self._example = meta.path
         if not keep:
-            partition = "/".join(meta.path[len(self.root):].split("/")[:len(self.cols)])
-            if partition not in self._pruned:
-                self._pruned.add(partition)
-                self.metrics.partitions_pruned += 1
             return None
         if not self.file_filter.accepts(meta):
             self.metrics.files_skipped_other += 1
