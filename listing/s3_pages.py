@@ -75,28 +75,26 @@ def _etag(raw: str) -> str:
     return _text(raw)
 
 
-def _run(text: str, open_tag: str, close_tag: str, blocks: int,
-         marks: int) -> tuple[int, int] | None:
-    """The span from the first ``open_tag`` to the last ``close_tag`` of ``text`` when it
-    holds nothing but ``blocks`` plain blocks (``marks`` "<" each), else None."""
-    start = text.find(open_tag)
-    end = text.rfind(close_tag) + len(close_tag)
-    if text.count("<", start, end) != blocks * marks:
-        return None
-    return start, end
-
-
-def _plain_contents(text: str) -> tuple[list[dict[str, Any]], str] | None:
-    """Every ``<Contents>`` of ``text`` and the text without them, when they are all in
-    S3's plain form and next to each other; else None."""
-    found = _PLAIN.findall(text)
-    if len(found) != text.count("<Contents>"):
+def _plain_blocks(text: str, pattern: re.Pattern[str], tag: str,
+                  marks: int) -> tuple[list[Any], str] | None:
+    """What ``pattern`` reads of every ``<tag>`` block of ``text``, and the text without
+    them, when all are in that plain form and next to each other (a run of n blocks then
+    holds n × ``marks`` "<" and no more); else None."""
+    found = pattern.findall(text)
+    open_tag, close_tag = f"<{tag}>", f"</{tag}>"
+    if len(found) != text.count(open_tag):
         return None
     if not found:
         return [], text
-    span = _run(text, "<Contents>", "</Contents>", len(found), 12)
-    if span is None:
+    start = text.find(open_tag)
+    end = text.rfind(close_tag) + len(close_tag)
+    if text.count("<", start, end) != len(found) * marks:
         return None
+    return found, text[:start] + text[end:]
+
+
+def _objects(found: list[tuple[str, ...]]) -> list[dict[str, Any]]:
+    """The Objects of the plain ``<Contents>`` blocks ``_PLAIN`` read."""
     times: dict[str, dt.datetime] = {}  # a batch written at once shares its times
     contents = []
     for key, modified, etag, size, storage in found:
@@ -104,19 +102,7 @@ def _plain_contents(text: str) -> tuple[list[dict[str, Any]], str] | None:
             when = times[modified] = _time(modified)
         contents.append({"Key": _text(key), "LastModified": when, "ETag": _etag(etag),
                          "Size": int(size), "StorageClass": _text(storage)})
-    return contents, text[:span[0]] + text[span[1]:]
-
-
-def _plain_prefixes(text: str) -> tuple[list[dict[str, Any]], str] | None:
-    found = _PLAIN_PREFIX.findall(text)
-    if len(found) != text.count("<CommonPrefixes>"):
-        return None
-    if not found:
-        return [], text
-    span = _run(text, "<CommonPrefixes>", "</CommonPrefixes>", len(found), 4)
-    if span is None:
-        return None
-    return [{"Prefix": _text(p)} for p in found], text[:span[0]] + text[span[1]:]
+    return contents
 
 
 def _value(kind: str, raw: str) -> Any:
@@ -178,12 +164,14 @@ def parse_list_page(body: bytes) -> dict[str, Any] | None:
         if root is None or not text.endswith(_END):
             return None
         text = text[root.end():-len(_END)]
-        contents_found = _plain_contents(text)
-        prefixes_found = None if contents_found is None else _plain_prefixes(contents_found[1])
-        if contents_found is None or prefixes_found is None:
+        objects = _plain_blocks(text, _PLAIN, "Contents", 12)
+        common = None if objects is None else _plain_blocks(objects[1], _PLAIN_PREFIX,
+                                                            "CommonPrefixes", 4)
+        if objects is None or common is None:
             contents, prefixes, top = _general(text)
         else:
-            contents, (prefixes, top) = contents_found[0], prefixes_found
+            contents = _objects(objects[0])
+            prefixes, top = [{"Prefix": _text(p)} for p in common[0]], common[1]
         parsed = _fields(top, _TOP)
     except (_Declined, ValueError, UnicodeDecodeError):
         return None
