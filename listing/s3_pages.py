@@ -12,14 +12,22 @@ The parser reads only what it fully understands: any element it does not know (a
 day) makes it decline, and botocore parses that page as before. It returns what
 botocore's parser returns for the body (types included); botocore still adds the
 response metadata and URL-decodes the keys it asked to have encoded.
+
+Our own lister asks for more (:func:`listing_columns`, set around its requests): a plain
+page's objects as columns (:class:`ListColumns`), with no dict per key for botocore's
+sake, as building them and then our tuples from them cost more than the parse itself.
+Other callers of the same client (s3fs's own listings) get botocore's form.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import html
 import re
-from typing import Any
+from collections.abc import Iterator
+from contextvars import ContextVar
+from typing import Any, NamedTuple
 
 _CONTENTS = re.compile(r"<Contents>(.*?)</Contents>", re.S)
 _COMMON = re.compile(r"<CommonPrefixes>(.*?)</CommonPrefixes>", re.S)
@@ -48,7 +56,57 @@ _PLAIN = re.compile(
     r"<Contents>\s*<Key>([^<]*)</Key>\s*<LastModified>([^<]*)</LastModified>\s*"
     r"<ETag>([^<]*)</ETag>\s*<Size>(\d+)</Size>\s*<StorageClass>([^<]*)</StorageClass>"
     r"\s*</Contents>")
+# the same, for columns: the ETag without its quotes. S3's own form (no whitespace, the
+# ETag in escaped quotes) first, as it reads in half the time; then any quoting and
+# whitespace (an ETag with any other "&" or a quote inside is not read here, and the page
+# goes to the general path)
+_PLAIN_COLUMNS = (
+    re.compile(r"<Contents><Key>([^<]*)</Key><LastModified>([^<]*)</LastModified>"
+               r'<ETag>&quot;([^<&"]*)&quot;</ETag><Size>(\d+)</Size>'
+               r"<StorageClass>[^<]*</StorageClass></Contents>"),
+    re.compile(r"<Contents>\s*<Key>([^<]*)</Key>\s*<LastModified>([^<]*)</LastModified>\s*"
+               r'<ETag>(?:&quot;|")?([^<&"]*)(?:&quot;|")?</ETag>\s*<Size>(\d+)</Size>\s*'
+               r"<StorageClass>[^<]*</StorageClass>\s*</Contents>"),
+)
 _PLAIN_PREFIX = re.compile(r"<CommonPrefixes>\s*<Prefix>([^<]*)</Prefix>\s*</CommonPrefixes>")
+
+
+#: where a page's columns are in the parsed output
+COLUMNS = "ListingColumns"
+_WANT_COLUMNS: ContextVar[bool] = ContextVar("listing_list_columns", default=False)
+
+
+class ListColumns(NamedTuple):
+    """A page's objects, one list per field: keys as listed (still URL-encoded when asked
+    so), modification times, ETags without quotes (None: none), sizes."""
+
+    keys: list[str]
+    last_modified: list[dt.datetime | None]
+    etags: list[str | None]
+    sizes: list[int]
+
+
+@contextlib.contextmanager
+def listing_columns() -> Iterator[None]:
+    """LIST pages parsed in this context (this task, on the client's event loop) come
+    back as :data:`COLUMNS` where they can."""
+    token = _WANT_COLUMNS.set(True)
+    try:
+        yield
+    finally:
+        _WANT_COLUMNS.reset(token)
+
+
+def columns_of(parsed: dict[str, Any]) -> ListColumns:
+    """The objects of a parsed page as columns, whichever parser read it."""
+    columns: ListColumns | None = parsed.get(COLUMNS)
+    if columns is not None:
+        return columns
+    contents = parsed.get("Contents", [])
+    return ListColumns([o["Key"] for o in contents],
+                       [o.get("LastModified") for o in contents],
+                       [o.get("ETag", "").strip('"') or None for o in contents],
+                       [int(o["Size"]) for o in contents])
 
 
 class _Declined(Exception):
@@ -105,6 +163,20 @@ def _objects(found: list[tuple[str, ...]]) -> list[dict[str, Any]]:
     return contents
 
 
+def _columns(found: list[tuple[str, ...]]) -> ListColumns:
+    """The objects of the plain ``<Contents>`` blocks ``_PLAIN_COLUMNS`` read, a field at a
+    time (a batch written at once shares its times; a page's keys rarely hold "&")."""
+    if not found:
+        return ListColumns([], [], [], [])
+    keys, modified, etags, sizes = (list(column) for column in zip(*found, strict=True))
+    if "&" in "".join(keys):
+        keys = [_text(key) for key in keys]
+    times = {text: _time(text) for text in set(modified)}
+    return ListColumns(keys, list(map(times.__getitem__, modified)),
+                       [e or None for e in etags] if "" in etags else etags,
+                       list(map(int, sizes)))
+
+
 def _value(kind: str, raw: str) -> Any:
     if kind == "int":
         return int(raw)
@@ -154,9 +226,11 @@ def _general(text: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str
     return contents, prefixes, _COMMON.sub("", _CONTENTS.sub("", text))
 
 
-def parse_list_page(body: bytes) -> dict[str, Any] | None:
+def parse_list_page(body: bytes, columns: bool = False) -> dict[str, Any] | None:
     """The parsed ListObjectsV2 output of ``body`` (without ``ResponseMetadata``), or
-    None when the body is anything but a LIST page made only of the fields we know."""
+    None when the body is anything but a LIST page made only of the fields we know.
+    ``columns``: the objects of a plain page as :data:`COLUMNS`, not ``Contents``."""
+    contents: list[dict[str, Any]] | ListColumns
     try:
         text = body.decode("utf-8")
         root = _ROOT.match(text)
@@ -164,18 +238,23 @@ def parse_list_page(body: bytes) -> dict[str, Any] | None:
         if root is None or not text.endswith(_END):
             return None
         text = text[root.end():-len(_END)]
-        objects = _plain_blocks(text, _PLAIN, "Contents", 12)
+        objects = None
+        for pattern in _PLAIN_COLUMNS if columns else (_PLAIN,):
+            if (objects := _plain_blocks(text, pattern, "Contents", 12)) is not None:
+                break
         common = None if objects is None else _plain_blocks(objects[1], _PLAIN_PREFIX,
                                                             "CommonPrefixes", 4)
         if objects is None or common is None:
             contents, prefixes, top = _general(text)
         else:
-            contents = _objects(objects[0])
+            contents = _columns(objects[0]) if columns else _objects(objects[0])
             prefixes, top = [{"Prefix": _text(p)} for p in common[0]], common[1]
         parsed = _fields(top, _TOP)
     except (_Declined, ValueError, UnicodeDecodeError):
         return None
-    if contents:
+    if isinstance(contents, ListColumns):
+        parsed[COLUMNS] = contents
+    elif contents:
         parsed["Contents"] = contents
     if prefixes:
         parsed["CommonPrefixes"] = prefixes
@@ -199,7 +278,7 @@ def _before_parse(response_dict: dict[str, Any], customized_response_dict: dict[
     body = response_dict.get("body")
     if response_dict.get("status_code") != 200 or not isinstance(body, bytes):
         return
-    parsed = parse_list_page(body)
+    parsed = parse_list_page(body, _WANT_COLUMNS.get())
     if parsed is None:
         return
     customized_response_dict.update(parsed)

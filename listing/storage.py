@@ -54,7 +54,7 @@ from listing.errors import (
 from listing.files import PartitionedFile
 from listing.options import parse_duration, parse_int
 from listing.redact import redact, redact_url
-from listing.s3_pages import use_fast_list_pages
+from listing.s3_pages import columns_of, listing_columns, use_fast_list_pages
 
 log = logging.getLogger("listing.storage")
 
@@ -339,7 +339,8 @@ async def _acall(fs: Any, method: str, kwargs: dict[str, Any]) -> dict[str, Any]
     _cap_backoff(client, settings_of(fs).retry_max_backoff)
     _use_fast_timestamps(client)
     use_fast_list_pages(client)
-    result: dict[str, Any] = await fs._call_s3(method, **kwargs)
+    with listing_columns():  # our LIST pages as columns (listing.s3_pages)
+        result: dict[str, Any] = await fs._call_s3(method, **kwargs)
     return result
 
 
@@ -605,14 +606,20 @@ def decode_keys(keys: list[str]) -> list[str]:
     replaced throughout the page at once. A page with any other escape (non-ASCII, ``%25``,
     a line break) or a ``%`` that starts none is decoded key by key."""
     joined = "\n".join(keys)
-    if "%" not in joined:
+    percent = joined.count("%")
+    if not percent:
         return joined.replace("+", " ").split("\n") if "+" in joined else keys
-    escapes = _ESCAPE.findall(joined)
-    chars = {e: chr(int(e[1:], 16)) for e in set(escapes)}
+    # the escapes of the first key that has any are usually all the page holds (``%3D``):
+    # counted, not collected; else every escape of the page
+    first = next(key for key in keys if "%" in key)
+    escapes = set(_ESCAPE.findall(first))
+    if sum(joined.count(e) for e in escapes) != percent:
+        found = _ESCAPE.findall(joined)
+        escapes = set(found) if len(found) == percent else set()
+    chars = {e: chr(int(e[1:], 16)) for e in escapes}
     # with every "%" starting an escape and none decoding to "%", no replacement can
     # make a new escape, so the order of the replacements does not matter
-    if joined.count("%") != len(escapes) or any(
-            c > "\x7f" or c in "%\n" for c in chars.values()):
+    if not chars or any(c > "\x7f" or c in "%\n" for c in chars.values()):
         return [unquote_plus(key) for key in keys]
     joined = joined.replace("+", " ")  # before the escapes, as unquote_plus does
     for escape, char in chars.items():
@@ -711,17 +718,15 @@ class Lister:
             if retries:
                 self._count(retries=retries)
                 log.info("LIST s3://%s took %d retries", prefix, retries)
-            contents = resp.get("Contents", [])
-            keys = [o["Key"] for o in contents]
+            keys, times, etags, sizes = columns_of(resp)
             dirs = [p["Prefix"] for p in resp.get("CommonPrefixes", [])]
             if resp.get("EncodingType") == "url":
                 keys, dirs = decode_keys(keys), decode_keys(dirs)
             head = bucket + "/"
-            files = [ObjectMeta(head + key, int(o["Size"]), o.get("LastModified"),
-                                o.get("ETag", "").strip('"') or None)
-                     for key, o in zip(keys, contents, strict=True)]
+            paths = [head + key for key in keys]
+            files = list(map(ObjectMeta, paths, sizes, times, etags))
             dirs = [head + d for d in dirs]
-            last = max([f.path for f in files] + dirs, default=None)
+            last = max(paths + dirs, default=None)
             done = stop_after is not None and last is not None and last > stop_after
             if stop_after is not None:
                 files = [f for f in files if f.path <= stop_after]

@@ -1,6 +1,7 @@
 """LIST pages read by our one-pass parser (listing.s3_pages) come out exactly as botocore's
 own parser reads them, or are left to botocore: bodies from the moto server, odd keys,
-and generated pages."""
+and generated pages. Read as columns (what our lister asks for), they hold the same
+objects as botocore's ``Contents``."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from listing.s3_pages import parse_list_page
+from listing.s3_pages import COLUMNS, columns_of, parse_list_page
 from listing.storage import Lister, StorageSpec
 
 # keys a user may well have: spaces, XML's and URLs' special characters, non-ASCII
@@ -32,6 +33,22 @@ def botocore_parse(body: bytes) -> dict[str, Any]:
         {"status_code": 200, "headers": {}, "body": body}, shape)
     parsed.pop("ResponseMetadata", None)
     return parsed
+
+
+def assert_parsed_alike(body: bytes) -> dict[str, Any]:
+    """Both of our forms against botocore's: the same dict, and the same objects as
+    columns (with the same other fields); returns the columns form."""
+    theirs = botocore_parse(body)
+    ours = parse_list_page(body)
+    assert ours is not None, body[:300]
+    assert ours == theirs
+    as_columns = parse_list_page(body, columns=True)
+    assert as_columns is not None
+    assert columns_of(as_columns) == columns_of(theirs)
+    objects = (COLUMNS, "Contents")  # the general path gives Contents in either case
+    assert ({k: v for k, v in as_columns.items() if k not in objects}
+            == {k: v for k, v in theirs.items() if k not in objects})
+    return as_columns
 
 
 def raw_page(server: Any, bucket: str, **query: str) -> bytes:
@@ -55,9 +72,10 @@ def odd_bucket(s3_server, s3_bucket):
 ], ids=repr)
 def test_moto_pages_parse_as_botocore_parses_them(s3_server, odd_bucket, query):
     body = raw_page(s3_server, odd_bucket, **query)
-    ours = parse_list_page(body)
-    assert ours is not None, body[:300]
-    assert ours == botocore_parse(body)
+    as_columns = assert_parsed_alike(body)
+    # S3's plain form is read by the fast pattern, not left to the general path
+    assert COLUMNS in as_columns
+    assert columns_of(as_columns).keys or b"<Contents>" not in body
 
 
 def test_a_page_with_owners_is_left_to_botocore(s3_server, odd_bucket):
@@ -115,9 +133,7 @@ def page(*parts: str) -> bytes:
          "<KeyCount>5</KeyCount>", "<CommonPrefixes><Prefix>r/</Prefix></CommonPrefixes>"),
 ], ids=["pretty", "checksums", "char-refs", "interleaved"])
 def test_other_page_forms_parse_as_botocore_parses_them(body):
-    ours = parse_list_page(body)
-    assert ours is not None
-    assert ours == botocore_parse(body)
+    assert_parsed_alike(body)
 
 
 @pytest.mark.parametrize("body", [
@@ -135,6 +151,7 @@ def test_other_page_forms_parse_as_botocore_parses_them(body):
         "cdata"])
 def test_what_the_parser_does_not_know_is_left_to_botocore(body):
     assert parse_list_page(body) is None
+    assert parse_list_page(body, columns=True) is None
 
 
 # XML 1.0's characters, without the surrogates that UTF-8 cannot carry
@@ -146,12 +163,14 @@ KEY_TEXT = st.text(st.characters(blacklist_categories=("Cs",), blacklist_charact
 @given(keys=st.lists(KEY_TEXT, max_size=12, unique=True),
        prefixes=st.lists(KEY_TEXT, max_size=3, unique=True),
        sizes=st.lists(st.integers(0, 2**62), min_size=12, max_size=12),
-       truncated=st.booleans(), token=KEY_TEXT, whitespace=st.sampled_from(["", "\n  "]))
+       truncated=st.booleans(), token=KEY_TEXT, whitespace=st.sampled_from(["", "\n  "]),
+       etag=st.sampled_from(["&quot;{}&quot;", '"{}"', "{}", "", "&quot;{}", "&quot;a&amp;{}",
+                             '""']))
 def test_generated_pages_parse_as_botocore_parses_them(keys, prefixes, sizes, truncated, token,
-                                                       whitespace):
+                                                       whitespace, etag):
     w = whitespace
     items = [f"{w}<Contents>{w}<Key>{escape(k)}</Key>{w}<LastModified>2026-03-01T10:00:0"
-             f"{i % 10}.000Z</LastModified>{w}<ETag>&quot;{i:032x}&quot;</ETag>{w}<Size>"
+             f"{i % 10}.000Z</LastModified>{w}<ETag>{etag.format(f'{i:032x}')}</ETag>{w}<Size>"
              f"{sizes[i]}</Size>{w}<StorageClass>STANDARD</StorageClass>{w}</Contents>"
              for i, k in enumerate(keys)]
     common = [f"{w}<CommonPrefixes><Prefix>{escape(p)}</Prefix></CommonPrefixes>"
@@ -162,9 +181,7 @@ def test_generated_pages_parse_as_botocore_parses_them(keys, prefixes, sizes, tr
     if truncated:
         top += f"{w}<NextContinuationToken>{escape(token)}</NextContinuationToken>"
     body = page(top, *items, *common, w)
-    ours = parse_list_page(body)
-    assert ours is not None
-    assert ours == botocore_parse(body)
+    assert_parsed_alike(body)
 
 
 # --- the lister's own decoding of URL-encoded keys -------------------------------------------
