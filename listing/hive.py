@@ -15,7 +15,7 @@ import datetime as dt
 import re
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -79,15 +79,20 @@ def is_canonical_segment(segment: str) -> bool:
     return value_ok and segment.partition("=")[0] == escape_path_name(name)
 
 
+#: Spark and Hive skip names that start so (``_SUCCESS``, ``_temporary``, ``.crc``)
+HIDDEN_PREFIXES = ("_", ".")
+
+
 def is_hidden(segment: str) -> bool:
     """Spark and Hive skip ``_``/``.``-prefixed names (``_SUCCESS``, ``_temporary``, ``.crc``)."""
-    return segment.startswith(("_", "."))
+    return segment.startswith(HIDDEN_PREFIXES)
 
 
 def is_hidden_below(root: str, path: str) -> bool:
     """Whether any segment of ``path`` below ``root`` is hidden (``_temporary/…``,
     ``_SUCCESS``, ``.crc``): such keys are never part of a table."""
-    return any(is_hidden(s) for s in path[len(root):].split("/"))
+    below = path[len(root):]
+    return below.startswith(HIDDEN_PREFIXES) or "/_" in below or "/." in below
 
 
 def parse_segment(segment: str) -> tuple[str, str] | None:
@@ -278,12 +283,19 @@ def partition_type(type_: Any, name: str) -> pa.DataType:
 
 # --- the layout of a table's keys ------------------------------------------------------------
 
+_UNSEEN = object()
+_MAX_SEEN = 100_000  # directory names remembered per layout
+
+
 @dataclass(frozen=True)
 class HiveLayout:
     """Keys below ``root`` (a prefix ending in ``/``) laid out as ``k1=v1/…/kN=vN/file``."""
 
     root: str
     columns: tuple[tuple[str, pa.DataType], ...]
+    # typed values of directory names seen (``date=2025-03-01`` at depth 0, ...): a long
+    # listing meets each many times (every hour of a day names its date)
+    _seen: dict[tuple[int, str], Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def names(self) -> list[str]:
@@ -324,6 +336,15 @@ class HiveLayout:
 
     def value(self, depth: int, segment: str, path: str, example: str | None = None) -> Any:
         """The typed value a directory ``segment`` at ``depth`` holds, or a layout error."""
+        seen = self._seen.get((depth, segment), _UNSEEN)
+        if seen is not _UNSEEN:
+            return seen
+        value = self._value(depth, segment, path, example)
+        if len(self._seen) < _MAX_SEEN:
+            self._seen[depth, segment] = value
+        return value
+
+    def _value(self, depth: int, segment: str, path: str, example: str | None) -> Any:
         name, type_ = self.columns[depth]
         parsed = parse_segment(segment)
         if parsed is None or parsed[0] != name:

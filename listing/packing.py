@@ -36,27 +36,36 @@ def pack_file_groups(files: list[PartitionedFile], fmt: Splitter, options: Listi
     total = sum(f.size + open_cost for f in files)
     max_split = min(options.max_partition_bytes, max(open_cost, total // parallelism))
     pieces = [p for f in files for p in fmt.split(f, max_split)]
-    pieces.sort(key=lambda p: p.length, reverse=True)
-    sparks = _greedy_count(pieces, max_split, open_cost)
-    needed = -(-sum(p.length + open_cost for p in pieces) // options.max_partition_bytes)
+    # largest first (stable, as Spark sorts); each length read once: a plan may hold
+    # a hundred thousand files
+    unsorted = [p.length for p in pieces]
+    order = sorted(range(len(pieces)), key=unsorted.__getitem__, reverse=True)
+    pieces = [pieces[i] for i in order]
+    lengths = [unsorted[i] for i in order]
+    sparks = _greedy_count(lengths, max_split, open_cost)
+    needed = -(-(sum(lengths) + open_cost * len(lengths)) // options.max_partition_bytes)
     # Spark's greedy rule charges a piece's open cost only once it is in a group, so at
     # the boundary ``needed`` can exceed its count: never more groups than Spark makes
     count = min(max(parallelism * (sparks // parallelism), needed, 1), sparks, len(pieces))
     groups: list[list[PartitionedFile]] = [[] for _ in range(count)]
-    lightest = [(0, i) for i in range(count)]  # a heap of (load, group)
-    for piece in pieces:  # largest first, to the lightest group (LPT)
-        load, i = lightest[0]
-        groups[i].append(piece)
-        heapq.heapreplace(lightest, (load + piece.length + open_cost, i))
+    # a heap of the groups' loads, each number load << shift | group: ordered as the pairs
+    # (load, group), without a tuple per piece
+    shift = count.bit_length()
+    mask = (1 << shift) - 1
+    lightest = list(range(count))
+    for piece, length in zip(pieces, lengths, strict=True):  # to the lightest group (LPT)
+        top = lightest[0]
+        groups[top & mask].append(piece)
+        heapq.heapreplace(lightest, top + ((length + open_cost) << shift))
     return [FileGroup(i, tuple(g)) for i, g in enumerate(groups)]
 
 
-def _greedy_count(pieces: list[PartitionedFile], max_split: int, open_cost: int) -> int:
-    """How many groups Spark's rule makes of ``pieces`` (largest first, a group closing
-    when the next piece would overflow ``max_split``)."""
+def _greedy_count(lengths: list[int], max_split: int, open_cost: int) -> int:
+    """How many groups Spark's rule makes of pieces of ``lengths`` (largest first, a group
+    closing when the next piece would overflow ``max_split``)."""
     count, size = 0, 0
-    for piece in pieces:
-        if count == 0 or size + piece.length > max_split:
+    for length in lengths:
+        if count == 0 or size + length > max_split:
             count, size = count + 1, 0
-        size += piece.length + open_cost
+        size += length + open_cost
     return count

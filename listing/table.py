@@ -163,8 +163,10 @@ class ListingTable:
         run = ListingRun(lister, self.url.prefix, self.partition_cols, self.profile,
                          partition_filter, self.file_filter,
                          max_concurrent_requests=self.options.max_concurrent_requests)
+        files: list[PartitionedFile] = []
         with gc_paused():
-            files = [self._partitioned(f) for f in run.files()]
+            for batch in run.batches():
+                files += self._partitioned(batch)
         if self.profile is None:
             self.profile = run.profile  # a fresh sample this scan took, kept for the next
         if run.metrics.files_listed:
@@ -281,13 +283,14 @@ class ListingTable:
             first = next((f for f in files if f.meta.size > 0), None)
         finally:
             files.close()  # no further page
-        return None if first is None else self._partitioned(first)
+        return None if first is None else self._partitioned([first])[0]
 
-    def _partitioned(self, listed: ListedFile) -> PartitionedFile:
-        """A listed key as the file a plan holds: its URL, and what identifies its version."""
-        meta = listed.meta
-        return PartitionedFile(self.url.to_url(meta.path), meta.size, listed.values,
-                               last_modified=meta.last_modified, etag=meta.etag)
+    def _partitioned(self, listed: list[ListedFile]) -> list[PartitionedFile]:
+        """Listed keys as the files a plan holds: their URLs, and what identifies their
+        version (a page at a time: a long listing makes one per key)."""
+        scheme = self.url.to_url("")  # a path's URL is this and the path
+        return [PartitionedFile(scheme + meta.path, meta.size, values, None,
+                                meta.last_modified, meta.etag) for meta, values in listed]
 
     def refresh(self) -> None:
         """Forget cached listings of this table (``list_cache_ttl``): the next scan lists."""

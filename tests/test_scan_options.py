@@ -74,8 +74,7 @@ def test_packing_is_complete_and_never_needs_more_tasks_than_sparks_rule(sizes, 
     assert all(g.files for g in groups)
     total = sum(f.size + 4 * MB for f in files(*sizes))
     max_split = min(128 * MB, max(4 * MB, total // parallelism))
-    spark = _greedy_count(sorted(pieces, key=lambda p: p.length, reverse=True), max_split,
-                          4 * MB)
+    spark = _greedy_count(sorted((p.length for p in pieces), reverse=True), max_split, 4 * MB)
     assert len(groups) <= spark
     assert len(groups) >= min(len(pieces), spark,
                               -(-sum(p.length + 4 * MB for p in pieces) // (128 * MB)))

@@ -38,7 +38,7 @@ import pyarrow as pa
 
 from listing.errors import PartitionLayoutError
 from listing.expressions import Expr, is_true, knowns, may_be_true
-from listing.hive import HiveLayout, is_hidden
+from listing.hive import HIDDEN_PREFIXES, HiveLayout, is_hidden
 from listing.planner.choose import Chooser
 from listing.planner.file_filter import FileFilter
 from listing.planner.nodes import Enumerate, Flat, Node, Walk, describe
@@ -236,6 +236,7 @@ class ListingRun:
         self._example: str | None = None
         # the last directory decided, as (directory, values or None when hidden, kept):
         # keys arrive in order, so a directory's files come one after another
+        # (directory with its slash, values, kept) of the key decided last
         self._last_dir: tuple[str, dict[str, Any] | None, bool] | None = None
         # keys up to here were listed already (or, given, are not wanted: a stream's frontier)
         self._after: str | None = start_after
@@ -251,6 +252,16 @@ class ListingRun:
     def files(self) -> Generator[ListedFile, None, None]:
         """Every listed file that matches, in key order, listing as the plan decides (see
         module doc)."""
+        batches = self.batches()
+        try:
+            for batch in batches:
+                yield from batch
+        finally:
+            batches.close()
+
+    def batches(self) -> Generator[list[ListedFile], None, None]:
+        """:meth:`files` a listed page at a time (a long listing's keys then pass through
+        one loop each, not through a generator per plan node)."""
         if self.max_concurrent_requests > 1:
             self._fetcher = Fetcher(self.lister, self.max_concurrent_requests)
         try:
@@ -260,7 +271,7 @@ class ListingRun:
                 self._fetcher.close()
                 self._fetcher = None
 
-    def _files(self) -> Iterator[ListedFile]:
+    def _files(self) -> Iterator[list[ListedFile]]:
         if self.predicate is None or not self.cols:
             yield from self._run_noted(Flat(self.root, 0, {}, math.nan))
             return
@@ -273,11 +284,11 @@ class ListingRun:
             return
         yield from self._adaptive()
 
-    def _run_noted(self, node: Node) -> Iterator[ListedFile]:
+    def _run_noted(self, node: Node) -> Iterator[list[ListedFile]]:
         self.steps += describe(node)
         yield from self.run(node)
 
-    def _adaptive(self) -> Iterator[ListedFile]:
+    def _adaptive(self) -> Iterator[list[ListedFile]]:
         """List the table flat, re-deciding after every page (see module doc)."""
         builder = ProfileBuilder(self.root, len(self.cols))
         spent, last, alt = 0, None, None
@@ -289,9 +300,7 @@ class ListingRun:
             for page in pages:
                 spent += 1
                 builder.add(page)
-                for meta in page.files:
-                    if (listed := self._check(meta)) is not None:
-                        yield listed
+                yield self._check_page(page.files)
                 last = max((m.path for m in page.files), default=last)
                 self.chooser.profile = builder.profile()
                 if not page.truncated or last is None:
@@ -319,7 +328,7 @@ class ListingRun:
         yield from self.run(alt)
 
     # --- running --------------------------------------------------------------------------
-    def run(self, node: Node, *, hinted: bool = False) -> Iterator[ListedFile]:
+    def run(self, node: Node, *, hinted: bool = False) -> Iterator[list[ListedFile]]:
         """The matching files of ``node``'s listings; ``hinted``: its listings were
         announced to the fetcher already (as part of an enumeration or a walk)."""
         if isinstance(node, Enumerate):
@@ -344,10 +353,7 @@ class ListingRun:
                     self.chooser.profile = TableProfile.from_page(self.root, page,
                                                                   len(self.cols))
                     sample = False
-                for meta in page.files:
-                    listed = self._check(meta)
-                    if listed is not None:
-                        yield listed
+                yield self._check_page(page.files)
 
     def _clip(self, prefix: str, start_after: str | None) -> tuple[bool, str | None]:
         """(skip, start_after) for listing ``prefix`` once the keys up to ``_after`` are
@@ -362,7 +368,7 @@ class ListingRun:
             return False, after if start_after is None else max(start_after, after)
         return False, start_after
 
-    def _walk(self, node: Walk) -> Iterator[ListedFile]:
+    def _walk(self, node: Walk) -> Iterator[list[ListedFile]]:
         name = self.cols[node.depth][0]
         for page in self._take(Request(node.prefix, True)):
             for meta in page.files:  # a file beside partition directories
@@ -511,37 +517,49 @@ class ListingRun:
         finally:
             fetcher.forget(ranges)  # those not taken, when the run stops early
 
-    def _check(self, meta: ObjectMeta) -> ListedFile | None:
-        """Decide one listed key: hidden, pruned, not a data file, or a match."""
-        self.metrics.files_listed += 1
-        directory, _, name = meta.path.rpartition("/")
-        if is_hidden(name):
-            self.metrics.files_skipped_hidden += 1
-            return None
+    def _check_page(self, metas: list[ObjectMeta]) -> list[ListedFile]:
+        """Decide each listed key of a page: hidden, pruned, not a data file, or a match.
+        One loop with the common case inline: a long listing spends its time here."""
+        m = self.metrics
+        m.files_listed += len(metas)
+        accepts = self.file_filter.accepts
+        out: list[ListedFile] = []
         last = self._last_dir
-        if last is None or last[0] != directory:
-            # decided once per directory: its files share their partition values
-            values = self.layout.decode(meta.path, self._example)
-            keep = values is not None and is_true(self.predicate, values)
-            last = self._last_dir = (directory, values, keep)
-            if values is not None and not keep:
-                partition = "/".join(meta.path[len(self.root):].split("/")[:len(self.cols)])
+        for meta in metas:
+            path = meta.path
+            name = path.rfind("/") + 1
+            if path.startswith(HIDDEN_PREFIXES, name):
+                m.files_skipped_hidden += 1
+                continue
+            if last is None or path[:name] != last[0]:
+                # decided once per directory: its files share their partition values
+                last = self._last_dir = self._directory(path, name)
+            _, values, keep = last
+            if values is None:
+                m.files_skipped_hidden += 1
+            elif not keep:
+                continue
+            elif accepts(meta):
+                out.append(ListedFile(meta, values))
+            else:
+                m.files_skipped_other += 1
+        m.files_matched += len(out)
+        return out
+
+    def _directory(self, path: str, name: int) -> tuple[str, dict[str, Any] | None, bool]:
+        """(directory, its partition values or None when hidden, kept) for the directory
+        of the listed key ``path`` (its name starts at ``name``)."""
+        values = self.layout.decode(path, self._example)
+        keep = values is not None and is_true(self.predicate, values)
+        if values is not None:
+            if self._example is None:
+                self._example = path
+            if not keep:
+                partition = "/".join(path[len(self.root):].split("/")[:len(self.cols)])
                 if partition not in self._pruned:
                     self._pruned.add(partition)
                     self.metrics.partitions_pruned += 1
-        _, values, keep = last
-        if values is None:
-            self.metrics.files_skipped_hidden += 1
-            return None
-        if self._example is None:
-            self._example = meta.path
-        if not keep:
-            return None
-        if not self.file_filter.accepts(meta):
-            self.metrics.files_skipped_other += 1
-            return None
-        self.metrics.files_matched += 1
-        return ListedFile(meta, values)
+        return path[:name], values, keep
 
 
 def _ahead_of(node: Enumerate, last: str) -> Enumerate:
