@@ -26,7 +26,7 @@ from listing.expressions import (
     parse_predicate,
     split_by_columns,
 )
-from listing.files import FILE_METADATA, FILE_METADATA_FIELD, PartitionedFile
+from listing.files import FILE_METADATA, FILE_METADATA_FIELD, PartitionedFile, whole_file
 from listing.formats.base import FileFormat
 from listing.gc_pause import gc_paused
 from listing.hive import discover_columns, is_hidden_below, partition_type
@@ -289,8 +289,8 @@ class ListingTable:
         """Listed keys as the files a plan holds: their URLs, and what identifies their
         version (a page at a time: a long listing makes one per key)."""
         scheme = self.url.to_url("")  # a path's URL is this and the path
-        return [PartitionedFile(scheme + meta.path, meta.size, values, None,
-                                meta.last_modified, meta.etag) for meta, values in listed]
+        return [whole_file(scheme + meta.path, meta.size, values, meta.last_modified, meta.etag)
+                for meta, values in listed]
 
     def refresh(self) -> None:
         """Forget cached listings of this table (``list_cache_ttl``): the next scan lists."""

@@ -14,13 +14,30 @@ from hypothesis import strategies as st
 
 from listing import ListingTable, formats
 from listing.errors import FileReadError
-from listing.files import PartitionedFile
+from listing.files import PartitionedFile, whole_file
 from listing.options import MB, ListingOptions
 from listing.packing import pack_file_groups
 
 
 def files(*sizes: int) -> list[PartitionedFile]:
     return [PartitionedFile(f"s3://b/f{i}.csv", s) for i, s in enumerate(sizes)]
+
+
+def test_a_listed_file_made_through_its_slots_is_the_dataclass_made_by_its_init():
+    import dataclasses
+    import pickle
+
+    when = dt.datetime(2026, 3, 1, tzinfo=dt.UTC)
+    for args in [("s3://b/k.parquet", 5, {"date": dt.date(2026, 3, 1)}, when, "e1"),
+                 ("/tmp/x.csv", 0, {}, None, None)]:
+        made = whole_file(*args)
+        expected = PartitionedFile(args[0], args[1], args[2], None, args[3], args[4])
+        assert made == expected
+        assert repr(made) == repr(expected)
+        assert pickle.loads(pickle.dumps(made)) == expected
+        assert dataclasses.replace(made, etag="z") == dataclasses.replace(expected, etag="z")
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            made.size = 1  # type: ignore[misc]
 
 
 def test_packing_follows_sparks_formula():
