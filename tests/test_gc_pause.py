@@ -76,5 +76,5 @@ def test_a_scan_lists_with_the_collector_paused_and_resumes_it(collector_on, tmp
 
     monkeypatch.setattr(table_module.ListingTable, "_partitioned", spy)
     plan = ListingTable.open(str(tmp_path)).scan()
-    assert len(plan.files) == 2 and seen == [False, False]
+    assert len(plan.files) == 2 and seen and not any(seen)  # a call per listed page
     assert gc.isenabled()
