@@ -52,7 +52,11 @@ COMPRESSIONS = {".gz": "gzip", ".bz2": "bz2", ".zst": "zstd", ".zstd": "zstd", "
 def _suffixes(extensions: tuple[str, ...], compressions: tuple[str, ...]) -> tuple[str, ...]:
     """Every name ending of a format's files (``.csv``, ``.csv.gz``, ...): one ``endswith``
     per listed key, the planner's most frequent call."""
-    return tuple(ext + c for ext in extensions for c in ("", *compressions))
+    endings = tuple(ext + c for ext in extensions for c in ("", *compressions))
+    bad = [e for e in endings if "/" in e]
+    if bad:  # a name's ending: matches() tests it against the whole path
+        raise ValueError(f"a file extension holds no '/': {', '.join(bad)}")
+    return endings
 
 
 class FileFormat:
@@ -84,18 +88,28 @@ class FileFormat:
         """True when ``path`` is one of this format's files (by extension)."""
         if not self.extensions:
             return True
-        return path[path.rfind("/") + 1:].lower().endswith(self._suffixes)
+        return path.lower().endswith(self._suffixes)  # no ending holds a "/": the name's
 
     @functools.cached_property
     def _suffixes(self) -> tuple[str, ...]:
         return _suffixes(tuple(self.extensions), tuple(self.compressions))
+
+    @property
+    def name_endings(self) -> tuple[str, ...] | None:
+        """The lower-case endings that alone make a path this format's, when :meth:`matches`
+        is that test (None: a subclass decides otherwise, or any name is): the planner
+        then tests a listed key without calling back here."""
+        if type(self).matches is not FileFormat.matches or not self.extensions:
+            return None
+        return self._suffixes
 
     def is_splittable(self, file: PartitionedFile) -> bool:
         """Whether one file may be read by several tasks as byte ranges."""
         return False
 
     def split(self, file: PartitionedFile, target_bytes: int) -> list[PartitionedFile]:
-        """Byte ranges of about ``target_bytes``; readers align them to records."""
+        """Byte ranges of about ``target_bytes``; readers align them to records. Packing
+        asks only of files bigger than ``target_bytes`` (a smaller one is one piece)."""
         if not self.is_splittable(file) or file.size <= target_bytes:
             return [file]
         return [file.with_range(start, min(start + target_bytes, file.size))

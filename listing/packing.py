@@ -12,7 +12,8 @@ from listing.options import ListingOptions
 class Splitter(Protocol):
     """What packing needs of a format: cut one file into byte ranges."""
 
-    def split(self, file: PartitionedFile, target_bytes: int) -> list[PartitionedFile]: ...
+    def split(self, file: PartitionedFile, target_bytes: int) -> list[PartitionedFile]:
+        """Pieces of a file bigger than ``target_bytes`` (a smaller one is not asked)."""
 
 
 def pack_file_groups(files: list[PartitionedFile], fmt: Splitter, options: ListingOptions,
@@ -35,7 +36,12 @@ def pack_file_groups(files: list[PartitionedFile], fmt: Splitter, options: Listi
     open_cost = options.open_cost_in_bytes
     total = sum(f.size + open_cost for f in files)
     max_split = min(options.max_partition_bytes, max(open_cost, total // parallelism))
-    pieces = [p for f in files for p in fmt.split(f, max_split)]
+    pieces: list[PartitionedFile] = []
+    for f in files:  # most files fit a split: one call per big file, not per file
+        if f.size > max_split:
+            pieces += fmt.split(f, max_split)
+        else:
+            pieces.append(f)
     # largest first (stable, as Spark sorts); each length read once: a plan may hold
     # a hundred thousand files
     unsorted = [p.length for p in pieces]

@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Any, NamedTuple
 from urllib.parse import unquote_plus
 
@@ -724,7 +725,10 @@ class Lister:
                 keys, dirs = decode_keys(keys), decode_keys(dirs)
             head = bucket + "/"
             paths = [head + key for key in keys]
-            files = list(map(ObjectMeta, paths, sizes, times, etags))
+            # tuples made as ObjectMeta by tuple.__new__ (its own __new__ is a Python
+            # function: a third of the cost, a page a thousand times)
+            files = list(map(tuple.__new__, repeat(ObjectMeta),
+                             zip(paths, sizes, times, etags, strict=True)))
             dirs = [head + d for d in dirs]
             last = max(paths + dirs, default=None)
             done = stop_after is not None and last is not None and last > stop_after

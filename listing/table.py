@@ -253,7 +253,7 @@ class ListingTable:
     @property
     def file_filter(self) -> FileFilter:
         """Files of this table that are not about partitions: format, glob, mtime."""
-        return FileFilter(self.url, self.options, self.format.matches)
+        return FileFilter(self.url, self.options, self.format.matches, self.format.name_endings)
 
     # --- conveniences ---------------------------------------------------------------------
     def to_spark(self, spark: Any, columns: Sequence[str] | None = None, where: Where = None,
@@ -358,7 +358,7 @@ def _merged_schema(url: TableUrl, fmt: FileFormat, storage: StorageSpec,
     """``merge_schema``: the union over every file of the table (footers read by the
     format, concurrently); costs a full listing and one read per file, by request."""
     run = ListingRun(lister, url.prefix, cols, profile, None,
-                     FileFilter(url, ListingOptions(), fmt.matches))
+                     FileFilter(url, ListingOptions(), fmt.matches, fmt.name_endings))
     found = [PartitionedFile(url.to_url(f.meta.path), f.meta.size, etag=f.meta.etag)
              for f in run.files()]
     if not found:

@@ -97,6 +97,79 @@ def test_packing_is_complete_and_never_needs_more_tasks_than_sparks_rule(sizes, 
                               -(-sum(p.length + 4 * MB for p in pieces) // (128 * MB)))
 
 
+def test_packing_asks_a_format_to_split_only_files_bigger_than_a_split():
+    opts = ListingOptions(max_partition_bytes=128 * MB, open_cost_in_bytes=4 * MB)
+    csv = formats.get("csv")
+    asked: list[int] = []
+
+    class Recording:
+        def split(self, file: PartitionedFile, target_bytes: int) -> list[PartitionedFile]:
+            asked.append(file.size)
+            return csv.split(file, target_bytes)
+
+    sizes = [MB, 300 * MB, 128 * MB, 2 * MB, 129 * MB]
+    groups = pack_file_groups(files(*sizes), Recording(), opts, min_partitions=1)
+    assert sorted(asked) == [129 * MB, 300 * MB]
+    assert groups == pack_file_groups(files(*sizes), csv, opts, min_partitions=1)
+    assert sum(f.length for g in groups for f in g.files) == sum(sizes)
+
+
+_NAME_PARTS = ["part-0", ".parquet", ".PARQUET", ".parq", ".csv", ".CSV.GZ", ".csv.gz", ".gz",
+               ".zst", ".inprogress", "._COPYING_", "._copying_", ".json", "x", ".", "/"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(parts=st.lists(st.sampled_from(_NAME_PARTS), min_size=1, max_size=5),
+       name=st.sampled_from(["parquet", "csv", "json", "arrow"]))
+@example(parts=["dir.parquet", "/", "x.csv"], name="parquet")
+@example(parts=["x.parquet", "._COPYING_"], name="parquet")
+def test_a_key_decided_by_its_ending_alone_is_decided_as_the_format_decides(parts, name):
+    """The planner's common case tests ``path.lower().endswith(endings)`` once per key;
+    it must keep exactly the keys the format's own test (and the in-progress rule) keeps."""
+    from listing.planner import FileFilter
+    from listing.storage import ObjectMeta
+    from listing.url import TableUrl
+
+    fmt = formats.get(name)
+    url = TableUrl.parse("s3://b/t/")
+    rule = FileFilter(url, ListingOptions(), fmt.matches, fmt.name_endings)
+    assert rule.endings is not None
+    path = "b/t/k=1/" + "".join(parts)
+    assert path.lower().endswith(rule.endings) == rule.accepts(ObjectMeta(path, 1))
+
+
+def test_a_key_is_decided_by_the_format_when_its_test_is_not_the_ending_alone(tmp_path):
+    from listing.formats.parquet import ParquetFormat
+    from listing.planner import FileFilter
+    from listing.url import TableUrl
+
+    class KeepOnly(ParquetFormat):
+        def matches(self, path: str) -> bool:
+            return path.rsplit("/", 1)[-1].startswith("keep-") and super().matches(path)
+
+    assert KeepOnly().name_endings is None
+    url = TableUrl.parse(str(tmp_path))
+    parquet = formats.get("parquet")
+    globbed = FileFilter(url, ListingOptions(path_glob_filter="k*"), parquet.matches,
+                         parquet.name_endings)
+    assert globbed.endings is None  # a glob decides too: every key goes through accepts()
+    for name in ("keep-0.parquet", "drop-1.parquet", "keep-2.csv"):
+        write(f"{tmp_path}/k=1/{name}")
+    plan = ListingTable.open(str(tmp_path), format=KeepOnly()).scan()
+    assert [f.path.rsplit("/", 1)[-1] for f in plan.files] == ["keep-0.parquet"]
+    assert plan.metrics["files_skipped_other"] == 2
+
+
+def test_a_file_extension_with_a_slash_is_refused():
+    from listing.formats.parquet import ParquetFormat
+
+    class Odd(ParquetFormat):
+        extensions = (".parquet", "dir/.parquet")
+
+    with pytest.raises(ValueError, match="dir/.parquet"):
+        Odd().matches("b/t/x.parquet")
+
+
 def write(path, n: int = 3) -> None:
     os.makedirs(os.path.dirname(path), exist_ok=True)
     pq.write_table(pa.table({"id": list(range(n))}), path)

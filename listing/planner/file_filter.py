@@ -22,6 +22,21 @@ class FileFilter:
     url: TableUrl
     options: ListingOptions
     is_format_file: Callable[[str], bool] = lambda path: True
+    #: the lower-case endings that alone make a path the format's, when that is its test
+    #: (``FileFormat.name_endings``; None: ask ``is_format_file``)
+    name_endings: tuple[str, ...] | None = None
+
+    @functools.cached_property
+    def endings(self) -> tuple[str, ...] | None:
+        """The endings that alone decide a key, when they do (None: ask :meth:`accepts`):
+        ``path.lower().endswith(endings)``, one call per listed key in the common case. No
+        such ending is an in-progress one, so that test needs no second look."""
+        endings = self.name_endings
+        in_progress = tuple(s.lower() for s in IN_PROGRESS_SUFFIXES)
+        if (not self.by_name_only or not endings
+                or any(e.endswith(in_progress) for e in endings)):
+            return None
+        return endings
 
     @functools.cached_property
     def by_name_only(self) -> bool:

@@ -234,10 +234,10 @@ class ListingRun:
         self.metrics = ListingMetrics()
         self._pruned: set[str] = set()
         self._example: str | None = None
-        # the last directory decided, as (directory, values or None when hidden, kept):
-        # keys arrive in order, so a directory's files come one after another
-        # (directory with its slash, values, kept) of the key decided last
-        self._last_dir: tuple[str, dict[str, Any] | None, bool] | None = None
+        # the directory decided last, as (directory with its slash, values or None when
+        # hidden, kept): keys arrive in order, so a directory's files come one after
+        # another ("\0" at first: no path starts with it)
+        self._last_dir: tuple[str, dict[str, Any] | None, bool] = ("\0", None, False)
         # keys up to here were listed already (or, given, are not wanted: a stream's frontier)
         self._after: str | None = start_after
         self.steps: list[str] = []  # what was done, for explain()
@@ -523,24 +523,26 @@ class ListingRun:
         m = self.metrics
         m.files_listed += len(metas)
         accepts = self.file_filter.accepts
+        endings = self.file_filter.endings  # the common case: a key's ending decides
         out: list[ListedFile] = []
-        last = self._last_dir
+        append = out.append
+        new = tuple.__new__  # a ListedFile without its Python-level __new__
+        directory, values, keep = self._last_dir
         for meta in metas:
             path = meta.path
             name = path.rfind("/") + 1
             if path.startswith(HIDDEN_PREFIXES, name):
                 m.files_skipped_hidden += 1
                 continue
-            if last is None or path[:name] != last[0]:
+            if name != len(directory) or not path.startswith(directory):
                 # decided once per directory: its files share their partition values
-                last = self._last_dir = self._directory(path, name)
-            _, values, keep = last
+                self._last_dir = directory, values, keep = self._directory(path, name)
             if values is None:
                 m.files_skipped_hidden += 1
             elif not keep:
                 continue
-            elif accepts(meta):
-                out.append(ListedFile(meta, values))
+            elif path.lower().endswith(endings) if endings is not None else accepts(meta):
+                append(new(ListedFile, (meta, values)))
             else:
                 m.files_skipped_other += 1
         m.files_matched += len(out)
