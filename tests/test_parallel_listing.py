@@ -315,3 +315,50 @@ def test_a_short_listing_costs_its_pages_and_one_delimiter_page_at_most(s3_serve
         assert any("1 delimiter page" in line for line in par.listing_plan) == probed
     finally:
         s3_server.drop_bucket(bucket)
+
+
+@pytest.mark.parametrize("n_keys", [2400, 5200])
+@pytest.mark.parametrize("where", [None, "n = 1"])
+def test_directories_too_small_to_split_send_no_delimiter_page(s3_server, n_keys, where):
+    """Two keys a directory (a daily table with two regions): the delimiter page names at
+    most 1000 directories, 2 pages of keys, never enough to split, so a listing of any
+    length costs exactly its flat pages, the unfiltered scan and the filtered one alike."""
+    bucket = s3_server.create_bucket(f"par-sparse-{uuid.uuid4().hex[:8]}")
+    try:
+        s3_server.put_objects_fast(bucket, {
+            f"t/d={START + dt.timedelta(days=i // 2)}/n={i % 2:02d}/part-00.parquet": b""
+            for i in range(n_keys)})
+        url = f"s3://{bucket}/t"
+        seq = scan_counted(s3_server, open_table(url, s3_server.storage_options, 1), where)
+        par = scan_counted(s3_server, open_table(url, s3_server.storage_options, 8), where)
+        assert seq.metrics["list_requests"] == math.ceil(n_keys / 1000)
+        assert [f.path for f in par.files] == [f.path for f in seq.files]
+        assert len(par.files) == (n_keys if where is None else n_keys // 2)
+        assert par.metrics["list_requests"] == seq.metrics["list_requests"]
+        assert not any("delimiter" in line for line in par.listing_plan), par.listing_plan
+    finally:
+        s3_server.drop_bucket(bucket)
+
+
+def test_a_date_range_short_after_its_first_page_sends_no_delimiter_page(s3_server,
+                                                                          hourly_tables):
+    """16 days of 180 keys (3 pages) on a table opened without a sample: after the first
+    page, the days left up to the range's end hold under 4 pages, too few to split."""
+    days = f"d BETWEEN '{START + dt.timedelta(days=5)}' AND '{START + dt.timedelta(days=20)}'"
+    seq = scan_counted(s3_server, hourly_tables[1], days)
+    par = scan_counted(s3_server, hourly_tables[8], days)
+    assert seq.metrics["list_requests"] == 3
+    assert par.metrics["list_requests"] == 3, par.listing_plan
+    assert [f.path for f in par.files] == [f.path for f in seq.files]
+    assert len(par.files) == 16 * HOURS * PER_HOUR
+
+
+def test_a_long_date_range_is_still_split(s3_server, hourly, hourly_tables):
+    """54 days (10 pages): the rest after the first page is long, so it is split."""
+    days = f"d BETWEEN '{START + dt.timedelta(days=2)}' AND '{START + dt.timedelta(days=55)}'"
+    seq = scan_counted(s3_server, hourly_tables[1], days)
+    par = scan_counted(s3_server, hourly_tables[8], days)
+    assert seq.metrics["list_requests"] == 10
+    assert ranges_of(par) >= 2, par.listing_plan
+    assert_same(seq, par, ranged_ok=True)
+    assert len(par.files) == 54 * HOURS * PER_HOUR

@@ -8,8 +8,9 @@ the same, and so are the requests, except for the split of a long flat listing b
 - The prefixes of an enumeration, and the directories a walk keeps from each page it
   lists, are known before any of them is read: they are sent at once, in the order the
   run will read them, at most ``2 × max_concurrent_requests`` listings ahead.
-- A flat listing that runs on (past :data:`SEQUENTIAL_PAGES` pages, and the keys sit in
-  several directories) may be split: one delimiter page, sent while the next flat page
+- A flat listing that runs on (past :data:`SEQUENTIAL_PAGES` pages, the keys sit in
+  several directories of more than :data:`PAGES_PER_RANGE` keys each, and the rest is not
+  known to be short) may be split: one delimiter page, sent while the next flat page
   is fetched, names the directories after the last key listed; after that next page,
   the rest is listed as up to ``max_concurrent_requests`` key ranges (``StartAfter`` a
   directory, up to the next range's start) at once, when it is long enough. The ranges
@@ -347,7 +348,7 @@ class ListingRun:
                       and start_after is None)
             pages = (self._take(Request(node.prefix, False, start_after, node.stop_after))
                      if hinted else self._flat(node.prefix, start_after, node.stop_after,
-                                               est=node.est))
+                                               est=node.est, node=node))
             for page in pages:
                 if sample:
                     self.chooser.profile = TableProfile.from_page(self.root, page,
@@ -432,11 +433,13 @@ class ListingRun:
         return iter(self._fetcher.take(r))
 
     def _flat(self, prefix: str, start_after: str | None, stop_after: str | None, *,
-              est: float = math.nan, may_split: Callable[[], bool] = lambda: True,
+              est: float = math.nan, node: Flat | None = None,
+              may_split: Callable[[], bool] = lambda: True,
               paged: bool = False) -> Iterator[Page]:
         """Pages of one flat listing, in key order: page by page, then, when it runs on
         and ``may_split()``, the rest as key ranges listed at once (see module doc). ``est``:
-        the plan's estimate of its pages, when it has one (a listing estimated too short
+        the plan's estimate of its pages, when it has one, and ``node`` the plan's listing,
+        whose rest is estimated again from the pages read (a listing estimated too short
         to split is not split); ``paged``: in pages of 1000 keys as the flat listing has
         them."""
         pages = self.lister.pages(prefix, delimiter=False, start_after=start_after,
@@ -462,7 +465,8 @@ class ListingRun:
                     continue
                 if probe is None:
                     if (spent >= SEQUENTIAL_PAGES and len(dirs) >= 2
-                            and not est - spent < 2 * PAGES_PER_RANGE):
+                            and self._worth_probing(keys / len(dirs), est - spent,
+                                                    node, last)):
                         # sent now, answered while the next flat page is fetched here
                         probe = Request(prefix, True, last, stop_after, first_page=True)
                         self._hint([probe])
@@ -485,6 +489,22 @@ class ListingRun:
                 self.steps.append(f"list {prefix!r} after {probe.start_after!r}: 1 delimiter "
                                   "page sent to split the rest, unused (the listing ended "
                                   "or changed course)")
+
+    def _worth_probing(self, keys_per_dir: float, rest: float, node: Flat | None,
+                       last: str) -> bool:
+        """Whether the delimiter page could find a rest worth splitting into ranges (at
+        least ``2 × PAGES_PER_RANGE`` pages after ``last``, the next page included).
+        ``rest``: the plan's estimate of those pages (NaN: unknown).
+        WHY: it names at most a page of directories, so where a directory holds no more
+        than ``PAGES_PER_RANGE`` keys it can never show enough keys to split (a daily
+        table with two files a day sent it beside every listing of 3 pages and more);
+        and a listing that stops at a date has a rest the pages read tell."""
+        if keys_per_dir <= PAGES_PER_RANGE:  # PAGE_SIZE directories: keys_per_dir pages
+            return False
+        after = self.chooser.pages_after(node, last, keys_per_dir) if node else math.nan
+        if not math.isnan(after):
+            rest = after if math.isnan(rest) else min(rest, after)
+        return not rest < 2 * PAGES_PER_RANGE
 
     def _ranges(self, probe: Request, last: str, keys_per_dir: float) -> list[Request] | None:
         """Key ranges covering the keys of the probe's prefix after ``last`` (up to its
