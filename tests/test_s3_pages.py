@@ -5,6 +5,8 @@ objects as botocore's ``Contents``."""
 
 from __future__ import annotations
 
+import datetime as dt
+import email.utils
 import urllib.parse
 import urllib.request
 from typing import Any
@@ -218,3 +220,65 @@ def test_tricky_pages_decode_key_by_key_alike(keys):
     from listing.storage import decode_keys
 
     assert decode_keys(keys) == [unquote_plus(k) for k in keys]
+
+
+# --- times as botocore parses them -------------------------------------------------------------
+
+@settings(max_examples=300, deadline=None)
+@given(st.datetimes(min_value=dt.datetime(1970, 1, 1), max_value=dt.datetime(9999, 12, 31)),
+       st.sampled_from(["http", "iso", "iso-ms"]))
+def test_times_parse_as_botocore_parses_them(when, form):
+    """Listing times (ISO 8601) and GET/HEAD headers (HTTP dates) by the standard library:
+    the same instant as botocore's own parser."""
+    from botocore.utils import parse_timestamp
+
+    from listing.storage import _fast_timestamp
+
+    when = when.replace(microsecond=0 if form != "iso-ms" else when.microsecond // 1000 * 1000,
+                        tzinfo=dt.UTC)
+    text = (email.utils.format_datetime(when, usegmt=True) if form == "http"
+            else when.strftime("%Y-%m-%dT%H:%M:%S") + (
+                f".{when.microsecond // 1000:03d}Z" if form == "iso-ms" else "Z"))
+    assert _fast_timestamp(text) == parse_timestamp(text) == when
+
+
+@pytest.mark.parametrize("text", ["Sun, 01 Mar 2026 10:00:00 UTC", "Sun, 1 Mar 2026 10:00:00 GMT",
+                                  "Sunday, 01-Mar-26 10:00:00 GMT", "Sun, 01 Mxr 2026 10:00:00 GMT",
+                                  "Sun, 31 Feb 2026 10:00:00 GMT", "1772359200", "2026-03-01"])
+def test_other_times_are_left_to_botocore(text):
+    from botocore.utils import parse_timestamp
+
+    from listing.storage import _fast_timestamp
+
+    try:
+        expected = parse_timestamp(text)
+    except ValueError:
+        with pytest.raises(ValueError):
+            _fast_timestamp(text)
+    else:
+        assert _fast_timestamp(text) == expected
+
+
+def test_a_get_reads_its_last_modified_without_botocore_parser(s3_server, s3_bucket,
+                                                               monkeypatch):
+    """Every GET's ``Last-Modified`` header goes through the standard library: botocore's
+    dateutil parser is never asked."""
+    import botocore.utils
+    import pyarrow as pa
+
+    from listing import ListingTable
+    from listing.testing.datasets import DATA_SCHEMA, encode
+
+    payload = encode(pa.table({"id": [1, 2], "amount": [1.0, 2.0], "name": ["a", "b"]},
+                              schema=DATA_SCHEMA), "parquet")
+    s3_server.put_objects_fast(s3_bucket, {f"t/d=2026-03-0{i}/part-0.parquet": payload
+                                           for i in range(1, 4)})
+    plan = ListingTable.open(f"s3://{s3_bucket}/t", storage_options=s3_server.storage_options,
+                             schema=DATA_SCHEMA).scan()
+    asked: list[str] = []
+    real = botocore.utils.parse_timestamp
+    monkeypatch.setattr(botocore.utils, "parse_timestamp",
+                        lambda value: asked.append(value) or real(value))
+    assert plan.to_arrow().num_rows == 6
+    assert plan.metrics["read_requests"] == 3
+    assert asked == []
