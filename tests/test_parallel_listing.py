@@ -317,25 +317,45 @@ def test_a_short_listing_costs_its_pages_and_one_delimiter_page_at_most(s3_serve
         s3_server.drop_bucket(bucket)
 
 
-@pytest.mark.parametrize("n_keys", [2400, 5200])
+@pytest.mark.parametrize("per_dir, n_keys", [(2, 2400), (2, 5200), (3, 6000)])
 @pytest.mark.parametrize("where", [None, "n = 1"])
-def test_directories_too_small_to_split_send_no_delimiter_page(s3_server, n_keys, where):
-    """Two keys a directory (a daily table with two regions): the delimiter page names at
-    most 1000 directories, 2 pages of keys, never enough to split, so a listing of any
-    length costs exactly its flat pages, the unfiltered scan and the filtered one alike."""
+def test_directories_too_small_to_split_send_no_delimiter_page(s3_server, per_dir, n_keys,
+                                                               where):
+    """Two or three keys a directory (a daily table with two regions): the delimiter page
+    names at most 1000 directories, 2 or 3 pages of keys, one of which the page fetched
+    beside it lists: never enough to split, so a listing of any length costs exactly its
+    flat pages, the unfiltered scan and the filtered one alike."""
     bucket = s3_server.create_bucket(f"par-sparse-{uuid.uuid4().hex[:8]}")
     try:
         s3_server.put_objects_fast(bucket, {
-            f"t/d={START + dt.timedelta(days=i // 2)}/n={i % 2:02d}/part-00.parquet": b""
-            for i in range(n_keys)})
+            f"t/d={START + dt.timedelta(days=i // per_dir)}/n={i % per_dir:02d}/"
+            f"part-00.parquet": b"" for i in range(n_keys)})
         url = f"s3://{bucket}/t"
         seq = scan_counted(s3_server, open_table(url, s3_server.storage_options, 1), where)
         par = scan_counted(s3_server, open_table(url, s3_server.storage_options, 8), where)
         assert seq.metrics["list_requests"] == math.ceil(n_keys / 1000)
         assert [f.path for f in par.files] == [f.path for f in seq.files]
-        assert len(par.files) == (n_keys if where is None else n_keys // 2)
+        assert len(par.files) == (n_keys if where is None else n_keys // per_dir)
         assert par.metrics["list_requests"] == seq.metrics["list_requests"]
         assert not any("delimiter" in line for line in par.listing_plan), par.listing_plan
+    finally:
+        s3_server.drop_bucket(bucket)
+
+
+def test_four_keys_a_directory_are_still_split(s3_server):
+    """Four keys a directory (the bench's daily table), 8 pages: the delimiter page can
+    show 3 pages past the second, enough for two ranges, so it goes out and splits."""
+    bucket = s3_server.create_bucket(f"par-four-{uuid.uuid4().hex[:8]}")
+    try:
+        s3_server.put_objects_fast(bucket, {
+            f"t/d={START + dt.timedelta(days=i // 4)}/n={i % 4:02d}/part-00.parquet": b""
+            for i in range(8000)})
+        url = f"s3://{bucket}/t"
+        seq = scan_counted(s3_server, open_table(url, s3_server.storage_options, 1))
+        par = scan_counted(s3_server, open_table(url, s3_server.storage_options, 8))
+        assert seq.metrics["list_requests"] == 8
+        assert ranges_of(par) == 2, par.listing_plan
+        assert_same(seq, par, ranged_ok=True)
     finally:
         s3_server.drop_bucket(bucket)
 

@@ -9,8 +9,8 @@ the same, and so are the requests, except for the split of a long flat listing b
   lists, are known before any of them is read: they are sent at once, in the order the
   run will read them, at most ``2 × max_concurrent_requests`` listings ahead.
 - A flat listing that runs on (past :data:`SEQUENTIAL_PAGES` pages, the keys sit in
-  several directories of more than :data:`PAGES_PER_RANGE` keys each, and the rest is not
-  known to be short) may be split: one delimiter page, sent while the next flat page
+  several directories of more than :data:`PAGES_PER_RANGE` + 1 keys each, and the rest is
+  not known to be short) may be split: one delimiter page, sent while the next flat page
   is fetched, names the directories after the last key listed; after that next page,
   the rest is listed as up to ``max_concurrent_requests`` key ranges (``StartAfter`` a
   directory, up to the next range's start) at once, when it is long enough. The ranges
@@ -495,11 +495,12 @@ class ListingRun:
         """Whether the delimiter page could find a rest worth splitting into ranges (at
         least ``2 × PAGES_PER_RANGE`` pages after ``last``, the next page included).
         ``rest``: the plan's estimate of those pages (NaN: unknown).
-        WHY: it names at most a page of directories, so where a directory holds no more
-        than ``PAGES_PER_RANGE`` keys it can never show enough keys to split (a daily
-        table with two files a day sent it beside every listing of 3 pages and more);
-        and a listing that stops at a date has a rest the pages read tell."""
-        if keys_per_dir <= PAGES_PER_RANGE:  # PAGE_SIZE directories: keys_per_dir pages
+        WHY: it names at most a page of directories, ``keys_per_dir`` pages of keys, and
+        the page fetched beside it lists one of those: where that leaves no more than
+        ``PAGES_PER_RANGE`` pages it can never show enough keys to split (a daily table
+        with two files a day sent it beside every listing of 3 pages and more); and a
+        listing that stops at a date has a rest the pages read tell."""
+        if keys_per_dir - 1 <= PAGES_PER_RANGE:
             return False
         after = self.chooser.pages_after(node, last, keys_per_dir) if node else math.nan
         if not math.isnan(after):
