@@ -348,7 +348,7 @@ class ListingRun:
                       and start_after is None)
             pages = (self._take(Request(node.prefix, False, start_after, node.stop_after))
                      if hinted else self._flat(node.prefix, start_after, node.stop_after,
-                                               est=node.est, node=node))
+                                               node=node))
             for page in pages:
                 if sample:
                     self.chooser.profile = TableProfile.from_page(self.root, page,
@@ -433,15 +433,13 @@ class ListingRun:
         return iter(self._fetcher.take(r))
 
     def _flat(self, prefix: str, start_after: str | None, stop_after: str | None, *,
-              est: float = math.nan, node: Flat | None = None,
-              may_split: Callable[[], bool] = lambda: True,
+              node: Flat | None = None, may_split: Callable[[], bool] = lambda: True,
               paged: bool = False) -> Iterator[Page]:
         """Pages of one flat listing, in key order: page by page, then, when it runs on
-        and ``may_split()``, the rest as key ranges listed at once (see module doc). ``est``:
-        the plan's estimate of its pages, when it has one, and ``node`` the plan's listing,
-        whose rest is estimated again from the pages read (a listing estimated too short
-        to split is not split); ``paged``: in pages of 1000 keys as the flat listing has
-        them."""
+        and ``may_split()``, the rest as key ranges listed at once (see module doc).
+        ``node``: the plan's listing, when it has one: its estimate of its pages, and its
+        rest estimated again from the pages read (a listing estimated too short to split
+        is not split); ``paged``: in pages of 1000 keys as the flat listing has them."""
         pages = self.lister.pages(prefix, delimiter=False, start_after=start_after,
                                   stop_after=stop_after)
         if self._fetcher is None or not self.lister.splits_ranges:
@@ -465,8 +463,7 @@ class ListingRun:
                     continue
                 if probe is None:
                     if (spent >= SEQUENTIAL_PAGES and len(dirs) >= 2
-                            and self._worth_probing(keys / len(dirs), est - spent,
-                                                    node, last)):
+                            and self._worth_probing(keys / len(dirs), spent, node, last)):
                         # sent now, answered while the next flat page is fetched here
                         probe = Request(prefix, True, last, stop_after, first_page=True)
                         self._hint([probe])
@@ -490,11 +487,11 @@ class ListingRun:
                                   "page sent to split the rest, unused (the listing ended "
                                   "or changed course)")
 
-    def _worth_probing(self, keys_per_dir: float, rest: float, node: Flat | None,
+    def _worth_probing(self, keys_per_dir: float, spent: int, node: Flat | None,
                        last: str) -> bool:
         """Whether the delimiter page could find a rest worth splitting into ranges (at
-        least ``2 × PAGES_PER_RANGE`` pages after ``last``, the next page included).
-        ``rest``: the plan's estimate of those pages (NaN: unknown).
+        least ``2 × PAGES_PER_RANGE`` pages after ``last``, the next page included), once
+        ``spent`` pages of ``node`` (None: a listing the plan has no estimate for) are read.
         WHY: it names at most a page of directories, ``keys_per_dir`` pages of keys, and
         the page fetched beside it lists one of those: where that leaves no more than
         ``PAGES_PER_RANGE`` pages it can never show enough keys to split (a daily table
@@ -502,7 +499,9 @@ class ListingRun:
         listing that stops at a date has a rest the pages read tell."""
         if keys_per_dir - 1 <= PAGES_PER_RANGE:
             return False
-        after = self.chooser.pages_after(node, last, keys_per_dir) if node else math.nan
+        if node is None:
+            return True
+        rest, after = node.est - spent, self.chooser.pages_after(node, last, keys_per_dir)
         if not math.isnan(after):
             rest = after if math.isnan(rest) else min(rest, after)
         return not rest < 2 * PAGES_PER_RANGE
