@@ -68,6 +68,9 @@ class FileFormat:
     compressions: ClassVar[tuple[str, ...]] = ()
     #: option names this format accepts, with their defaults
     option_defaults: ClassVar[dict[str, Any]] = {}
+    #: a read of no data column costs each file's metadata only (Parquet: its footer's
+    #: row counts), whatever the file's size
+    rows_from_metadata: ClassVar[bool] = False
 
     def __init__(self, **options: Any) -> None:
         unknown = set(options) - set(self.option_defaults)

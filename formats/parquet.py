@@ -39,6 +39,7 @@ class ParquetFormat(FileFormat):
     name = "parquet"
     extensions = (".parquet", ".parq")
     option_defaults = {"merge_schema": False}
+    rows_from_metadata = True
 
     def is_splittable(self, file: PartitionedFile) -> bool:
         return True

@@ -17,7 +17,8 @@ class Splitter(Protocol):
 
 
 def pack_file_groups(files: list[PartitionedFile], fmt: Splitter, options: ListingOptions,
-                     min_partitions: int | None = None) -> list[FileGroup]:
+                     min_partitions: int | None = None, *,
+                     metadata_only: bool = False) -> list[FileGroup]:
     """Split big files with Spark's ``FilePartition`` sizing, then pack the pieces into as
     few balanced groups as that sizing allows, a multiple of the parallelism.
 
@@ -29,10 +30,19 @@ def pack_file_groups(files: list[PartitionedFile], fmt: Splitter, options: Listi
     milliseconds more to start than a JVM one, so here the number of groups is Spark's
     rounded down to a multiple of the parallelism, never fewer than the total needs at
     ``maxPartitionBytes`` a group, and pieces go largest first to the lightest group.
+
+    ``metadata_only``: the read needs each file's metadata only (a Parquet ``count()``
+    reads footers), so a file's bytes say nothing of its cost: whole files, in key order,
+    go into one group per core. WHY: by bytes, 60 files of 5 MB made 5 Python tasks on 2
+    cores, three waves of a fixed cost each for a few milliseconds of footer reading.
     """
     if not files:
         return []
     parallelism = max(1, options.min_partitions or min_partitions or 1)  # the user's wins
+    if metadata_only:
+        count = min(parallelism, len(files))
+        cuts = [len(files) * i // count for i in range(count + 1)]
+        return [FileGroup(i, tuple(files[cuts[i]:cuts[i + 1]])) for i in range(count)]
     open_cost = options.open_cost_in_bytes
     total = sum(f.size + open_cost for f in files)
     max_split = min(options.max_partition_bytes, max(open_cost, total // parallelism))

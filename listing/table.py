@@ -209,7 +209,9 @@ class ListingTable:
                                  if n in needed and n not in data_cols]
         source = self.format.file_source(self.file_schema, read_cols, data_filter,
                                          storage=self.storage, batch_size=self.options.batch_size)
-        groups = pack_file_groups(files, self.format, self.options, min_partitions)
+        groups = pack_file_groups(files, self.format, self.options, min_partitions,
+                                  metadata_only=(self.format.rows_from_metadata
+                                                 and not read_cols and data_filter is None))
         metrics = ScanMetrics({**(listing_metrics or {"list_requests": 0}),
                                "data_files_opened": 0, "file_groups": len(groups),
                                "bytes": sum(f.size for f in files)})
