@@ -293,6 +293,19 @@ def test_local_files_list_alike(tmp_path):
     assert_same(plans[1], plans[4])
 
 
+def sequential_and_parallel(server, keys, where=None):
+    """The plans of one table of empty ``keys`` (under ``t/`` of a bucket of their own),
+    scanned one request at a time and 8 at a time, each counted on the server."""
+    bucket = server.create_bucket(f"par-{uuid.uuid4().hex[:8]}")
+    try:
+        server.put_objects_fast(bucket, dict.fromkeys(keys, b""))
+        url = f"s3://{bucket}/t"
+        return tuple(scan_counted(server, open_table(url, server.storage_options, p), where)
+                     for p in (1, 8))
+    finally:
+        server.drop_bucket(bucket)
+
+
 @pytest.mark.parametrize("n_keys, pages, probed", [(900, 1, False), (1500, 2, True),
                                                     (2400, 3, True)])
 def test_a_short_listing_costs_its_pages_and_one_delimiter_page_at_most(s3_server, n_keys,
@@ -300,21 +313,14 @@ def test_a_short_listing_costs_its_pages_and_one_delimiter_page_at_most(s3_serve
     """One page: exactly the flat listing. Longer: the delimiter page that looks for
     split points goes out beside the second page; when the rest is too short to split,
     it is the only request more, and the plan says so."""
-    bucket = s3_server.create_bucket(f"par-short-{uuid.uuid4().hex[:8]}")
-    try:
-        s3_server.put_objects_fast(bucket, {
-            f"t/d={START + dt.timedelta(days=i // 300)}/n={i % 300 // 30:02d}/"
-            f"part-{i % 30:02d}.parquet": b"" for i in range(n_keys)})
-        url = f"s3://{bucket}/t"
-        seq = scan_counted(s3_server, open_table(url, s3_server.storage_options, 1))
-        par = scan_counted(s3_server, open_table(url, s3_server.storage_options, 8))
-        assert seq.metrics["list_requests"] == pages
-        assert [f.path for f in par.files] == [f.path for f in seq.files]
-        assert len(par.files) == n_keys and ranges_of(par) == 0
-        assert par.metrics["list_requests"] == pages + probed
-        assert any("1 delimiter page" in line for line in par.listing_plan) == probed
-    finally:
-        s3_server.drop_bucket(bucket)
+    seq, par = sequential_and_parallel(s3_server, (
+        f"t/d={START + dt.timedelta(days=i // 300)}/n={i % 300 // 30:02d}/"
+        f"part-{i % 30:02d}.parquet" for i in range(n_keys)))
+    assert seq.metrics["list_requests"] == pages
+    assert [f.path for f in par.files] == [f.path for f in seq.files]
+    assert len(par.files) == n_keys and ranges_of(par) == 0
+    assert par.metrics["list_requests"] == pages + probed
+    assert any("1 delimiter page" in line for line in par.listing_plan) == probed
 
 
 @pytest.mark.parametrize("per_dir, n_keys", [(2, 2400), (2, 5200), (3, 6000)])
@@ -325,39 +331,25 @@ def test_directories_too_small_to_split_send_no_delimiter_page(s3_server, per_di
     names at most 1000 directories, 2 or 3 pages of keys, one of which the page fetched
     beside it lists: never enough to split, so a listing of any length costs exactly its
     flat pages, the unfiltered scan and the filtered one alike."""
-    bucket = s3_server.create_bucket(f"par-sparse-{uuid.uuid4().hex[:8]}")
-    try:
-        s3_server.put_objects_fast(bucket, {
-            f"t/d={START + dt.timedelta(days=i // per_dir)}/n={i % per_dir:02d}/"
-            f"part-00.parquet": b"" for i in range(n_keys)})
-        url = f"s3://{bucket}/t"
-        seq = scan_counted(s3_server, open_table(url, s3_server.storage_options, 1), where)
-        par = scan_counted(s3_server, open_table(url, s3_server.storage_options, 8), where)
-        assert seq.metrics["list_requests"] == math.ceil(n_keys / 1000)
-        assert [f.path for f in par.files] == [f.path for f in seq.files]
-        assert len(par.files) == (n_keys if where is None else n_keys // per_dir)
-        assert par.metrics["list_requests"] == seq.metrics["list_requests"]
-        assert not any("delimiter" in line for line in par.listing_plan), par.listing_plan
-    finally:
-        s3_server.drop_bucket(bucket)
+    seq, par = sequential_and_parallel(s3_server, (
+        f"t/d={START + dt.timedelta(days=i // per_dir)}/n={i % per_dir:02d}/part-00.parquet"
+        for i in range(n_keys)), where)
+    assert seq.metrics["list_requests"] == math.ceil(n_keys / 1000)
+    assert [f.path for f in par.files] == [f.path for f in seq.files]
+    assert len(par.files) == (n_keys if where is None else n_keys // per_dir)
+    assert par.metrics["list_requests"] == seq.metrics["list_requests"]
+    assert not any("delimiter" in line for line in par.listing_plan), par.listing_plan
 
 
 def test_four_keys_a_directory_are_still_split(s3_server):
     """Four keys a directory (the bench's daily table), 8 pages: the delimiter page can
     show 3 pages past the second, enough for two ranges, so it goes out and splits."""
-    bucket = s3_server.create_bucket(f"par-four-{uuid.uuid4().hex[:8]}")
-    try:
-        s3_server.put_objects_fast(bucket, {
-            f"t/d={START + dt.timedelta(days=i // 4)}/n={i % 4:02d}/part-00.parquet": b""
-            for i in range(8000)})
-        url = f"s3://{bucket}/t"
-        seq = scan_counted(s3_server, open_table(url, s3_server.storage_options, 1))
-        par = scan_counted(s3_server, open_table(url, s3_server.storage_options, 8))
-        assert seq.metrics["list_requests"] == 8
-        assert ranges_of(par) == 2, par.listing_plan
-        assert_same(seq, par, ranged_ok=True)
-    finally:
-        s3_server.drop_bucket(bucket)
+    seq, par = sequential_and_parallel(s3_server, (
+        f"t/d={START + dt.timedelta(days=i // 4)}/n={i % 4:02d}/part-00.parquet"
+        for i in range(8000)))
+    assert seq.metrics["list_requests"] == 8
+    assert ranges_of(par) == 2, par.listing_plan
+    assert_same(seq, par, ranged_ok=True)
 
 
 def test_a_date_range_short_after_its_first_page_sends_no_delimiter_page(s3_server,
