@@ -23,6 +23,7 @@ import asyncio
 import dataclasses
 import datetime as dt
 import difflib
+import email.utils
 import functools
 import importlib
 import inspect
@@ -324,27 +325,11 @@ def _fast_timestamp(value: Any) -> Any:
         try:
             if len(value) > 19 and value[10] == "T" and value[-1] == "Z":
                 return dt.datetime.fromisoformat(value)
-            if value.endswith(" GMT"):
-                return _http_date(value)
+            if value.endswith(" GMT"):  # RFC 9110's IMF-fixdate
+                return email.utils.parsedate_to_datetime(value)
         except ValueError:
             pass
     return importlib.import_module("botocore.utils").parse_timestamp(value)
-
-
-_MONTHS = {m: i for i, m in enumerate(("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug",
-                                       "Sep", "Oct", "Nov", "Dec"), 1)}
-#: RFC 9110's IMF-fixdate, the form S3 gives ``Last-Modified`` in
-_HTTP_DATE = re.compile(r"[A-Z][a-z]{2}, (\d\d) ([A-Z][a-z]{2}) (\d{4}) (\d\d):(\d\d):(\d\d) GMT",
-                        re.ASCII)
-
-
-def _http_date(value: str) -> dt.datetime:
-    """``Sun, 01 Mar 2026 10:00:00 GMT`` as an aware UTC time; ValueError otherwise."""
-    m = _HTTP_DATE.fullmatch(value)
-    if m is None or m[2] not in _MONTHS:
-        raise ValueError(value)
-    return dt.datetime(int(m[3]), _MONTHS[m[2]], int(m[1]), int(m[4]), int(m[5]), int(m[6]),
-                       tzinfo=dt.UTC)
 
 
 def _use_fast_timestamps(client: Any) -> None:
