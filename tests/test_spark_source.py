@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import uuid
 import warnings
 
@@ -140,6 +141,19 @@ def test_options_arrive_lower_cased_and_spark_names_work(spark, s3_server, event
 def test_bad_options_are_named(spark, s3_server, events, option, value, needle):
     with pytest.raises(Exception, match=needle):
         reader(spark, s3_server, **{option: value}).load(events.root).count()
+
+
+def test_session_python_workers_use_unix_sockets(spark):
+    """listing.session() has Spark talk to Python workers over Unix sockets (a task's
+    last writes over TCP loopback waited out a delayed ACK): the workers see it."""
+    assert spark.sparkContext.getConf().get("spark.python.unix.domain.socket.enabled") == "true"
+
+    def worker_env(batches):
+        for _ in batches:
+            yield pa.record_batch({"uds": [os.environ.get("PYTHON_UNIX_DOMAIN_ENABLED")]})
+
+    got = spark.range(1, numPartitions=1).mapInArrow(worker_env, "uds string").collect()
+    assert [r.uds.lower() for r in got] == ["true"]
 
 
 def test_missing_path_is_explained(spark):
