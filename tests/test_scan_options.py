@@ -222,27 +222,34 @@ def test_no_columns_still_counts_rows(tmp_path):
 
 def test_a_read_of_metadata_only_packs_whole_files_one_group_a_core():
     """60 files of 5 MB (Spark's rule: 5 groups by bytes) read for their row counts only:
-    one group per core, whole files in key order, every file once."""
+    one group per core but never fewer than 16 files a group (4 groups at most), whole
+    files in key order, every file once; a day's 3 files are one group."""
     opts = ListingOptions(max_partition_bytes=128 * MB, open_cost_in_bytes=4 * MB)
     parquet = formats.get("parquet")
     listed = files(*[5 * MB] * 60)
     assert len(pack_file_groups(listed, parquet, opts, min_partitions=2)) == 5
-    for parallelism in (2, 4, 7, 60, 100):
+    for parallelism, expected in ((2, 2), (3, 3), (4, 4), (7, 4), (60, 4), (100, 4)):
         groups = pack_file_groups(listed, parquet, opts, min_partitions=parallelism,
                                   metadata_only=True)
         sizes = [len(g.files) for g in groups]
-        assert len(sizes) == min(parallelism, 60) and max(sizes) - min(sizes) <= 1
+        assert len(sizes) == expected and max(sizes) - min(sizes) <= 1
         assert [f for g in groups for f in g.files] == listed
         assert all(f.byte_range is None for g in groups for f in g.files)
+    day = files(*[5 * MB] * 3)
+    assert [len(g.files) for g in pack_file_groups(day, parquet, opts, min_partitions=2,
+                                                   metadata_only=True)] == [3]
+    assert len(pack_file_groups(files(*[5 * MB] * 17), parquet, opts, min_partitions=8,
+                                metadata_only=True)) == 2
     one_big = pack_file_groups(files(300 * MB), parquet, opts, min_partitions=2,
                                metadata_only=True)
     assert [[f.byte_range for f in g.files] for g in one_big] == [[None]]
 
 
 def test_a_parquet_count_is_packed_by_file_and_a_csv_count_by_bytes(tmp_path):
-    """A Parquet scan of no data column reads footers only: whole files, one group a core;
-    reading a data column, a data filter, or a CSV count (which parses every line) keeps
-    Spark's packing by bytes. Rows are counted exactly either way."""
+    """A Parquet scan of no data column reads footers only: whole files, 16 or more a
+    group (here all 12 in one); reading a data column, a data filter, or a CSV count
+    (which parses every line) keeps Spark's packing by bytes. Rows are counted exactly
+    either way."""
     for i in range(12):
         write(f"{tmp_path}/pq/date=2026-01-{i + 1:02d}/a.parquet", 3)
         os.makedirs(tmp_path / "csv" / f"date=2026-01-{i + 1:02d}", exist_ok=True)
@@ -251,9 +258,9 @@ def test_a_parquet_count_is_packed_by_file_and_a_csv_count_by_bytes(tmp_path):
     small = {"max_partition_bytes": MB, "open_cost_in_bytes": MB}
     pq_table = ListingTable.open(str(tmp_path / "pq"), **small)
     counted = pq_table.scan(columns=[], min_partitions=2)
-    assert [len(g.files) for g in counted.file_groups] == [6, 6]
+    assert [len(g.files) for g in counted.file_groups] == [12]
     assert counted.to_arrow().num_rows == 36
-    assert len(pq_table.scan(columns=["date"], min_partitions=2).file_groups) == 2
+    assert len(pq_table.scan(columns=["date"], min_partitions=2).file_groups) == 1
     assert len(pq_table.scan(columns=["id"], min_partitions=2).file_groups) == 12
     assert len(pq_table.scan(columns=[], where="id > 1", min_partitions=2).file_groups) == 12
     csv_table = ListingTable.open(str(tmp_path / "csv"), format="csv", **small)
