@@ -10,8 +10,10 @@ from __future__ import annotations
 import json
 import uuid
 
+import pyarrow as pa
 import pytest
 
+from listing.spark.source import counted
 from listing.testing import datasets
 
 
@@ -85,6 +87,27 @@ def test_pushed_counts_are_exact_under_groups_and_filters(spark, events):
     for (r,) in rows_of(events, "region"):
         regions[r] = regions.get(r, 0) + 1
     assert {x["region"]: x["n"] for x in got} == regions
+
+
+def test_counted_batches_stand_for_their_rows():
+    """The reader's side of a pushed count: a batch of per-file values (partition
+    columns) is its first row with the batch's row count; other batches are grouped by
+    their distinct rows; empty batches send nothing."""
+    day = pa.record_batch({"date": ["2026-01-01"] * 3})
+    other_day = pa.record_batch({"date": ["2026-01-02"] * 2})
+    per_file = list(counted(iter([day, pa.record_batch({"date": pa.array([], pa.string())}),
+                                  other_day]), per_file=True))
+    assert [b.to_pylist() for b in per_file] == [
+        [{"date": "2026-01-01", "__listing_rows": 3}],
+        [{"date": "2026-01-02", "__listing_rows": 2}]]
+    mixed = pa.record_batch({"amount": [1, 2, 1, None]})
+    rows = [r for b in counted(iter([mixed])) for r in b.to_pylist()]
+    assert sorted(rows, key=str) == sorted([{"amount": 1, "__listing_rows": 2},
+                                            {"amount": 2, "__listing_rows": 1},
+                                            {"amount": None, "__listing_rows": 1}], key=str)
+    no_columns = mixed.select([])
+    assert [b.to_pylist() for b in counted(iter([no_columns, no_columns.slice(0, 0)]))] == [
+        [{"__listing_rows": 4}]]
 
 
 def test_counts_of_values_are_not_pushed(spark, events):

@@ -449,7 +449,11 @@ class PlainListingReader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         batches = read_partition(partition, self.target, self.skips)
-        yield from counted(batches) if self.row_counts else batches
+        if not self.row_counts:
+            yield from batches
+            return
+        per_file = {n.lower() for n in self.table.partition_names}
+        yield from counted(batches, all(n.lower() in per_file for n in self.target.names))
 
 
 #: the column ListingCountPushdown.java adds to a scan under ``count(*)``: it asks for the
@@ -465,24 +469,26 @@ def split_row_counts(schema: StructType) -> tuple[StructType, bool]:
     return schema, False
 
 
-def counted(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+def counted(batches: Iterator[pa.RecordBatch],
+            per_file: bool = False) -> Iterator[pa.RecordBatch]:
     """Each batch as its distinct rows with how many rows each stands for: a count(*) above
-    sums them (exact under any row-wise filter on those columns). A partition-only batch
-    (count() by date) is one row; a batch of no rows sends nothing."""
+    sums them (exact under any row-wise filter on those columns). ``per_file``: every
+    column holds one value per file (partition columns), and a batch never spans files,
+    so a batch is its first row (count() by date); a batch of no rows sends nothing."""
+    rows_field = pa.field(ROW_COUNT_COLUMN, pa.int64(), nullable=False)
     for batch in batches:
         if not batch.num_rows:
             continue
-        if not batch.num_columns:
-            yield pa.record_batch([pa.array([batch.num_rows], pa.int64())], schema=pa.schema(
-                [pa.field(ROW_COUNT_COLUMN, pa.int64(), nullable=False)]))
+        if per_file or not batch.num_columns:
+            yield batch.slice(0, 1).append_column(
+                rows_field, pa.array([batch.num_rows], pa.int64()))
             continue
         keys = [f"k{i}" for i in range(batch.num_columns)]  # no name can clash with the count
         grouped = (pa.Table.from_batches([batch.rename_columns(keys)])
                    .group_by(keys, use_threads=False).aggregate([([], "count_all")]))
         rows = grouped.column("count_all").cast(pa.int64())
         table = pa.table([*(grouped.column(k) for k in keys), rows],
-                         schema=batch.schema.append(pa.field(ROW_COUNT_COLUMN, pa.int64(),
-                                                             nullable=False)))
+                         schema=batch.schema.append(rows_field))
         yield from table.to_batches()
 
 
