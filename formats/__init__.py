@@ -24,11 +24,12 @@ from listing.formats.base import (
     FileFormat,
     FileOpener,
     FileSource,
+    Inferred,
     MissingFileError,
 )
 
 __all__ = [
-    "CorruptFileError", "FileFormat", "FileOpener", "FileSource", "MissingFileError",
+    "CorruptFileError", "FileFormat", "FileOpener", "FileSource", "Inferred", "MissingFileError",
     "for_path", "get", "names", "on_register", "register", "registered",
 ]
 

@@ -59,6 +59,17 @@ def _suffixes(extensions: tuple[str, ...], compressions: tuple[str, ...]) -> tup
     return endings
 
 
+@dataclass(frozen=True)
+class Inferred:
+    """What opening a table learns from the sampled file(s): the data schema, and where the
+    format's metadata tells it (Parquet's footer), each column's compressed bytes, which
+    task packing uses to tell how much of a file a projection reads (DataFusion's
+    ``ColumnStatistics::byte_size``)."""
+
+    schema: pa.Schema
+    column_bytes: dict[str, int] | None = None
+
+
 class FileFormat:
     """Planning-time description of a file format. Options are given at construction."""
 
@@ -122,6 +133,11 @@ class FileFormat:
     def infer_schema(self, files: list[PartitionedFile], storage: StorageSpec) -> pa.Schema:
         """Schema of the data columns, from the given files (usually one)."""
         raise NotImplementedError
+
+    def infer(self, files: list[PartitionedFile], storage: StorageSpec) -> Inferred:
+        """The schema and, where the metadata read for it says so, per-column bytes (same
+        requests as :meth:`infer_schema`). Formats without such metadata need not override."""
+        return Inferred(self.infer_schema(files, storage))
 
     def supports_filter(self, expr: Expr) -> Pushdown:
         """INEXACT when the format can skip data with ``expr``, else UNSUPPORTED."""

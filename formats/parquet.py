@@ -17,6 +17,7 @@ from listing.formats.base import (
     FileSink,
     FileSource,
     FileWriter,
+    Inferred,
 )
 from listing.formats.conform import unify_schemas
 from listing.pushdown import Pushdown
@@ -45,18 +46,35 @@ class ParquetFormat(FileFormat):
         return True
 
     def infer_schema(self, files: list[PartitionedFile], storage: StorageSpec) -> pa.Schema:
+        return self.infer(files, storage).schema
+
+    def infer(self, files: list[PartitionedFile], storage: StorageSpec) -> Inferred:
+        """Schema from the footer(s); with one file, its columns' compressed bytes too."""
         fs = storage.filesystem()
 
         def footer(f: PartitionedFile) -> tuple[str, pa.Schema]:
             return f.path, open_parquet(fs, f).schema_arrow.remove_metadata()
 
         if not self.options["merge_schema"] or len(files) == 1:
-            return footer(files[0])[1]
+            pf = open_parquet(fs, files[0])
+            return Inferred(pf.schema_arrow.remove_metadata(), column_bytes(pf.metadata))
         with ThreadPoolExecutor(max_workers=16) as pool:
-            return unify_schemas(list(pool.map(footer, files)))
+            return Inferred(unify_schemas(list(pool.map(footer, files))))
 
     def supports_filter(self, expr: Expr) -> Pushdown:
         return Pushdown.INEXACT
+
+
+def column_bytes(md: pq.FileMetaData) -> dict[str, int]:
+    """Compressed bytes per top-level column over every row group (a nested column's
+    leaves summed under its top-level name)."""
+    out: dict[str, int] = {}
+    top = [md.schema.column(i).path.split(".")[0] for i in range(md.num_columns)]
+    for rg in range(md.num_row_groups):
+        group = md.row_group(rg)
+        for i, name in enumerate(top):
+            out[name] = out.get(name, 0) + group.column(i).total_compressed_size
+    return out
 
 
 class ParquetOpener(FileOpener):

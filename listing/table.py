@@ -27,7 +27,7 @@ from listing.expressions import (
     split_by_columns,
 )
 from listing.files import FILE_METADATA, FILE_METADATA_FIELD, PartitionedFile, whole_file
-from listing.formats.base import FileFormat
+from listing.formats.base import FileFormat, Inferred
 from listing.gc_pause import gc_paused
 from listing.hive import discover_columns, is_hidden_below, partition_type
 from listing.list_cache import CACHE, CachedLister
@@ -50,8 +50,12 @@ class ListingTable:
     def __init__(self, url: TableUrl, storage: StorageSpec, fmt: FileFormat,
                  partition_cols: list[tuple[str, pa.DataType]], file_schema: pa.Schema,
                  profile: TableProfile | None, options: ListingOptions,
-                 open_metrics: dict[str, int]) -> None:
+                 open_metrics: dict[str, int],
+                 column_bytes: dict[str, int] | None = None) -> None:
         self.url = url
+        #: compressed bytes per data column in the file the schema came from, when the
+        #: format's metadata says (Parquet): how much of each file a projection reads
+        self.column_bytes = column_bytes
         self.storage = storage
         self.format = fmt
         self.partition_cols = partition_cols
@@ -100,18 +104,21 @@ class ListingTable:
                                     table_url.to_url)
             profile = TableProfile.from_page(table_url.prefix, sample, len(cols))
 
+        column_bytes = None
         if schema is None and fmt.options.get("merge_schema") is True:
             assert profile is not None
             file_schema = _merged_schema(table_url, fmt, storage, cols, profile, lister)
         elif schema is None:
             assert sample is not None
-            file_schema = _infer_schema(table_url, fmt, storage, sample, cols, counter)
+            inferred = _infer_schema(table_url, fmt, storage, sample, cols, counter)
+            file_schema, column_bytes = inferred.schema, inferred.column_bytes
         else:
             file_schema = schema if isinstance(schema, pa.Schema) else pa.schema(schema)
         part_names = {n for n, _ in cols}
         file_schema = pa.schema([f for f in file_schema if f.name not in part_names])
         metrics = {"list_requests": counter.list, "data_files_opened": counter.get}
-        return cls(table_url, storage, fmt, cols, file_schema, profile, opts, metrics)
+        return cls(table_url, storage, fmt, cols, file_schema, profile, opts, metrics,
+                   column_bytes)
 
     # --- filters --------------------------------------------------------------------------
     @property
@@ -211,7 +218,8 @@ class ListingTable:
                                          storage=self.storage, batch_size=self.options.batch_size)
         groups = pack_file_groups(files, self.format, self.options, min_partitions,
                                   metadata_only=(self.format.rows_from_metadata
-                                                 and not read_cols and data_filter is None))
+                                                 and not read_cols and data_filter is None),
+                                  read_share=self.read_share(read_cols))
         metrics = ScanMetrics({**(listing_metrics or {"list_requests": 0}),
                                "data_files_opened": 0, "file_groups": len(groups),
                                "bytes": sum(f.size for f in files)})
@@ -226,6 +234,16 @@ class ListingTable:
                         partition_filter=partition_filter, data_filter=data_filter,
                         files=files, file_groups=groups, read=read,
                         listing_plan=list(listing_plan), metrics=metrics)
+
+    def read_share(self, columns: Sequence[str]) -> float:
+        """The share of a file's bytes a read of ``columns`` fetches, from the sampled
+        file's column sizes; 1 when unknown (no such metadata, a user schema, a column
+        the sample lacks) or when every column is read."""
+        sizes = self.column_bytes
+        total = sum(sizes.values()) if sizes else 0
+        if not sizes or total <= 0 or not columns or any(c not in sizes for c in columns):
+            return 1.0
+        return max(sum(sizes[c] for c in set(columns)) / total, 1e-3)
 
     def _check_declared_layout(self, counter: RequestCounter) -> None:
         """An empty scan of a table opened with declared partition columns: make sure the
@@ -370,13 +388,13 @@ def _merged_schema(url: TableUrl, fmt: FileFormat, storage: StorageSpec,
 
 
 def _infer_schema(url: TableUrl, fmt: FileFormat, storage: StorageSpec, sample: Page,
-                  cols: list[tuple[str, pa.DataType]], counter: RequestCounter) -> pa.Schema:
+                  cols: list[tuple[str, pa.DataType]], counter: RequestCounter) -> Inferred:
     for meta in sample.files:
         if is_hidden_below(url.prefix, meta.path) \
                 or not fmt.matches(meta.path):
             continue
         counter.get += 1
-        return fmt.infer_schema([PartitionedFile(url.to_url(meta.path), meta.size)], storage)
+        return fmt.infer([PartitionedFile(url.to_url(meta.path), meta.size)], storage)
     raise TableNotFoundError(
         f"no {fmt.name} files under {url} (looked at the first {len(sample.files)} keys; "
         f"extensions {', '.join(fmt.extensions) or 'any'}) and no schema given")

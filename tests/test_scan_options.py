@@ -93,8 +93,7 @@ def test_packing_is_complete_and_never_needs_more_tasks_than_sparks_rule(sizes, 
     max_split = min(128 * MB, max(4 * MB, total // parallelism))
     spark = _greedy_count(sorted((p.length for p in pieces), reverse=True), max_split, 4 * MB)
     assert len(groups) <= spark
-    assert len(groups) >= min(len(pieces), spark,
-                              -(-sum(p.length + 4 * MB for p in pieces) // (128 * MB)))
+    assert len(groups) >= min(len(pieces), spark, -(-sum(p.length for p in pieces) // (128 * MB)))
 
 
 def test_packing_asks_a_format_to_split_only_files_bigger_than_a_split():
@@ -221,13 +220,13 @@ def test_no_columns_still_counts_rows(tmp_path):
 
 
 def test_a_read_of_metadata_only_packs_whole_files_one_group_a_core():
-    """60 files of 5 MB (Spark's rule: 5 groups by bytes) read for their row counts only:
-    one group per core but never fewer than 16 files a group (4 groups at most), whole
-    files in key order, every file once; a day's 3 files are one group."""
+    """60 files of 5 MB (by bytes: 5 groups by Spark's rule, 4 by ours) read for their row
+    counts only: one group per core but never fewer than 16 files a group (4 groups at
+    most), whole files in key order, every file once; a day's 3 files are one group."""
     opts = ListingOptions(max_partition_bytes=128 * MB, open_cost_in_bytes=4 * MB)
     parquet = formats.get("parquet")
     listed = files(*[5 * MB] * 60)
-    assert len(pack_file_groups(listed, parquet, opts, min_partitions=2)) == 5
+    assert len(pack_file_groups(listed, parquet, opts, min_partitions=2)) == 4
     for parallelism, expected in ((2, 2), (3, 3), (4, 4), (7, 4), (60, 4), (100, 4)):
         groups = pack_file_groups(listed, parquet, opts, min_partitions=parallelism,
                                   metadata_only=True)
@@ -243,6 +242,52 @@ def test_a_read_of_metadata_only_packs_whole_files_one_group_a_core():
     one_big = pack_file_groups(files(300 * MB), parquet, opts, min_partitions=2,
                                metadata_only=True)
     assert [[f.byte_range for f in g.files] for g in one_big] == [[None]]
+
+
+def test_packing_counts_the_bytes_a_projection_reads():
+    """Sizes are scaled by the share of each file a read fetches: 60 files of 5 MB read for
+    29% of their bytes are 2 groups on 2 cores (4 at full size); a big file is still split
+    into ranges that cover it, at the split the read bytes call for."""
+    opts = ListingOptions(max_partition_bytes=128 * MB, open_cost_in_bytes=4 * MB)
+    parquet = formats.get("parquet")
+    listed = files(*[5 * MB] * 60)
+    assert len(pack_file_groups(listed, parquet, opts, min_partitions=2)) == 4
+    narrow = pack_file_groups(listed, parquet, opts, min_partitions=2, read_share=0.29)
+    assert [len(g.files) for g in narrow] == [30, 30]
+    assert sorted(f.path for g in narrow for f in g.files) == sorted(f.path for f in listed)
+    big = pack_file_groups(files(1024 * MB), parquet, opts, min_partitions=2,
+                           read_share=0.25)
+    ranges = sorted(f.byte_range for g in big for f in g.files)
+    assert ranges[0][0] == 0 and ranges[-1][1] == 1024 * MB and len(ranges) == 2
+    assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:], strict=False))
+
+
+def test_a_parquet_table_knows_its_column_bytes_from_the_schema_footer(tmp_path):
+    """Opening infers the schema from one footer and keeps its columns' compressed bytes
+    (no other request); a projection's share of a file follows. A user schema, CSV, or a
+    column the sample lacks leave the share at 1."""
+    rows = 20_000
+    for d in ("2026-01-01", "2026-01-02"):
+        os.makedirs(tmp_path / f"date={d}")
+        pq.write_table(pa.table({"flag": pa.array(list(os.urandom(rows)), pa.uint8()),
+                                 "text": pa.array([os.urandom(16).hex() for _ in range(rows)])}),
+                       tmp_path / f"date={d}" / "a.parquet")
+    table = ListingTable.open(str(tmp_path))
+    assert table.open_metrics["data_files_opened"] == 1
+    md = pq.ParquetFile(tmp_path / "date=2026-01-01" / "a.parquet").metadata
+    assert table.column_bytes == {
+        md.schema.column(i).name: md.row_group(0).column(i).total_compressed_size
+        for i in range(md.num_columns)}
+    flag = table.read_share(["flag"])
+    assert 0 < flag < 0.05 and table.read_share(["flag", "text"]) == 1.0
+    assert table.read_share(["text"]) == pytest.approx(1 - flag)
+    assert table.read_share([]) == table.read_share(["gone"]) == 1.0
+    given = ListingTable.open(str(tmp_path), schema=pa.schema([("flag", pa.uint8())]))
+    assert given.column_bytes is None and given.read_share(["flag"]) == 1.0
+    csv_root = tmp_path.parent / f"{tmp_path.name}-csv"
+    os.makedirs(csv_root / "date=2026-01-01")
+    (csv_root / "date=2026-01-01" / "a.csv").write_text("flag\n1\n")
+    assert ListingTable.open(str(csv_root), format="csv").column_bytes is None
 
 
 def test_a_parquet_count_is_packed_by_file_and_a_csv_count_by_bytes(tmp_path):

@@ -171,3 +171,30 @@ def test_cached_and_viewed_relations_stay_exact(spark, events):
     assert len(names.collect()) == sum(1 for (d,) in rows_of(events, "date")
                                        if str(d) == "2025-01-03")
     assert spark.sql("SELECT * FROM pruned_events").count() == events.num_rows
+
+
+def test_a_narrow_projection_runs_fewer_python_tasks(spark, tmp_path):
+    """On our reader, tasks are packed by the bytes the projection reads (the schema
+    footer's column sizes): a small column of 16 files is 2 tasks, the big one 16."""
+    import os
+
+    import pyarrow.parquet as pq
+    from pyspark.sql import functions as F
+
+    flags = 0
+    for i in range(16):
+        os.makedirs(tmp_path / f"part={i}")
+        flag = pa.array(list(os.urandom(20_000)), pa.uint8())
+        flags += sum(flag.to_pylist())
+        pq.write_table(pa.table({"flag": flag,
+                                 "text": pa.array([os.urandom(16).hex()] * 20_000)}),
+                       tmp_path / f"part={i}" / "a.parquet", use_dictionary=False,
+                       compression="none")
+    df = (spark.read.format("listing").option("engine", "python")
+          .option("max_partition_bytes", "1m").option("open_cost_in_bytes", "64k")
+          .load(str(tmp_path)))
+    assert df.select("flag").rdd.getNumPartitions() == 2
+    assert df.select("text").rdd.getNumPartitions() == 16
+    assert df.agg(F.sum("flag")).collect()[0][0] == flags
+    assert df.select("text").distinct().count() == 16
+

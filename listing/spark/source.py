@@ -345,7 +345,7 @@ class ListingDataSource(DataSource):
             # the same table with those types: no request (its sampled profile is kept)
             table = ListingTable(table.url, table.storage, table.format, wanted,
                                  table.file_schema, table.profile, table.options,
-                                 table.open_metrics)
+                                 table.open_metrics, table.column_bytes)
         self._table = table
         return table
 
