@@ -294,15 +294,19 @@ def _tree_bytes(root: Path) -> int:
 # --- where the time goes ---------------------------------------------------------------------
 
 
-def _task_reader(root: Path, fmt: str, columns: list[str]) -> tuple[Any, list[Any]]:
-    """The exact reader and partitions ``to_spark`` hands to Spark, built in-process."""
-    from listing import ListingTable
-    from listing.spark.dataframe import table_options
-    from listing.spark.source import TableSource
+def _task_reader(root: Path, fmt: str, columns: list[str],
+                 parallelism: int = 2) -> tuple[Any, list[Any]]:
+    """The reader and partitions ``source_python`` hands to Spark (``local[2]``: a
+    parallelism of 2), built in-process: the source opens the table as Spark's
+    ``schema()`` does, then reads ``columns`` as the pruning rule narrows them."""
+    from listing.spark.source import ListingDataSource
     from listing.spark.types import spark_struct
 
-    table = ListingTable.open(str(root), format=fmt, schema=SCHEMA if fmt == "csv" else None)
-    source = TableSource(table_options(table, [], None))
+    class Source(ListingDataSource):
+        default_parallelism = parallelism
+
+    source = Source({"path": str(root), "format": fmt, "engine": "python"})
+    table = source.table()
     schema = spark_struct(pa.schema([table.schema.field(n) for n in columns]))
     reader = source.reader(schema)
     return reader, reader.partitions()
