@@ -110,6 +110,21 @@ def test_table_spec_names_only_registered_formats(spark, table_root, tmp_path):
         table_root.num_rows
 
 
+def test_table_spec_column_sizes_are_checked_numbers(table_root):
+    """The sampled footer's column sizes travel in the spec as numbers; anything else in
+    their place is refused, naming the option."""
+    from listing.errors import OptionError
+    from listing.spark.dataframe import TableSpec, table_options
+
+    table = ListingTable.open(table_root.root, storage_options=table_root.storage_options)
+    spec = json.loads(table_options(table, [], None)["table_spec"])
+    assert TableSpec.parse(json.dumps(spec)).column_bytes == table.column_bytes
+    assert table.column_bytes and set(table.column_bytes) <= set(table.file_schema.names)
+    for bad in ("os:system", [1], {"id": "1"}, {"id": -1}, {"id": True}, {"id": 1.5}):
+        with pytest.raises(OptionError, match="table_spec.*column_bytes"):
+            TableSpec.parse(json.dumps({**spec, "column_bytes": bad}))
+
+
 def test_secrets_by_name_pattern_stay_out_of_repr_explain_and_cli(table_root, capsys):
     # credentials only inside client_kwargs (moto accepts any), as botocore's names
     options = {"endpoint_url": table_root.storage_options["endpoint_url"],

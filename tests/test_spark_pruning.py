@@ -197,4 +197,14 @@ def test_a_narrow_projection_runs_fewer_python_tasks(spark, tmp_path):
     assert df.select("text").rdd.getNumPartitions() == 16
     assert df.agg(F.sum("flag")).collect()[0][0] == flags
     assert df.select("text").distinct().count() == 16
+    # to_spark with a filter stays on our reader: the column sizes travel in its options
+    from listing import ListingTable
+
+    table = ListingTable.open(str(tmp_path), max_partition_bytes=2**20,
+                              open_cost_in_bytes=2**16)
+    narrow = table.to_spark(spark, columns=["flag"], where="flag >= 0")
+    assert narrow.rdd.getNumPartitions() == 2
+    assert table.to_spark(spark, columns=["text"], where="text <> ''").rdd \
+        .getNumPartitions() == 16
+    assert narrow.agg(F.sum("flag")).collect()[0][0] == flags
 

@@ -70,6 +70,8 @@ def table_options(table: ListingTable, where: Sequence[Bound], limit: int | None
             [pa.field(n, t) for n, t in table.partition_cols])),
         "schema": _schema_text(table.file_schema),
         "where": [to_json(b.expr) for b in where],
+        # the sampled footer's column sizes: the worker packs tasks as the driver would
+        "column_bytes": table.column_bytes,
     }
     opts = {"path": str(table.url) if table.url.protocol != "file" else table.url.root,
             "table_spec": json.dumps(spec),
@@ -92,6 +94,7 @@ class TableSpec:
     partition_cols: list[tuple[str, pa.DataType]]
     schema: pa.Schema
     where: list[Any]
+    column_bytes: dict[str, int] | None = None
 
     @classmethod
     def parse(cls, text: str) -> TableSpec:
@@ -104,9 +107,13 @@ class TableSpec:
                                                                      dict):
                 raise ValueError("format must be a name and format_options an object")
             parts = _schema(spec["partition_schema"])
+            sizes = spec.get("column_bytes")
+            if sizes is not None and not (isinstance(sizes, dict) and all(
+                    isinstance(k, str) and type(v) is int and v >= 0 for k, v in sizes.items())):
+                raise ValueError("column_bytes must map column names to byte counts")
             return cls(spec["format"], spec["format_options"],
                        [(f.name, f.type) for f in parts], _schema(spec["schema"]),
-                       [from_json(w) for w in spec["where"]])
+                       [from_json(w) for w in spec["where"]], sizes)
         except (ValueError, KeyError, TypeError, pa.ArrowException) as err:
             raise OptionError(f"option table_spec is not a valid table spec: {err}") from None
 

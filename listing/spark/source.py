@@ -95,6 +95,7 @@ class SourceConfig:
     table_schema: pa.Schema | None = None
     engine: str = "auto"
     stream_options: dict[str, str] = dataclasses.field(default_factory=dict)
+    column_bytes: dict[str, int] | None = None  # to_spark's: the driver's sampled footer
 
     def __repr__(self) -> str:
         return (f"SourceConfig(url={self.url!r}, format={self.format!r}, "
@@ -148,10 +149,11 @@ class SourceConfig:
                 fmt_opts[SPARK_FORMAT_NAMES.get(key, key)] = value
         fmt = opts.get("format", "parquet")
         cols: list[Any] | None = _partition_cols(opts.get("partition_cols"))
-        schema = None
+        schema, sizes = None, None
         if "table_spec" in opts:  # written by ListingTable.to_spark: data, never code
             spec = TableSpec.parse(opts["table_spec"])
             fmt, cols, schema = spec.format, list(spec.partition_cols), spec.schema
+            sizes = spec.column_bytes
             fmt_opts = {**spec.format_options, **fmt_opts}
             where += spec.where
         limit = None
@@ -166,15 +168,18 @@ class SourceConfig:
             raise OptionError(f"option engine={opts['engine']!r}: expected one of "
                               f"{', '.join(ENGINES)}")
         return cls(url, fmt, storage, cols, listing, fmt_opts, where or None, limit, schema,
-                   engine, stream)
+                   engine, stream, sizes)
 
     def open(self, data_schema: pa.Schema | None = None) -> ListingTable:
-        return ListingTable.open(self.url, format=self.format,
-                                 storage_options=self.storage_options,
-                                 partition_cols=self.partition_cols,
-                                 schema=data_schema if data_schema is not None
-                                 else self.table_schema,
-                                 **self.listing_options, **self.format_options)
+        table = ListingTable.open(self.url, format=self.format,
+                                  storage_options=self.storage_options,
+                                  partition_cols=self.partition_cols,
+                                  schema=data_schema if data_schema is not None
+                                  else self.table_schema,
+                                  **self.listing_options, **self.format_options)
+        if table.column_bytes is None:
+            table.column_bytes = self.column_bytes
+        return table
 
 
 def _check_format_options(fmt: str, given: dict[str, Any]) -> None:
