@@ -243,7 +243,7 @@ class ListingTable:
         total = sum(sizes.values()) if sizes else 0
         if not sizes or total <= 0 or not columns or any(c not in sizes for c in columns):
             return 1.0
-        return max(sum(sizes[c] for c in set(columns)) / total, 1e-3)
+        return sum(sizes[c] for c in set(columns)) / total
 
     def _check_declared_layout(self, counter: RequestCounter) -> None:
         """An empty scan of a table opened with declared partition columns: make sure the
