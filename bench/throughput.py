@@ -240,16 +240,13 @@ def run(quick: bool, runs: int, data_dir: Path, log: Any = print,
                 results, warm = {}, {}
                 for reader in READERS:
                     warm[reader], results[reader] = _time(spark, reader, fmt, root, q)
-                times: dict[str, list[float]] = {r: [] for r in READERS}
-                rounds = runs
-                i = 0
-                while i < rounds:  # in turns: drift falls on every reader alike
+                # in turns, one timed run each a round: drift falls on every reader alike
+                times = {r: [_time(spark, r, fmt, root, q)[0]] for r in READERS}
+                short = max(t[0] for t in times.values()) < short_s
+                for _ in range((max(runs, short_runs) if short else runs) - 1):
                     for reader in READERS:
-                        if i == 0 or warm[reader] <= long_s:
+                        if warm[reader] <= long_s:
                             times[reader].append(_time(spark, reader, fmt, root, q)[0])
-                    if i == 0 and max(t[0] for t in times.values()) < short_s:
-                        rounds = max(runs, short_runs)
-                    i += 1
                 for reader in READERS:
                     med = statistics.median(times[reader])
                     qres["readers"][reader] = {"seconds": med, "times": times[reader],
@@ -309,7 +306,7 @@ def _task_reader(root: Path, fmt: str, columns: list[str],
     table = source.table()
     schema = spark_struct(pa.schema([table.schema.field(n) for n in columns]))
     reader = source.reader(schema)
-    return reader, reader.partitions()
+    return reader, list(reader.partitions())
 
 
 def _ipc_seconds(batches: list[pa.RecordBatch]) -> float:
