@@ -17,9 +17,10 @@ from typing import Any
 
 from listing.errors import ListingError
 
-EPILOG = """storage options go to fsspec (s3fs for s3://): endpoint_url, key, secret, token,
-anon=true, client_kwargs={"region_name": "eu-west-1"} (values are JSON when they parse);
-and to the toolkit: max_retries=4, retry_mode=standard|adaptive, retry_max_backoff=20s,
+EPILOG = """storage options come from one allowlist per protocol (README: Storage options are
+data); on s3:// endpoint_url, key, secret, token, anon=true, client_kwargs={"region_name":
+"eu-west-1"}, config_kwargs, s3_additional_kwargs (values are JSON when they parse); and on
+every protocol max_retries=4, retry_mode=standard|adaptive, retry_max_backoff=20s,
 on_file_change=error|read. Secrets are never printed. Errors are one line on stderr and
 exit status 2."""
 
@@ -187,7 +188,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="file format: parquet, csv, json, arrow, or a registered/"
                             "entry-point format name (default: parquet)")
         p.add_argument("--storage-option", action="append", default=[], metavar="KEY=VALUE",
-                       help="an fsspec storage option; repeat for several")
+                       help="an allowlisted storage option; repeat for several")
         p.add_argument("--partition-cols", metavar="NAME[:TYPE],...",
                        help="declare partition columns (and types) instead of inferring them")
         p.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")

@@ -6,14 +6,16 @@ import re
 from typing import Any
 
 _SECRET = re.compile(r"secret|token|password|passwd|credential|session|signature|"
-                     r"(^|_)key$|key_?id$|access_?key", re.IGNORECASE)
+                     r"(^|_)key$|key_?id$|access_?key|customer_?key|connection_?string|"
+                     r"authorization", re.IGNORECASE)
 _URL_USERINFO = re.compile(r"(?<=://)[^/@\s]+@")
 
 
 def redact(options: Any) -> Any:
     """Options with every secret-looking value replaced (keys named like key, key id,
-    access key, secret, token, password, credential, session, signature, at any depth;
-    credentials inside URLs), for repr, explain and errors."""
+    access key, customer key, secret, token, password, credential, session, signature,
+    connection string, authorization, at any depth; credentials inside URLs), for repr,
+    explain and errors."""
     if isinstance(options, dict):
         return {k: ("***" if _SECRET.search(str(k)) and v is not None else redact(v))
                 for k, v in options.items()}

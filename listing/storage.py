@@ -22,11 +22,9 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import datetime as dt
-import difflib
 import email.utils
 import functools
 import importlib
-import inspect
 import logging
 import os
 import random
@@ -43,6 +41,7 @@ from urllib.parse import unquote_plus
 import fsspec
 import pyarrow as pa
 
+from listing import storage_options
 from listing.errors import (
     CorruptFileError,
     FileChangedError,
@@ -113,20 +112,39 @@ class StorageSettings:
 
 @dataclass(frozen=True)
 class StorageSpec:
-    """How to build a filesystem: plain picklable metadata, secrets hidden from repr."""
+    """How to build a filesystem: plain picklable metadata, secrets hidden from repr.
+
+    ``options`` are checked against the allowlist of ``protocol``
+    (:mod:`listing.storage_options`) when the spec is made, and kept converted to their
+    kinds. ``filesystem_factory`` is the trusted Python caller's own filesystem (an fsspec
+    filesystem, or a callable returning one): no option string can set it.
+    """
 
     protocol: str
     options: dict = field(default_factory=dict, hash=False, compare=False)
+    filesystem_factory: Any = field(default=None, hash=False, compare=False)
+
+    def __post_init__(self) -> None:
+        checked = storage_options.check(self.protocol, self.options)
+        if self.filesystem_factory is not None:
+            own = sorted(set(checked) - SETTING_NAMES)
+            if own:
+                raise StorageConfigError(
+                    f"storage option(s) {', '.join(own)} configure a filesystem, and one was "
+                    "given (filesystem=…): configure it there")
+        object.__setattr__(self, "options", checked)
 
     def filesystem(self) -> fsspec.AbstractFileSystem:
         """The filesystem for these options. Raises :class:`StorageConfigError` for an
-        unknown protocol or option, before any request.
+        option the client refuses, before any request.
 
         S3 filesystems are cached here, once per process and set of options (ours
         included), with the settings attached: s3fs instances are cached by fsspec on their
         constructor arguments, and ``retry_max_backoff`` is not one of them. Other
         protocols use fsspec's own instance cache.
         """
+        if self.filesystem_factory is not None:
+            return _given_filesystem(self.filesystem_factory, self.protocol)
         settings, fs_options = self.resolve()
         cls = _filesystem_class(self.protocol)
         key = fsspec.utils.tokenize(self.protocol, os.getpid(), self.options) \
@@ -136,7 +154,7 @@ class StorageSpec:
                 cached = _FS_CACHE.get(key)
             if cached is not None:
                 return cached
-            _check_s3_options(fs_options)
+            _check_s3_config(fs_options)
             fs_options = {**fs_options, "skip_instance_cache": True}
         try:
             fs = cls(**fs_options)
@@ -155,6 +173,12 @@ class StorageSpec:
             return _FS_CACHE.setdefault(key, fs)
 
     @property
+    def writable(self) -> bool:
+        """Whether tables may be written to this protocol (plain HTTP is read-only)."""
+        return self.filesystem_factory is not None or \
+            storage_options.protocol(self.protocol).writable
+
+    @property
     def settings(self) -> StorageSettings:
         return self.resolve()[0]
 
@@ -162,8 +186,7 @@ class StorageSpec:
         """Our settings, and the options fsspec gets (for s3, the retry settings mapped
         to botocore's ``config_kwargs``)."""
         opts = dict(self.options)
-        ours = SETTING_NAMES if self.is_s3 or self.is_local else frozenset({"on_file_change"})
-        given = {k: opts.pop(k) for k in list(opts) if k in ours}
+        given = {k: opts.pop(k) for k in list(opts) if k in SETTING_NAMES}
         settings = StorageSettings.parse(given)
         if not self.is_s3:
             return settings, opts
@@ -221,40 +244,18 @@ def _filesystem_class(protocol: str) -> type:
                                  f"installed: {err}") from None
 
 
-@functools.cache
-def _s3_option_names() -> tuple[frozenset[str], frozenset[str]]:
-    """Options s3fs accepts (its own, fsspec's, aiobotocore's session's), and the keys
-    ``client_kwargs`` may hold; anything else would fail deep inside the first request."""
-    session = importlib.import_module("aiobotocore.session")
-    s3fs = importlib.import_module("s3fs")
-
-    def params(fn: Callable[..., Any]) -> set[str]:
-        return {n for n, p in inspect.signature(fn).parameters.items()
-                if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL) and n != "self"}
-
-    top = (params(s3fs.S3FileSystem.__init__) | params(session.AioSession.__init__)
-           | {"use_listings_cache", "listings_expiry_time", "max_paths"})
-    client = params(session.AioSession._create_client) - {"service_name"}
-    return frozenset(top), frozenset(client)
+def _given_filesystem(factory: Any, protocol: str) -> fsspec.AbstractFileSystem:
+    """The caller's filesystem: ``factory`` itself, or what calling it returns."""
+    fs = factory if isinstance(factory, fsspec.AbstractFileSystem) else factory()
+    if not isinstance(fs, fsspec.AbstractFileSystem):
+        raise StorageConfigError(f"filesystem= must be an fsspec filesystem or a callable "
+                                 f"returning one, got {type(fs).__name__}")
+    return fs
 
 
-def _check_s3_options(options: dict[str, Any]) -> None:
-    top, client = _s3_option_names()
-    unknown = sorted(set(options) - top)
-    if unknown:
-        known = sorted((top - {"loop", "asynchronous", "session"}) | SETTING_NAMES)
-        hints = [f"{name!r} (did you mean {close[0]!r}?)" if close else repr(name)
-                 for name in unknown
-                 for close in [difflib.get_close_matches(name, known, n=1)]]
-        raise StorageConfigError(f"unknown storage option(s) for s3: {', '.join(hints)}; "
-                                 f"known: {', '.join(known)}")
-    client_kwargs = options.get("client_kwargs") or {}
-    if not isinstance(client_kwargs, dict):
-        raise StorageConfigError("storage option client_kwargs must be a dict")
-    unknown = sorted(set(client_kwargs) - client)
-    if unknown:
-        raise StorageConfigError(f"unknown key(s) in storage option client_kwargs: "
-                                 f"{', '.join(unknown)} (known: {', '.join(sorted(client))})")
+def _check_s3_config(options: dict[str, Any]) -> None:
+    """botocore's own check of ``config_kwargs`` (allowlisted keys, checked kinds), so that a
+    value it refuses fails here, not inside the first request."""
     config = importlib.import_module("aiobotocore.config")
     try:
         config.AioConfig(**(options.get("config_kwargs") or {}))

@@ -79,13 +79,22 @@ class ListingTable:
     @classmethod
     def open(cls, url: str, format: str | FileFormat = "parquet",  # noqa: A002
              storage_options: dict[str, Any] | None = None, partition_cols: PartitionCols = None,
-             schema: pa.Schema | None = None, **options: Any) -> ListingTable:
-        """Open the table at ``url``; ``options`` are listing options and format options."""
+             schema: pa.Schema | None = None, filesystem: Any = None,
+             **options: Any) -> ListingTable:
+        """Open the table at ``url``; ``options`` are listing options and format options.
+
+        ``storage_options`` are data, checked against the allowlist of ``url``'s protocol
+        (:mod:`listing.storage_options`). A caller that needs a store configured beyond it
+        passes ``filesystem``: an fsspec filesystem serving ``url``'s protocol, or a
+        callable returning one (called wherever the table is read)."""
         table_url = TableUrl.parse(url)
         listing_opts = {k: options.pop(k) for k in list(options) if k in ListingOptions.names()}
         opts = ListingOptions.from_dict(listing_opts)
         fmt = formats.get(format, **options)
-        storage = StorageSpec(table_url.protocol, dict(storage_options or {}))
+        try:
+            storage = StorageSpec(table_url.protocol, dict(storage_options or {}), filesystem)
+        except StorageConfigError as err:
+            raise StorageConfigError(f"cannot open {table_url}: {err}") from None
         counter = RequestCounter()
         try:
             lister = Lister(storage, counter)  # checks protocol and storage options, no request

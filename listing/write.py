@@ -59,7 +59,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from listing import formats
-from listing.errors import CommitError, OptionError, TableExistsError
+from listing.errors import CommitError, OptionError, StorageConfigError, TableExistsError
 from listing.formats.base import FileFormat, FileSink, FileWriter
 from listing.hive import DEFAULT_PARTITION_NAME, escape_path_name, is_hidden_below
 from listing.options import parse_int
@@ -302,6 +302,9 @@ class WriteJob:
             None if max_records_per_file in (None, "", 0, "0")
             else parse_int(max_records_per_file, "max_records_per_file", minimum=1))
         self.storage = StorageSpec(self.url.protocol, dict(storage_options or {}))
+        if not self.storage.writable:
+            raise StorageConfigError(f"cannot write to {self.url}: {self.url.protocol}:// is "
+                                     "read-only")
         self.format = formats.get(format, **format_options)
         self.schema = schema
         self.data_schema = pa.schema([f for f in schema if f.name not in self.partition_by])

@@ -80,11 +80,12 @@ def _closed_port() -> int:
 @pytest.mark.parametrize(("url", "options", "message"), [
     ("{root}", ["endpoint_url=http://127.0.0.1:{port}", "max_retries=0"],
      r"error: listing s3://\S+/events/ failed \(max_retries=0\): EndpointConnectionError"),
-    ("{root}", ["bogus=1"], r"error: cannot open s3://\S+: unknown storage option\(s\) for s3: "
-                            r"'bogus'"),
+    ("{root}", ["bogus=1"], r"error: cannot open s3://\S+: storage option 'bogus' is not "
+                            r"accepted for s3://"),
     ("s3://Bad_Bucket!/x/", [], r"error: listing s3://Bad_Bucket!/x/ failed: .*Invalid bucket "
                                 r"name"),
-    ("nosuch://x/y", [], r"error: cannot open nosuch://x/y/: unknown storage protocol 'nosuch'"),
+    ("nosuch://x/y", [], r"error: cannot open nosuch://x/y/: storage protocol 'nosuch' is not "
+                         r"supported"),
 ])
 def test_storage_failures_are_one_line_errors(table, capsys, url, options, message):
     import re

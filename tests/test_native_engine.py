@@ -185,8 +185,8 @@ def _nodes(plan):
 # --- when the scan stays on the Python engine ------------------------------------------
 
 @pytest.mark.parametrize(("option", "value", "named"), [
-    ("storage.anon", "true", "storage.anon"),
-    ("storage_options", '{"anon": true}', "storage_options"),
+    ("storage.on_file_change", "read", "storage.on_file_change"),
+    ("storage_options", '{"on_file_change": "read"}', "storage_options"),
     ("include_file_metadata", "true", "include_file_metadata"),
     ("ignoreCorruptFiles", "true", "ignorecorruptfiles"),
     ("ignore_missing_files", "yes", "ignore_missing_files"),

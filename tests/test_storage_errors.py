@@ -81,11 +81,15 @@ def test_credentials_in_the_endpoint_url_are_never_shown(small):
 
 
 @pytest.mark.parametrize(("options", "message"), [
-    ({"bogus": 1}, r"unknown storage option\(s\) for s3: 'bogus'"),
-    ({"endpoint_ur": "http://x"}, r"'endpoint_ur' \(did you mean 'endpoint_url'\?\)"),
-    ({"client_kwargs": {"region": "x"}}, r"unknown key\(s\) in storage option client_kwargs: "
-                                         r"region"),
-    ({"config_kwargs": {"retry": 1}}, "config_kwargs is invalid"),
+    ({"bogus": 1}, r"storage option 'bogus' is not accepted for s3://; valid options: anon, "),
+    ({"endpoint_ur": "http://x"}, r"'endpoint_ur' is not accepted for s3:// \(did you mean "
+                                  r"'endpoint_url'\?\)"),
+    ({"client_kwargs": {"region": "x"}}, r"'client_kwargs.region' is not accepted for s3:// "
+                                         r"\(did you mean 'region_name'\?\); valid keys of "
+                                         r"client_kwargs: "),
+    ({"config_kwargs": {"retry": 1}}, r"'config_kwargs.retry' is not accepted"),
+    ({"config_kwargs": {"retries": {"mode": "sometimes"}}},
+     r"config_kwargs.retries.mode='sometimes' must be one of legacy, standard, adaptive"),
     ({"max_retries": "many"}, "max_retries='many' must be an integer"),
     ({"max_retries": -1}, "max_retries=-1 must be at least 0"),
     ({"retry_mode": "legacy"}, "retry_mode='legacy' must be one of standard, adaptive"),
@@ -103,8 +107,8 @@ def test_bad_storage_options_are_named_before_any_request(s3_server, options, me
 
 
 def test_unknown_protocol():
-    with pytest.raises(StorageConfigError, match=r"cannot open nosuch://x/y/: unknown storage "
-                                                 r"protocol 'nosuch'"):
+    with pytest.raises(StorageConfigError, match=r"cannot open nosuch://x/y/: storage protocol "
+                                                 r"'nosuch' is not supported; supported: abfs, "):
         ListingTable.open("nosuch://x/y")
 
 

@@ -1,0 +1,288 @@
+"""Storage options are data: the one allowlist of protocols and of the options each takes.
+
+Anything that can set an option (the Python API's ``storage_options``, Spark reader and
+writer options, SQL ``OPTIONS``, the CLI) reaches a store only through :func:`check`. An
+option is accepted when this module lists it for the URL's protocol, with a value of its
+kind; every other name is an :class:`~listing.errors.StorageConfigError` naming it and the
+valid ones. No listed option names a file, a command, a class, a callable, an event hook,
+a profile or a cache directory, and no listed protocol wraps another (``simplecache``,
+``zip``, ``a::b``): a string can choose where data lives and how to reach it, never what
+runs or what is written locally. Code that needs more passes a filesystem object from
+Python (``ListingTable.open(url, filesystem=...)``), which no option string can reach.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+from listing.errors import OptionError, StorageConfigError
+from listing.options import parse_bool, parse_duration, parse_int
+
+Kind = Literal["string", "url", "int", "bool", "duration", "choice", "object"]
+
+
+@dataclass(frozen=True)
+class StorageOption:
+    """One accepted option: its name, the kind of value, and what it means. An ``object``
+    takes only the keys in ``keys``; a ``choice`` only the values in ``choices``; a
+    ``secret`` value is masked wherever options are shown."""
+
+    name: str
+    kind: Kind
+    meaning: str
+    secret: bool = False
+    choices: tuple[str, ...] = ()
+    keys: tuple[StorageOption, ...] = ()
+    minimum: int | None = None
+
+    def describe_kind(self) -> str:
+        if self.kind == "choice":
+            return " / ".join(self.choices)
+        if self.kind == "object":
+            return "object: " + ", ".join(k.name for k in self.keys)
+        return self.kind
+
+
+def _opt(name: str, kind: Kind, meaning: str, **more: Any) -> StorageOption:
+    return StorageOption(name, kind, meaning, **more)
+
+
+#: our own settings (listing.storage.StorageSettings), taken by every protocol
+SETTINGS = (
+    _opt("max_retries", "int", "retries after the first attempt of any request", minimum=0),
+    _opt("retry_mode", "choice", "botocore's retry mode on S3", choices=("standard", "adaptive")),
+    _opt("retry_max_backoff", "duration", "longest wait between two attempts"),
+    _opt("on_file_change", "choice", "a file rewritten since listing: fail, or read it",
+         choices=("error", "read")),
+)
+
+_S3_CLIENT = _opt("client_kwargs", "object", "botocore client settings", keys=(
+    _opt("region_name", "string", "the bucket's region"),
+    _opt("endpoint_url", "url", "an S3-compatible endpoint (http or https URL)"),
+    _opt("verify", "bool", "verify TLS certificates (a CA bundle path is not accepted)"),
+    _opt("use_ssl", "bool", "use https"),
+    _opt("aws_access_key_id", "string", "access key id", secret=True),
+    _opt("aws_secret_access_key", "string", "secret access key", secret=True),
+    _opt("aws_session_token", "string", "session token", secret=True),
+    _opt("aws_account_id", "string", "account id, for account-based endpoints"),
+))
+
+_S3_CONFIG = _opt("config_kwargs", "object", "botocore Config settings", keys=(
+    _opt("connect_timeout", "duration", "seconds to wait for a connection"),
+    _opt("read_timeout", "duration", "seconds to wait for a response"),
+    _opt("max_pool_connections", "int", "connections kept per client", minimum=1),
+    _opt("region_name", "string", "the bucket's region"),
+    _opt("tcp_keepalive", "bool", "TCP keep-alive on connections"),
+    _opt("use_dualstack_endpoint", "bool", "IPv4 and IPv6 endpoints"),
+    _opt("use_fips_endpoint", "bool", "FIPS endpoints"),
+    _opt("request_checksum_calculation", "choice", "when requests carry checksums",
+         choices=("when_supported", "when_required")),
+    _opt("response_checksum_validation", "choice", "when responses' checksums are checked",
+         choices=("when_supported", "when_required")),
+    _opt("retries", "object", "botocore retries (or use max_retries / retry_mode)", keys=(
+        _opt("mode", "choice", "retry mode", choices=("legacy", "standard", "adaptive")),
+        _opt("total_max_attempts", "int", "attempts in all, the first included", minimum=1),
+        _opt("max_attempts", "int", "retries after the first attempt", minimum=0),
+    )),
+    _opt("s3", "object", "S3 addressing and signing", keys=(
+        _opt("addressing_style", "choice", "bucket in the path or the host name",
+             choices=("auto", "path", "virtual")),
+        _opt("use_accelerate_endpoint", "bool", "S3 Transfer Acceleration"),
+        _opt("payload_signing_enabled", "bool", "sign request bodies"),
+        _opt("us_east_1_regional_endpoint", "choice", "us-east-1 endpoint",
+             choices=("regional", "legacy")),
+    )),
+))
+
+_S3_REQUESTS = _opt("s3_additional_kwargs", "object", "sent with every request", keys=(
+    _opt("ServerSideEncryption", "choice", "server-side encryption of written objects",
+         choices=("AES256", "aws:kms", "aws:kms:dsse")),
+    _opt("SSEKMSKeyId", "string", "KMS key for aws:kms encryption"),
+    _opt("SSECustomerAlgorithm", "choice", "SSE-C algorithm", choices=("AES256",)),
+    _opt("SSECustomerKey", "string", "SSE-C key", secret=True),
+    _opt("RequestPayer", "choice", "requester pays", choices=("requester",)),
+    _opt("ACL", "choice", "canned ACL of written objects",
+         choices=("private", "bucket-owner-read", "bucket-owner-full-control")),
+))
+
+S3 = (
+    _opt("endpoint_url", "url", "an S3-compatible endpoint (http or https URL)"),
+    _opt("key", "string", "access key id", secret=True),
+    _opt("secret", "string", "secret access key", secret=True),
+    _opt("token", "string", "session token", secret=True),
+    _opt("anon", "bool", "unsigned requests, no credentials (public buckets)"),
+    _opt("use_ssl", "bool", "use https"),
+    _opt("requester_pays", "bool", "the reader pays for requests"),
+    _S3_CLIENT, _S3_CONFIG, _S3_REQUESTS,
+) + SETTINGS
+
+GCS = (
+    _opt("project", "string", "Google Cloud project"),
+    _opt("token", "choice", "how to authenticate (no file paths)",
+         choices=("anon", "google_default", "cloud")),
+    _opt("endpoint_url", "url", "a GCS-compatible endpoint"),
+    _opt("requester_pays", "bool", "the reader pays for requests"),
+    _opt("access", "choice", "access scope", choices=("read_only", "read_write", "full_control")),
+) + SETTINGS
+
+AZURE = (
+    _opt("account_name", "string", "storage account"),
+    _opt("account_key", "string", "account key", secret=True),
+    _opt("sas_token", "string", "shared access signature", secret=True),
+    _opt("connection_string", "string", "connection string", secret=True),
+    _opt("tenant_id", "string", "Entra tenant of a service principal"),
+    _opt("client_id", "string", "service principal id"),
+    _opt("client_secret", "string", "service principal secret", secret=True),
+    _opt("anon", "bool", "anonymous access"),
+    _opt("account_host", "string", "account host name, for sovereign clouds or emulators"),
+) + SETTINGS
+
+HDFS = (
+    _opt("host", "string", "name node host (default: from the cluster's configuration)"),
+    _opt("port", "int", "name node port", minimum=0),
+    _opt("user", "string", "user name"),
+    _opt("replication", "int", "replication of written files", minimum=1),
+) + SETTINGS
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """A storage protocol strings may name: its options, and whether tables are written."""
+
+    names: tuple[str, ...]
+    options: tuple[StorageOption, ...]
+    writable: bool
+    meaning: str
+
+
+PROTOCOLS = (
+    Protocol(("s3", "s3a"), S3, True, "Amazon S3 and S3-compatible stores (s3fs)"),
+    Protocol(("file", "local"), SETTINGS, True, "local files"),
+    Protocol(("memory",), SETTINGS, True, "fsspec's in-memory store, for tests"),
+    Protocol(("gs", "gcs"), GCS, True, "Google Cloud Storage (gcsfs, installed separately)"),
+    Protocol(("abfs", "abfss", "az"), AZURE, True,
+             "Azure Blob Storage and ADLS Gen2 (adlfs, installed separately)"),
+    Protocol(("hdfs",), HDFS, True, "HDFS (pyarrow's libhdfs binding)"),
+    Protocol(("http", "https"), SETTINGS, False, "plain HTTP(S) servers, read-only"),
+)
+_BY_NAME = {name: p for p in PROTOCOLS for name in p.names}
+
+
+def protocol(name: str) -> Protocol:
+    """The allowlisted protocol ``name``, or a :class:`StorageConfigError` listing them."""
+    found = _BY_NAME.get(name.lower())
+    if found is None:
+        why = (" (a protocol that wraps another, such as a cache or an archive, is never "
+               "accepted)" if "::" in name or name.lower() in _WRAPPERS else "")
+        raise StorageConfigError(f"storage protocol {name!r} is not supported{why}; "
+                                 f"supported: {', '.join(sorted(_BY_NAME))}")
+    return found
+
+
+_WRAPPERS = {"simplecache", "filecache", "blockcache", "cached", "zip", "tar", "reference",
+             "dir", "libarchive", "jlab", "jupyter", "sftp", "ssh", "ftp", "git", "github",
+             "dbfs", "smb", "data"}
+
+
+def check(name: str, options: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``options`` for protocol ``name``, each checked against the allowlist and converted
+    to its kind (``"true"`` → ``True``, ``"30s"`` → ``30.0``). Raises
+    :class:`StorageConfigError` naming the first option at fault and the valid ones."""
+    return _check_object(protocol(name).options, dict(options or {}), f"{name}://", "")
+
+
+def _check_object(allowed: tuple[StorageOption, ...], given: Mapping[str, Any], store: str,
+                  parent: str) -> dict[str, Any]:
+    by_name = {o.name: o for o in allowed}
+    out: dict[str, Any] = {}
+    for key, value in given.items():
+        name = f"{parent}.{key}" if parent else str(key)
+        option = by_name.get(key) if isinstance(key, str) else None
+        if option is None:
+            names = sorted(by_name)
+            close = difflib.get_close_matches(str(key), names, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            valid = f"keys of {parent}" if parent else "options"
+            raise StorageConfigError(f"storage option {name!r} is not accepted for {store}"
+                                     f"{hint}; valid {valid}: {', '.join(names)}")
+        if value is not None:
+            out[key] = _value(option, value, name, store)
+    return out
+
+
+def _value(option: StorageOption, value: Any, name: str, store: str) -> Any:
+    """``value`` as ``option``'s kind; secrets never quoted in the error."""
+    shown = "***" if option.secret else repr(value)
+
+    def bad(expected: str) -> StorageConfigError:
+        return StorageConfigError(f"storage option {name}={shown} must be {expected}")
+
+    kind = option.kind
+    if kind == "object":
+        if not isinstance(value, Mapping):
+            raise bad("an object with keys " + ", ".join(k.name for k in option.keys))
+        return _check_object(option.keys, value, store, name)
+    if isinstance(value, Mapping | list | tuple | set):
+        raise bad(f"a {option.describe_kind()}, not a {type(value).__name__}")
+    try:
+        if kind == "bool":
+            return parse_bool(value, name)
+        if kind == "int":
+            return parse_int(value, name, minimum=option.minimum)
+        if kind == "duration":
+            return parse_duration(value, name)
+    except OptionError as err:
+        raise StorageConfigError(f"storage {err}") from None
+    if not isinstance(value, str):
+        raise bad(f"a string ({option.describe_kind()})")
+    if kind == "choice" and value not in option.choices:
+        raise bad("one of " + ", ".join(option.choices))
+    if kind == "url":
+        scheme = urlsplit(value).scheme.lower()
+        if scheme not in ("http", "https") or not urlsplit(value).netloc:
+            raise bad("an http:// or https:// URL")
+    return value
+
+
+def secret_names(protocol_name: str) -> frozenset[str]:
+    """Names (at any depth) of the secret options of ``protocol_name``."""
+    out: set[str] = set()
+
+    def walk(options: tuple[StorageOption, ...]) -> None:
+        for o in options:
+            if o.secret:
+                out.add(o.name)
+            walk(o.keys)
+
+    walk(protocol(protocol_name).options)
+    return frozenset(out)
+
+
+def markdown_table() -> str:
+    """The README's table of protocols and options (a test holds the README to it)."""
+    rows = ["| protocols | option | value | meaning |", "| --- | --- | --- | --- |"]
+    for p in PROTOCOLS:
+        names = ", ".join(f"`{n}://`" for n in p.names)
+        rows.append(f"| {names} | | | {p.meaning}{'' if p.writable else ' (not written)'} |")
+        own = [o for o in p.options if o not in SETTINGS]
+        for option in _flatten(tuple(own)):
+            rows.append(f"| | `{option[0]}` | {option[1]} | {option[2]} |")
+    rows.append("| every protocol | " + ", ".join(f"`{o.name}`" for o in SETTINGS)
+                + " | | the toolkit's own settings (see *A failing store*) |")
+    return "\n".join(rows)
+
+
+def _flatten(options: tuple[StorageOption, ...], prefix: str = "") -> list[tuple[str, str, str]]:
+    out: list[tuple[str, str, str]] = []
+    for o in options:
+        name = prefix + o.name
+        if o.kind == "object":
+            out += _flatten(o.keys, name + ".")
+        else:
+            kind = o.describe_kind() + (" (secret)" if o.secret else "")
+            out.append((name, kind, o.meaning))
+    return out
