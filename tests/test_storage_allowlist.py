@@ -306,6 +306,29 @@ def test_a_python_caller_passes_its_own_filesystem(s3_table):
         ListingTable.open(s3_table.root, storage_options={"filesystem": "s3fs:S3FileSystem"})
 
 
+def test_to_spark_ships_the_callers_filesystem_on_the_source_class(spark, s3_table):
+    """The filesystem reaches Spark's workers on the registered class; the spec names it by
+    a token, and a spec naming a token the class does not carry is refused."""
+    import s3fs
+
+    from listing.spark.dataframe import table_options
+
+    fs = s3fs.S3FileSystem(**s3_table.storage_options, skip_instance_cache=True)
+    table = ListingTable.open(s3_table.root, filesystem=fs)
+    first = table.to_spark(spark)
+    other = ListingTable.open(s3_table.root, filesystem=lambda: fs).to_spark(
+        spark, where="date >= '2025-01-02'")
+    assert first.count() == s3_table.num_rows  # planned after the second registration
+    assert 0 < other.count() < s3_table.num_rows
+    options = table_options(table, [], None)
+    assert json.loads(options["storage_options"]) == {}
+    spec = json.loads(options["table_spec"])
+    spec["filesystem"] = "0" * 32
+    options["table_spec"] = json.dumps(spec)
+    with pytest.raises(Exception, match="names a filesystem"):
+        spark.read.format("listing_table").options(**options).load().count()
+
+
 # --- secrets and the README ------------------------------------------------------------------
 
 @pytest.mark.parametrize("proto", ["s3", "abfs"])

@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import json
+import secrets
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -45,7 +46,7 @@ def to_spark(table: ListingTable, spark: Any, columns: Sequence[str] | None = No
     projection = [table.schema.field(n) for n in table.projection(columns)]
     filters = table.bind(where)  # errors surface here, in the driver
     options = table_options(table, filters, limit)  # registers an instance's format class
-    register_table_source(spark)
+    register_table_source(spark, FILESYSTEMS)
     reader = spark.read.format("listing_table").options(**options)
     df = reader.schema(spark_struct(pa.schema(projection))).load()
     return df.limit(limit) if limit is not None else df
@@ -73,6 +74,9 @@ def table_options(table: ListingTable, where: Sequence[Bound], limit: int | None
         # the sampled footer's column sizes: the worker packs tasks as the driver would
         "column_bytes": table.column_bytes,
     }
+    factory = table.storage.filesystem_factory
+    if factory is not None:  # the caller's own filesystem: shipped on the source class
+        spec["filesystem"] = _filesystem_token(factory)
     opts = {"path": str(table.url) if table.url.protocol != "file" else table.url.root,
             "table_spec": json.dumps(spec),
             "storage_options": json.dumps(table.storage.options)}
@@ -85,6 +89,21 @@ def table_options(table: ListingTable, where: Sequence[Bound], limit: int | None
     return opts
 
 
+#: filesystems Python callers gave their tables (``ListingTable.open(filesystem=...)``), by
+#: a random token that a table spec names: shipped to the workers on the ``listing_table``
+#: source class, never through an option string
+FILESYSTEMS: dict[str, Any] = {}
+
+
+def _filesystem_token(factory: Any) -> str:
+    for token, known in FILESYSTEMS.items():
+        if known is factory:
+            return token
+    token = secrets.token_hex(16)
+    FILESYSTEMS[token] = factory
+    return token
+
+
 @dataclasses.dataclass(frozen=True)
 class TableSpec:
     """A decoded ``table_spec`` option."""
@@ -95,6 +114,7 @@ class TableSpec:
     schema: pa.Schema
     where: list[Any]
     column_bytes: dict[str, int] | None = None
+    filesystem: str | None = None  # a token of FILESYSTEMS: the caller's own filesystem
 
     @classmethod
     def parse(cls, text: str) -> TableSpec:
@@ -111,9 +131,12 @@ class TableSpec:
             if sizes is not None and not (isinstance(sizes, dict) and all(
                     isinstance(k, str) and type(v) is int and v >= 0 for k, v in sizes.items())):
                 raise ValueError("column_bytes must map column names to byte counts")
+            token = spec.get("filesystem")
+            if token is not None and not isinstance(token, str):
+                raise ValueError("filesystem must be a token")
             return cls(spec["format"], spec["format_options"],
                        [(f.name, f.type) for f in parts], _schema(spec["schema"]),
-                       [from_json(w) for w in spec["where"]], sizes)
+                       [from_json(w) for w in spec["where"]], sizes, token)
         except (ValueError, KeyError, TypeError, pa.ArrowException) as err:
             raise OptionError(f"option table_spec is not a valid table spec: {err}") from None
 

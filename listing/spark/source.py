@@ -96,6 +96,7 @@ class SourceConfig:
     engine: str = "auto"
     stream_options: dict[str, str] = dataclasses.field(default_factory=dict)
     column_bytes: dict[str, int] | None = None  # to_spark's: the driver's sampled footer
+    filesystem: str | None = None  # to_spark's: a token of the source class's filesystems
 
     def __repr__(self) -> str:
         return (f"SourceConfig(url={self.url!r}, format={self.format!r}, "
@@ -149,11 +150,11 @@ class SourceConfig:
                 fmt_opts[SPARK_FORMAT_NAMES.get(key, key)] = value
         fmt = opts.get("format", "parquet")
         cols: list[Any] | None = _partition_cols(opts.get("partition_cols"))
-        schema, sizes = None, None
+        schema, sizes, filesystem = None, None, None
         if "table_spec" in opts:  # written by ListingTable.to_spark: data, never code
             spec = TableSpec.parse(opts["table_spec"])
             fmt, cols, schema = spec.format, list(spec.partition_cols), spec.schema
-            sizes = spec.column_bytes
+            sizes, filesystem = spec.column_bytes, spec.filesystem
             fmt_opts = {**spec.format_options, **fmt_opts}
             where += spec.where
         limit = None
@@ -168,11 +169,20 @@ class SourceConfig:
             raise OptionError(f"option engine={opts['engine']!r}: expected one of "
                               f"{', '.join(ENGINES)}")
         return cls(url, fmt, storage, cols, listing, fmt_opts, where or None, limit, schema,
-                   engine, stream, sizes)
+                   engine, stream, sizes, filesystem)
 
-    def open(self, data_schema: pa.Schema | None = None) -> ListingTable:
+    def open(self, data_schema: pa.Schema | None = None,
+             filesystems: dict[str, Any] | None = None) -> ListingTable:
+        """The table these options name; ``filesystems``: the callers' own filesystems a
+        ``to_spark`` spec may name by token (shipped on the source class)."""
+        factory = None
+        if self.filesystem is not None:
+            factory = (filesystems or {}).get(self.filesystem)
+            if factory is None:
+                raise OptionError("option table_spec names a filesystem this session's "
+                                  "listing_table source does not carry")
         table = ListingTable.open(self.url, format=self.format,
-                                  storage_options=self.storage_options,
+                                  storage_options=self.storage_options, filesystem=factory,
                                   partition_cols=self.partition_cols,
                                   schema=data_schema if data_schema is not None
                                   else self.table_schema,
@@ -267,6 +277,8 @@ class ListingDataSource(DataSource):
     default_parallelism: ClassVar[int | None] = None
     #: the session's accumulator of skipped files (listing.spark.skips), set by register
     skips: ClassVar[Any] = None
+    #: Python callers' own filesystems by token (to_spark), shipped with the class
+    filesystems: ClassVar[dict[str, Any]] = {}
 
     @classmethod
     def name(cls) -> str:
@@ -286,7 +298,7 @@ class ListingDataSource(DataSource):
         # the formats travel on the class, so register them wherever a table is opened
         for fmt_name, factory in self.user_formats.items():
             formats.register(fmt_name, factory)
-        return self.config.open(data_schema)
+        return self.config.open(data_schema, self.filesystems)
 
     def table(self, data_schema: pa.Schema | None = None) -> ListingTable:
         if self._table is None:
@@ -376,20 +388,22 @@ class TableSource(UnguardedListingDataSource):
         return "listing_table"
 
 
-def register_table_source(spark: Any) -> None:
+def register_table_source(spark: Any, filesystems: dict[str, Any] | None = None) -> None:
     """Register ``listing_table`` with the session's current default parallelism (read
-    now, not at session start: on a cluster, executors register after the session)."""
-    spark.dataSource.register(with_formats(TableSource, spark))
+    now, not at session start: on a cluster, executors register after the session) and
+    the callers' own ``filesystems`` by token."""
+    spark.dataSource.register(with_formats(TableSource, spark,
+                                           filesystems=dict(filesystems or {})))
 
 
-def with_formats(base: type, spark: Any) -> type:
+def with_formats(base: type, spark: Any, **attrs: Any) -> type:
     """``base`` carrying the driver's registered formats to the Python workers (classes
     the workers cannot import are pickled by value with the source class)."""
     for factory in formats.registered().values():
         if isinstance(factory, type):
             ship_by_value(factory)
     return with_parallelism(base, spark, user_formats=formats.registered(),
-                            skips=skips_accumulator(spark))
+                            skips=skips_accumulator(spark), **attrs)
 
 
 def with_parallelism(base: type, spark: Any, **attrs: Any) -> type:
