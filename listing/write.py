@@ -44,12 +44,15 @@ S3 each file is built in memory and sent with one PUT (bounded by
 from __future__ import annotations
 
 import datetime as dt
+import json
 import logging
 import os
 import shutil
+import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+import dataclasses
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -63,7 +66,8 @@ from listing.errors import CommitError, OptionError, TableExistsError
 from listing.formats.base import FileFormat, FileSink, FileWriter
 from listing.hive import DEFAULT_PARTITION_NAME, escape_path_name, is_hidden_below
 from listing.options import parse_int
-from listing.storage import Lister, RequestCounter, StorageSpec, s3_copy, s3_delete, s3_put
+from listing.storage import (Lister, RequestCounter, StorageSpec, s3_copy, s3_delete, s3_get,
+                             s3_put)
 from listing.url import TableUrl
 
 __all__ = ["MODES", "PARTITION_OVERWRITE_MODES", "StagedFile", "TaskCommit", "WriteJob",
@@ -75,10 +79,17 @@ MODES = ("append", "overwrite", "error", "ignore")
 PARTITION_OVERWRITE_MODES = ("static", "dynamic")
 STAGING_DIR = "_temporary"
 SUCCESS_FILE = "_SUCCESS"
+MANIFEST_FILE = "_manifest.json"
+PUBLISHING, PUBLISHED = "publishing", "published"
+#: a write rolls back the half-done jobs it finds whose manifest is older than this
+#: (seconds; a younger one may still be committing); jobs past their commit point are
+#: always finished
+RECOVER_AFTER = 3600.0
 COPY_THREADS = 16
 _METRICS = ("files_written", "rows_written", "bytes_written", "files_committed",
             "files_deleted", "staged_deleted", "put_requests", "copy_requests",
-            "delete_requests", "list_requests", "renames", "retries")
+            "delete_requests", "list_requests", "get_requests", "renames", "retries",
+            "cleanup_failures", "jobs_recovered")
 
 
 # --- the values that travel: staged files, task commit messages, the result ----------------
@@ -121,6 +132,46 @@ class WriteResult:
     partitions: list[str]
     rows: int
     metrics: dict[str, int]
+
+
+@dataclass
+class _Manifest:
+    """A job's intent, written under its staging prefix before the table changes: the
+    files it publishes (staged, final), the old files it then removes, and whether it
+    passed its commit point (``state`` ``published``)."""
+
+    job_id: str
+    mode: str
+    partition_overwrite_mode: str
+    partitions: list[str]
+    publish: list[tuple[str, str]]
+    remove: list[str]
+    had_success: bool
+    state: str
+    created: float
+
+    def dumps(self) -> bytes:
+        return json.dumps(dataclasses.asdict(self)).encode()
+
+    @classmethod
+    def read(cls, store: _Store, path: str) -> _Manifest | None:
+        data = store.read(path)
+        if data is None:
+            return None
+        try:
+            raw = json.loads(data)
+            raw["publish"] = [(src, dst) for src, dst in raw["publish"]]
+            return cls(**raw)
+        except (ValueError, TypeError, KeyError) as err:
+            raise CommitError(f"job manifest {path} is unreadable ({err}): remove it by hand "
+                              "once you checked the table") from None
+
+
+def _invalidate_listings(spec: StorageSpec, prefix: str) -> None:
+    """Drop this process's cached listings of the table (its files changed)."""
+    from listing.list_cache import CACHE
+
+    CACHE.invalidate(spec, prefix)
 
 
 # --- encoding partition values ---------------------------------------------------------------
@@ -199,26 +250,55 @@ class _Store:
         else:
             self.fs.pipe_file(path, data)
 
-    def move(self, pairs: Sequence[tuple[str, str]], also_delete: Sequence[str] = ()) -> None:
-        """Move each ``(src, dst)``; then delete ``also_delete`` (leftover staged files)."""
+    def read(self, path: str) -> bytes | None:
+        """The whole file at ``path``, or None when there is none."""
+        if self.local:
+            try:
+                with open(path, "rb") as f:
+                    return f.read()
+            except FileNotFoundError:
+                return None
+        if self.spec.is_s3:
+            self.add("get_requests")
+            return s3_get(self.fs, path)
+        try:
+            data: bytes = self.fs.cat_file(path)
+        except FileNotFoundError:
+            return None
+        return data
+
+    def put_atomic(self, path: str, data: bytes) -> None:
+        """Write ``path`` whole or not at all (local files: a temporary file renamed)."""
+        if not self.local:
+            self.put(path, data)
+            return
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.{uuid.uuid4().hex}.tmp"
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+
+    def publish(self, pairs: Sequence[tuple[str, str]]) -> None:
+        """Make each staged ``src`` the file ``dst``; idempotent: a pair already published
+        (a re-run commit) is published again or, on local files, left as it is. On object
+        stores the staged copy stays (deleted with the staging prefix)."""
         if self.local:
             for src, dst in pairs:
+                if not os.path.exists(src) and os.path.exists(dst):
+                    continue  # moved by an earlier run of this commit
                 os.makedirs(os.path.dirname(dst), exist_ok=True)
                 os.replace(src, dst)
                 self.add("renames")
-            self.delete(also_delete)
             return
         if self.spec.is_s3:
             with ThreadPoolExecutor(COPY_THREADS) as pool:
                 retries = list(pool.map(lambda p: s3_copy(self.fs, p[0], p[1]), pairs))
             self.add("copy_requests", len(pairs))
             self.add("retries", sum(retries))
-            self.delete([src for src, _ in pairs] + list(also_delete))
             return
         for src, dst in pairs:
-            self.fs.mv(src, dst)
+            self.fs.copy(src, dst)
             self.add("copy_requests")
-        self.delete(also_delete)
 
     def delete(self, paths: Sequence[str]) -> None:
         if not paths:
@@ -289,7 +369,9 @@ class WriteJob:
                  partition_overwrite_mode: str = "static",
                  storage_options: dict[str, Any] | None = None,
                  max_records_per_file: int | str | None = None, compression: str | None = None,
-                 job_id: str | None = None, **format_options: Any) -> None:
+                 job_id: str | None = None, recover_after: float = RECOVER_AFTER,
+                 **format_options: Any) -> None:
+        self.recover_after = recover_after
         self.url = TableUrl.parse(url)
         if self.url.glob is not None:
             raise OptionError(f"cannot write to a glob {url!r}: give the table's root")
@@ -320,7 +402,13 @@ class WriteJob:
     # --- driver: before the tasks ---------------------------------------------------------
     def setup(self) -> None:
         """Check ``mode`` against the table: ``error`` raises :class:`TableExistsError`
-        and ``ignore`` turns the job into a no-op when visible files exist."""
+        and ``ignore`` turns the job into a no-op when visible files exist. First finishes
+        or undoes the half-done jobs of the table (:meth:`recover`, rolling back only those
+        older than ``recover_after`` seconds)."""
+        recovered = self.recover(str(self.url), self.storage.options,
+                                 older_than=self.recover_after)
+        self.setup_metrics["jobs_recovered"] = sum(1 for _, what in recovered
+                                                   if what != "running")
         if self.mode not in ("error", "ignore"):
             return
         store = _Store(self.storage, self.setup_metrics)
@@ -428,9 +516,19 @@ class WriteJob:
             yield path, data.take(rows)
 
     # --- driver: after the tasks ------------------------------------------------------------
+    @property
+    def manifest_path(self) -> str:
+        """Where the job records its intent before the table changes."""
+        return f"{self.staging}{MANIFEST_FILE}"
+
     def commit(self, tasks: Iterable[TaskCommit | None]) -> WriteResult:
-        """Make the staged files of ``tasks`` the table's (see the module doc for what a
-        concurrent reader sees), write ``_SUCCESS``, delete the staging prefix."""
+        """Make the staged files of ``tasks`` the table's: record the job's manifest, remove
+        ``_SUCCESS``, publish every new file, mark the manifest published (the commit
+        point), remove the old files an overwrite replaces, write ``_SUCCESS``, clean the
+        staging prefix. Before the commit point a failure rolls the job back (the old table,
+        exactly) and raises :class:`CommitError`; after it the job is committed: a failure
+        to remove old files raises (``recover`` finishes), a failure to clean up is logged
+        and counted in ``cleanup_failures``. Re-running a commit is idempotent."""
         given = [t for t in tasks if t is not None]
         metrics = {name: 0 for name in _METRICS}
         for source in [self.setup_metrics] + [t.metrics for t in given]:
@@ -445,9 +543,42 @@ class WriteJob:
                 raise CommitError(f"job {self.job_id}: two tasks wrote {f.final}")
             finals[f.final] = f
         store = _Store(self.storage, metrics)
-        # everything staged, failed task attempts included: deleted once the job is in place
-        leftovers = set(store.list_files(self.staging)) - {f.staged for f in staged}
         partitions = sorted({f.partition for f in staged})
+        try:
+            manifest = _Manifest.read(store, self.manifest_path)
+            if manifest is None:
+                manifest = self._plan(store, staged, partitions)
+                store.put_atomic(self.manifest_path, manifest.dumps())
+        except Exception as err:
+            raise CommitError(f"job {self.job_id} could not start its commit to {self.url}: "
+                              f"{err}. Nothing visible changed") from err
+        if manifest.state != PUBLISHED:
+            try:
+                store.delete([self.prefix + SUCCESS_FILE])
+                store.publish(manifest.publish)
+                manifest.state = PUBLISHED
+                store.put_atomic(self.manifest_path, manifest.dumps())  # the commit point
+            except Exception as err:
+                try:
+                    self._roll_back(store, manifest)
+                    what = "rolled back: the table is as it was"
+                except Exception as again:  # noqa: BLE001 - reported with the first error
+                    what = (f"rolling back failed too ({again}): `listing recover "
+                            f"{self.url}` restores the old table")
+                raise CommitError(f"job {self.job_id} failed while publishing to "
+                                  f"{self.url}: {err}; {what}") from err
+        metrics["files_committed"] = len(manifest.publish)
+        self._roll_forward(store, manifest)
+        log.info("committed job %s to %s: %d files, %d rows", self.job_id, self.url,
+                 len(staged), sum(f.rows for f in staged))
+        return WriteResult(str(self.url), self.job_id, self.mode,
+                           [self.url.to_url(f.final) for f in staged], partitions,
+                           sum(f.rows for f in staged), metrics)
+
+    def _plan(self, store: _Store, staged: Sequence[StagedFile],
+              partitions: Sequence[str]) -> _Manifest:
+        """The job's manifest: its new files, and the old files an overwrite removes."""
+        new = {f.final for f in staged}
         old: list[str] = []
         if self.mode == "overwrite":
             if self.partition_overwrite_mode == "dynamic" and self.partition_by:
@@ -455,38 +586,120 @@ class WriteJob:
                     old += store.list_files(self.prefix + partition, visible_below=self.prefix)
             else:
                 old = store.list_files(self.prefix, visible_below=self.prefix)
+        had_success = store.read(self.prefix + SUCCESS_FILE) is not None
+        return _Manifest(self.job_id, self.mode, self.partition_overwrite_mode,
+                         list(partitions), [(f.staged, f.final) for f in staged],
+                         sorted(set(old) - new), had_success, PUBLISHING, time.time())
+
+    def _roll_forward(self, store: _Store, manifest: _Manifest) -> None:
+        """Finish a published job: remove the old files it replaces (raises on failure),
+        then write ``_SUCCESS`` and clean the staging prefix (failures logged, counted)."""
         try:
-            store.delete(old)
-            metrics["files_deleted"] += len(old)
-            store.prune_dirs(old, self.prefix)
-            store.move([(f.staged, f.final) for f in staged], sorted(leftovers))
-            metrics["files_committed"] = len(staged)
-            metrics["staged_deleted"] = len(leftovers)
-            store.put(self.prefix + SUCCESS_FILE, b"")
+            store.delete(manifest.remove)
         except Exception as err:
             raise CommitError(
-                f"job {self.job_id} failed while committing to {self.url}: {err}. Part of "
-                f"the job may be visible; files not yet moved stay under {self.staging}"
-            ) from err
+                f"job {manifest.job_id} is committed to {self.url} (its new files are in "
+                f"place) but {len(manifest.remove)} old file(s) could not be removed: {err}. "
+                f"`listing recover {self.url}` (or the next write) removes them") from err
+        store.metrics["files_deleted"] = store.metrics.get("files_deleted", 0) + \
+            len(manifest.remove)
+        store.prune_dirs(manifest.remove, self.prefix)
+        _invalidate_listings(self.storage, self.prefix)
+        for step, action in (("write _SUCCESS", lambda: store.put(self.prefix + SUCCESS_FILE,
+                                                                   b"")),
+                             ("clean the staging prefix", lambda: self._clean_staging(store))):
+            try:
+                action()
+            except Exception as err:  # noqa: BLE001 - the job is committed: logged, counted
+                store.add("cleanup_failures")
+                log.warning("job %s is committed to %s; could not %s: %s", manifest.job_id,
+                            self.url, step, err)
+
+    def _roll_back(self, store: _Store, manifest: _Manifest) -> None:
+        """Undo an unpublished job: delete the new files it published (never an old one:
+        every new name holds the job id), restore ``_SUCCESS`` if the table had one, clean
+        the staging prefix."""
+        new = [dst for _, dst in manifest.publish if manifest.job_id in dst.rsplit("/", 1)[-1]]
+        store.delete(new)
+        store.prune_dirs(new, self.prefix)
+        if manifest.had_success:
+            store.put(self.prefix + SUCCESS_FILE, b"")
+        _invalidate_listings(self.storage, self.prefix)
+        self._clean_staging(store)
+
+    def _clean_staging(self, store: _Store, manifest: bool = True) -> None:
+        """Delete everything under the job's staging prefix, its manifest (if it has one)
+        last."""
+        paths = [p for p in store.list_files(self.staging) if p != self.manifest_path]
+        store.delete(paths)
+        store.metrics["staged_deleted"] = store.metrics.get("staged_deleted", 0) + len(paths)
+        if manifest:
+            store.delete([self.manifest_path])
         self._remove_local_staging()
-        log.info("committed job %s to %s: %d files, %d rows", self.job_id, self.url,
-                 len(staged), sum(f.rows for f in staged))
-        return WriteResult(str(self.url), self.job_id, self.mode,
-                           [self.url.to_url(f.final) for f in staged], partitions,
-                           sum(f.rows for f in staged), metrics)
 
     def abort(self) -> dict[str, int]:
-        """Delete everything the job staged (all tasks, all attempts); the table is as it
-        was. Returns what it cost."""
+        """Undo the job (Spark calls it after a failed task or commit): before its commit
+        point the table is restored exactly (the new files it published deleted, old files
+        never touched) and the staging prefix deleted; a job already committed is finished
+        instead (it cannot be undone). Returns what it cost."""
         metrics: dict[str, int] = {}
         store = _Store(self.storage, metrics)
-        paths = store.list_files(self.staging)
-        store.delete(paths)
-        metrics["staged_deleted"] = len(paths)
-        self._remove_local_staging()
+        manifest = _Manifest.read(store, self.manifest_path)
+        if manifest is not None and manifest.state == PUBLISHED:
+            log.warning("abort of job %s on %s: the job is already committed; finishing it",
+                        self.job_id, self.url)
+            self._roll_forward(store, manifest)
+            return metrics
+        if manifest is not None:
+            self._roll_back(store, manifest)
+        else:
+            self._clean_staging(store, manifest=False)
         log.info("aborted job %s on %s: %d staged files deleted", self.job_id, self.url,
-                 len(paths))
+                 metrics.get("staged_deleted", 0))
         return metrics
+
+    @classmethod
+    def _bare(cls, table: TableUrl, spec: StorageSpec, job_id: str) -> WriteJob:
+        """A job known by its id only: enough to finish or undo it from its manifest."""
+        job = cls.__new__(cls)
+        job.url, job.storage, job.job_id, job.prefix = table, spec, job_id, table.prefix
+        job.staging = f"{table.prefix}{STAGING_DIR}/{job_id}/"
+        return job
+
+    @classmethod
+    def recover(cls, url: str, storage_options: dict[str, Any] | None = None, *,
+                older_than: float = 0.0) -> list[tuple[str, str]]:
+        """Finish or undo every half-done job of the table at ``url``, from its manifest:
+        a job past its commit point is rolled forward (its replaced files removed,
+        ``_SUCCESS`` written), any other job whose manifest is at least ``older_than``
+        seconds old is rolled back (the old table exactly). Staging prefixes without a
+        manifest (jobs that never reached commit) are left alone. Returns ``(job id,
+        "forward" | "back" | "running")`` per manifest found. Run it with no commit of
+        that table in progress, or with ``older_than`` beyond the longest commit."""
+        table = TableUrl.parse(url)
+        spec = StorageSpec(table.protocol, dict(storage_options or {}))
+        metrics: dict[str, int] = {}
+        store = _Store(spec, metrics)
+        staging_root = f"{table.prefix}{STAGING_DIR}/"
+        done: list[tuple[str, str]] = []
+        for path in store.list_files(staging_root):
+            job_id, _, name = path[len(staging_root):].partition("/")
+            if name != MANIFEST_FILE:
+                continue
+            manifest = _Manifest.read(store, path)
+            if manifest is None:
+                continue
+            job = cls._bare(table, spec, job_id)
+            if manifest.state == PUBLISHED:
+                job._roll_forward(store, manifest)
+                done.append((job_id, "forward"))
+            elif time.time() - manifest.created >= older_than:
+                job._roll_back(store, manifest)
+                done.append((job_id, "back"))
+            else:
+                done.append((job_id, "running"))
+            log.info("recover %s: job %s %s", table, job_id, done[-1][1])
+        return done
 
     def _remove_local_staging(self) -> None:
         if self.storage.protocol != "file":

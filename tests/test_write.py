@@ -182,10 +182,12 @@ def test_s3_commit_protocol_and_request_counts(s3_server, s3_bucket):
     with s3_server.log.capture(s3_bucket) as cap:
         result = job.commit([task])
     m = result.metrics
-    # one LIST of the staging prefix, one of the table (static overwrite); the old files and
-    # the staged ones each go in one DeleteObjects; a COPY per file; _SUCCESS is one PUT
-    assert cap.counts() == {"LIST": 2, "POST": 2, "COPY": 5, "PUT": 1}
-    assert (m["list_requests"], m["delete_requests"], m["copy_requests"]) == (2, 2, 5)
+    # GETs: the job's manifest (none yet) and the old _SUCCESS; one LIST of the table (static
+    # overwrite), one of the staging prefix; PUTs: the manifest, the manifest marked published
+    # (the commit point), _SUCCESS; DeleteObjects: the old _SUCCESS, the old files, the staged
+    # files, the manifest (last); a COPY per file
+    assert cap.counts() == {"GET": 2, "LIST": 2, "POST": 4, "COPY": 5, "PUT": 3}
+    assert (m["list_requests"], m["delete_requests"], m["copy_requests"]) == (2, 4, 5)
     assert m["put_requests"] - task.metrics["put_requests"] == cap.count("PUT")
     assert m["files_deleted"] == 2 and m["files_committed"] == 5 and m["retries"] == 0
     keys = s3_keys(s3_server, s3_bucket)
@@ -202,7 +204,7 @@ def test_s3_abort_and_failure_leave_nothing(s3_server, s3_bucket):
     job.write_task(ROWS.to_batches(), task=1, attempt=1)
     with s3_server.log.capture(s3_bucket) as cap:
         assert job.abort()["staged_deleted"] == 10
-    assert cap.counts() == {"LIST": 1, "POST": 1}
+    assert cap.counts() == {"GET": 1, "LIST": 1, "POST": 1}  # GET: no manifest, no commit
     assert s3_keys(s3_server, s3_bucket) == []
 
     write_table(url, ROWS, partition_by=["k"], storage_options=opts)
