@@ -66,7 +66,7 @@ from listing.errors import CommitError, OptionError, TableExistsError
 from listing.formats.base import FileFormat, FileSink, FileWriter
 from listing.hive import DEFAULT_PARTITION_NAME, escape_path_name, is_hidden_below
 from listing.options import parse_int
-from listing.storage import (Lister, RequestCounter, StorageSpec, s3_copy, s3_delete, s3_get,
+from listing.storage import (Lister, ObjectMeta, RequestCounter, StorageSpec, s3_copy, s3_delete, s3_get,
                              s3_put)
 from listing.url import TableUrl
 
@@ -321,18 +321,21 @@ class _Store:
     def list_files(self, prefix: str, visible_below: str | None = None) -> list[str]:
         """Every file under ``prefix``; with ``visible_below``, only those whose path below
         it has no hidden segment (``_temporary/…``, ``_SUCCESS``, ``.crc``)."""
+        paths = [f.path for f in self.list_meta(prefix)]
+        if visible_below is not None:
+            paths = [p for p in paths if not is_hidden_below(visible_below, p)]
+        return paths
+
+    def list_meta(self, prefix: str) -> list[ObjectMeta]:
+        """Every file under ``prefix``, with its size and modification time."""
         counter = RequestCounter()
         lister = Lister(self.spec, counter)
         try:
-            paths = [f.path for page in lister.pages(prefix, delimiter=False)
-                     for f in page.files]
+            return [f for page in lister.pages(prefix, delimiter=False) for f in page.files]
         finally:
             if not self.local:
                 self.add("list_requests", counter.list)
                 self.add("retries", counter.retries)
-        if visible_below is not None:
-            paths = [p for p in paths if not is_hidden_below(visible_below, p)]
-        return paths
 
     def prune_dirs(self, paths: Iterable[str], stop: str) -> None:
         """Local files: remove the directories left empty by deleting ``paths``, up to
@@ -605,15 +608,19 @@ class WriteJob:
             len(manifest.remove)
         store.prune_dirs(manifest.remove, self.prefix)
         _invalidate_listings(self.storage, self.prefix)
-        for step, action in (("write _SUCCESS", lambda: store.put(self.prefix + SUCCESS_FILE,
-                                                                   b"")),
-                             ("clean the staging prefix", lambda: self._clean_staging(store))):
-            try:
-                action()
-            except Exception as err:  # noqa: BLE001 - the job is committed: logged, counted
-                store.add("cleanup_failures")
-                log.warning("job %s is committed to %s; could not %s: %s", manifest.job_id,
-                            self.url, step, err)
+        try:
+            store.put(self.prefix + SUCCESS_FILE, b"")
+        except Exception as err:  # noqa: BLE001 - the job is committed: logged, counted
+            store.add("cleanup_failures")
+            log.warning("job %s is committed to %s; could not write _SUCCESS (its manifest "
+                        "stays: recover writes it): %s", manifest.job_id, self.url, err)
+            return
+        try:
+            self._clean_staging(store)
+        except Exception as err:  # noqa: BLE001 - the job is committed: logged, counted
+            store.add("cleanup_failures")
+            log.warning("job %s is committed to %s; could not clean its staging prefix "
+                        "(recover does): %s", manifest.job_id, self.url, err)
 
     def _roll_back(self, store: _Store, manifest: _Manifest) -> None:
         """Undo an unpublished job: delete the new files it published (never an old one:
@@ -672,33 +679,40 @@ class WriteJob:
         """Finish or undo every half-done job of the table at ``url``, from its manifest:
         a job past its commit point is rolled forward (its replaced files removed,
         ``_SUCCESS`` written), any other job whose manifest is at least ``older_than``
-        seconds old is rolled back (the old table exactly). Staging prefixes without a
-        manifest (jobs that never reached commit) are left alone. Returns ``(job id,
-        "forward" | "back" | "running")`` per manifest found. Run it with no commit of
+        seconds old is rolled back (the old table exactly); the staged files of a job that
+        never reached its commit (no manifest), unchanged for ``older_than`` seconds, are
+        deleted. Returns ``(job id, "forward" | "back" | "staging removed" | "running")``
+        per job found under ``_temporary/``. Run it with no commit of
         that table in progress, or with ``older_than`` beyond the longest commit."""
         table = TableUrl.parse(url)
         spec = StorageSpec(table.protocol, dict(storage_options or {}))
         metrics: dict[str, int] = {}
         store = _Store(spec, metrics)
         staging_root = f"{table.prefix}{STAGING_DIR}/"
+        jobs: dict[str, list[ObjectMeta]] = {}
+        for meta in store.list_meta(staging_root):
+            jobs.setdefault(meta.path[len(staging_root):].partition("/")[0], []).append(meta)
         done: list[tuple[str, str]] = []
-        for path in store.list_files(staging_root):
-            job_id, _, name = path[len(staging_root):].partition("/")
-            if name != MANIFEST_FILE:
-                continue
-            manifest = _Manifest.read(store, path)
-            if manifest is None:
-                continue
+        now = time.time()
+        for job_id, files in sorted(jobs.items()):
             job = cls._bare(table, spec, job_id)
-            if manifest.state == PUBLISHED:
+            manifest = (_Manifest.read(store, job.manifest_path)
+                        if any(f.path == job.manifest_path for f in files) else None)
+            if manifest is not None and manifest.state == PUBLISHED:
                 job._roll_forward(store, manifest)
-                done.append((job_id, "forward"))
-            elif time.time() - manifest.created >= older_than:
-                job._roll_back(store, manifest)
-                done.append((job_id, "back"))
-            else:
-                done.append((job_id, "running"))
-            log.info("recover %s: job %s %s", table, job_id, done[-1][1])
+                what = "forward"
+            elif manifest is not None:
+                what = "back" if now - manifest.created >= older_than else "running"
+                if what == "back":
+                    job._roll_back(store, manifest)
+            else:  # a job that never reached its commit: staged files only, invisible
+                newest = max((f.last_modified.timestamp() for f in files
+                              if f.last_modified is not None), default=now)
+                what = "staging removed" if now - newest >= older_than else "running"
+                if what == "staging removed":
+                    job._clean_staging(store, manifest=False)
+            done.append((job_id, what))
+            log.info("recover %s: job %s %s", table, job_id, what)
         return done
 
     def _remove_local_staging(self) -> None:

@@ -1,0 +1,284 @@
+"""Writes that never lose data: a failure at every request of a commit, and a process
+killed at every request of a commit, leave the table with exactly its old rows or exactly
+its new rows (moto behind the fault-injecting proxy; ``WriteJob.recover`` finishes)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pyarrow as pa
+import pytest
+
+from listing import ListingTable
+from listing.errors import CommitError
+from listing.testing.faults import FaultProxy
+from listing.write import WriteJob, write_table
+
+#: no retries: every injected fault fails the request it hits
+NO_RETRY = {"max_retries": 0, "retry_max_backoff": 0.01}
+OLD = pa.table({"id": pa.array([1, 2, 3], pa.int64()), "k": ["a", "b", "c"]})
+NEW = pa.table({"id": pa.array([11, 12], pa.int64()), "k": ["b", "z"]})
+KINDS = ("503", "500", "reset")
+#: (mode, partition_overwrite_mode) -> the ids the table holds after the job
+CASES = {
+    ("append", "static"): [1, 2, 3, 11, 12],
+    ("overwrite", "static"): [11, 12],
+    ("overwrite", "dynamic"): [1, 3, 11, 12],  # k=b replaced, k=a and k=c kept, k=z new
+}
+
+
+@pytest.fixture
+def proxy(s3_server):
+    with FaultProxy(s3_server.endpoint_url) as p:
+        yield p
+
+
+def ids(url, opts):
+    return sorted(ListingTable.open(url, storage_options=opts).scan().to_arrow()
+                  .column("id").to_pylist())
+
+
+def keys(s3_server, bucket, prefix):
+    resp = s3_server.client().list_objects_v2(Bucket=bucket, Prefix=prefix)
+    return sorted(o["Key"] for o in resp.get("Contents", []))
+
+
+def staged_job(url, opts, mode, dynamic):
+    job = WriteJob(url, NEW.schema, partition_by=["k"], mode=mode,
+                   partition_overwrite_mode=dynamic, storage_options=opts)
+    job.setup()
+    return job, job.write_task(NEW.to_batches())
+
+
+def commit_requests(s3_server, proxy, bucket, mode, dynamic):
+    """The number of requests a fault-free commit sends, and the ids it leaves."""
+    n, _, new_ids = commit_log(s3_server, proxy, bucket, mode, dynamic)
+    return n, new_ids
+
+
+def commit_log(s3_server, proxy, bucket, mode, dynamic):
+    """A fault-free commit's request count, the kinds of its requests in order, its ids."""
+    url = f"s3://{bucket}/probe-{mode}-{dynamic}"
+    write_table(url, OLD, partition_by=["k"], storage_options=s3_server.storage_options)
+    job, task = staged_job(url, {**proxy.storage_options, **NO_RETRY}, mode, dynamic)
+    before = proxy.stats.requests
+    with s3_server.log.capture(bucket) as cap:
+        job.commit([task])
+    n = proxy.stats.requests - before
+    kinds = [e.kind for e in cap.entries()]
+    assert len(kinds) == n
+    return n, kinds, ids(url, s3_server.storage_options)
+
+
+@pytest.mark.parametrize("mode, dynamic", list(CASES))
+def test_a_fault_at_every_request_of_a_commit_leaves_old_or_new(s3_server, s3_bucket, proxy,
+                                                                mode, dynamic):
+    """Each fault kind at each request index of the commit: the commit either succeeds
+    (the new rows, at once) or raises with the old rows in place, and after Spark's
+    ``abort`` and ``recover`` the table is exactly old or exactly new, its staging empty
+    and ``_SUCCESS`` present."""
+    direct = s3_server.storage_options
+    n, new_ids = commit_requests(s3_server, proxy, s3_bucket, mode, dynamic)
+    assert new_ids == CASES[(mode, dynamic)]
+    assert n >= 10  # GETs, LISTs, PUTs, COPYs, DeleteObjects: every step is covered
+    outcomes: dict[str, int] = {}
+    for index in range(n):
+        # every kind at every index for static overwrite; the kinds in turn for the others
+        for kind in (KINDS if (mode, dynamic) == ("overwrite", "static")
+                     else [KINDS[index % len(KINDS)]]):
+            prefix = f"{index}-{kind}"
+            url = f"s3://{s3_bucket}/{prefix}"
+            write_table(url, OLD, partition_by=["k"], storage_options=direct)
+            old_keys = keys(s3_server, s3_bucket, prefix + "/")
+            job, task = staged_job(url, {**proxy.storage_options, **NO_RETRY}, mode, dynamic)
+            rule = proxy.add_rule(None, kind, skip=index, times=1)
+            error = None
+            try:
+                job.commit([task])
+            except CommitError as err:
+                error = str(err)
+            proxy.clear_rules()
+            assert rule.fired == 1, (index, kind)
+            got = ids(url, direct)
+            where = (index, kind, error)
+            if error is None:
+                assert got == new_ids, where  # a commit that returns is complete
+                outcome = "new"
+            elif "is committed" in error:
+                assert sorted(got) == sorted(set(got)), where
+                outcome = "committed, old files left"
+            else:
+                assert got == [1, 2, 3], where  # rolled back: the old rows exactly
+                outcome = "old"
+            if error is not None:
+                job.abort()  # what Spark does after a failed commit
+            WriteJob.recover(url, direct)
+            final = ids(url, direct)
+            assert final in ([1, 2, 3], new_ids), where
+            assert final == (new_ids if outcome != "old" else [1, 2, 3]), where
+            now = keys(s3_server, s3_bucket, prefix + "/")
+            assert not [k for k in now if "/_temporary/" in k], where
+            assert f"{prefix}/_SUCCESS" in now, where
+            if final == [1, 2, 3]:
+                assert now == old_keys, where  # old files never removed, nothing left over
+            outcomes[outcome] = outcomes.get(outcome, 0) + 1
+    # positive controls: faults before the commit point roll back, after it they do not
+    assert outcomes.get("old", 0) >= 3 and outcomes.get("new", 0) >= 3, outcomes
+    if mode == "overwrite":
+        assert outcomes.get("committed, old files left", 0) >= 1, outcomes
+
+
+def test_without_the_manifest_a_failed_overwrite_would_have_lost_rows(s3_server, s3_bucket,
+                                                                    proxy):
+    """Every COPY failing in a static overwrite: the old rows stay (the old code deleted
+    them first: 0 rows)."""
+    direct = s3_server.storage_options
+    url = f"s3://{s3_bucket}/t"
+    write_table(url, OLD, partition_by=["k"], storage_options=direct)
+    job, task = staged_job(url, {**proxy.storage_options, **NO_RETRY}, "overwrite", "static")
+    proxy.add_rule("PUT", "503", path_regex=r"/t/k=")  # a COPY to a final key
+    with pytest.raises(CommitError, match="rolled back: the table is as it was"):
+        job.commit([task])
+    proxy.clear_rules()
+    assert proxy.stats.faults(op="PUT") >= 1
+    assert ids(url, direct) == [1, 2, 3]
+    job.abort()
+    assert ids(url, direct) == [1, 2, 3]
+
+
+def test_a_commit_rerun_after_it_published_changes_nothing(s3_server, s3_bucket, proxy):
+    """The staging cleanup fails after everything is published: the commit returns (the
+    job is visible, so it succeeded), counts the failure, and a re-run of the same
+    commit, or a recover, duplicates nothing."""
+    direct = s3_server.storage_options
+    url = f"s3://{s3_bucket}/t"
+    write_table(url, OLD, partition_by=["k"], storage_options=direct)
+    job, task = staged_job(url, {**proxy.storage_options, **NO_RETRY}, "append", "static")
+    # the commit's DeleteObjects: the old _SUCCESS, then the staged files (this one fails)
+    rule = proxy.add_rule("POST", "500", skip=1, times=1)
+    result = job.commit([task])
+    proxy.clear_rules()
+    assert rule.fired == 1 and result.metrics["cleanup_failures"] == 1
+    assert ids(url, direct) == [1, 2, 3, 11, 12]
+    assert [k for k in keys(s3_server, s3_bucket, "t/_temporary/")]  # left, hidden
+    job.commit([task])  # the natural retry
+    assert ids(url, direct) == [1, 2, 3, 11, 12]
+    assert WriteJob.recover(url, direct) == []  # the re-run cleaned up
+    assert not keys(s3_server, s3_bucket, "t/_temporary/")
+
+
+# --- a process killed during the commit ---------------------------------------------------
+
+CHILD = textwrap.dedent("""
+    import json, sys
+    import pyarrow as pa
+    from listing.write import WriteJob
+    url, opts = sys.argv[1], json.loads(sys.argv[2])
+    new = pa.table({"id": pa.array([11, 12], pa.int64()), "k": ["b", "z"]})
+    job = WriteJob(url, new.schema, partition_by=["k"], mode="overwrite",
+                   storage_options=opts)
+    job.setup()
+    task = job.write_task(new.to_batches())
+    print("staged", flush=True)
+    sys.stdin.readline()
+    job.commit([task])
+    print("committed", flush=True)
+""")
+
+
+def test_a_process_killed_in_every_phase_of_an_overwrite_then_recover(s3_server, s3_bucket,
+                                                                        proxy):
+    """The committing process is killed (SIGKILL) while the proxy holds the first request
+    of each phase of its commit (each run of requests of one kind: reading the manifest,
+    listing, PUT of the manifest, DeleteObjects, the COPYs, the manifest marked published,
+    ...): ``recover`` then leaves exactly the old or the new rows, and both happen."""
+    direct = s3_server.storage_options
+    n, kinds, new_ids = commit_log(s3_server, proxy, s3_bucket, "overwrite", "static")
+    phases = [i for i in range(n) if i == 0 or kinds[i] != kinds[i - 1]]
+    assert len(phases) >= 7, kinds
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    children = {}
+    try:
+        for index in phases:  # started together: their imports overlap
+            url = f"s3://{s3_bucket}/kill-{index}"
+            write_table(url, OLD, partition_by=["k"], storage_options=direct)
+            children[index] = subprocess.Popen(
+                [sys.executable, "-c", CHILD, url,
+                 json.dumps({**proxy.storage_options, **NO_RETRY})],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+        seen = set()
+        for index, child in children.items():
+            assert child.stdout is not None and child.stdin is not None
+            assert child.stdout.readline().strip() == "staged"
+            rule = proxy.add_rule(None, "slow", delay=0.3, skip=index, times=1)
+            child.stdin.write("go\n")
+            child.stdin.flush()
+            deadline = time.monotonic() + 20
+            while not rule.fired and child.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.005)
+            assert rule.fired == 1, index
+            child.send_signal(signal.SIGKILL)
+            child.wait(10)
+            time.sleep(0.5)  # the held request lands (or not) before the recovery
+            proxy.clear_rules()
+            url = f"s3://{s3_bucket}/kill-{index}"
+            before = ids(url, direct)
+            recovered = WriteJob.recover(url, direct)
+            final = ids(url, direct)
+            where = (index, kinds[index], before, recovered)
+            assert final in ([1, 2, 3], new_ids), where
+            assert recovered or before == final, where
+            assert not keys(s3_server, s3_bucket, f"kill-{index}/_temporary/"), where
+            assert f"kill-{index}/_SUCCESS" in keys(s3_server, s3_bucket, f"kill-{index}/")
+            seen.add(tuple(final))
+    finally:
+        for child in children.values():
+            if child.poll() is None:
+                child.kill()
+                child.wait(10)
+    assert seen == {(1, 2, 3), tuple(new_ids)}  # both outcomes happen across the phases
+
+
+def test_the_next_write_finishes_a_committed_job_and_undoes_a_stale_one(s3_server, s3_bucket,
+                                                                      proxy):
+    """A job left past its commit point (its old files not removed) is finished by the next
+    write; one left before it (its rollback failed too) is rolled back by the next write
+    once older than ``recover_after``, never while younger."""
+    direct = s3_server.storage_options
+    url = f"s3://{s3_bucket}/t"
+    write_table(url, OLD, partition_by=["k"], storage_options=direct)
+    job, task = staged_job(url, {**proxy.storage_options, **NO_RETRY}, "overwrite", "static")
+    rule = proxy.add_rule("POST", "503", skip=1, times=1)  # the DeleteObjects of old files
+    with pytest.raises(CommitError, match="is committed"):
+        job.commit([task])
+    proxy.clear_rules()
+    assert rule.fired == 1
+    assert ids(url, direct) == [1, 2, 3, 11, 12]  # committed, old files not yet removed
+    more = pa.table({"id": pa.array([20], pa.int64()), "k": ["q"]})
+    result = write_table(url, more, partition_by=["k"], storage_options=direct)
+    assert result.metrics["jobs_recovered"] == 1
+    assert ids(url, direct) == [11, 12, 20]
+
+    job, task = staged_job(url, {**proxy.storage_options, **NO_RETRY}, "overwrite", "static")
+    proxy.add_rule("PUT", "503", path_regex=r"/t/k=")  # every COPY to a final key
+    proxy.add_rule("POST", "503")  # and the rollback's DeleteObjects
+    with pytest.raises(CommitError, match="rolling back failed too"):
+        job.commit([task])
+    proxy.clear_rules()
+    assert ids(url, direct) == [11, 12, 20]  # no _SUCCESS now, but the old rows
+    young = write_table(url, more.slice(0, 0), partition_by=["k"], storage_options=direct)
+    assert young.metrics["jobs_recovered"] == 0  # may still be committing: left alone
+    assert keys(s3_server, s3_bucket, f"t/_temporary/{job.job_id}/_manifest.json")
+    stale = WriteJob(url, more.schema, partition_by=["k"], storage_options=direct,
+                     recover_after=0)
+    stale.setup()
+    assert stale.setup_metrics["jobs_recovered"] == 1
+    assert ids(url, direct) == [11, 12, 20]
+    assert not keys(s3_server, s3_bucket, "t/_temporary/")
+    assert "t/_SUCCESS" in keys(s3_server, s3_bucket, "t/")
