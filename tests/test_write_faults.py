@@ -282,3 +282,54 @@ def test_the_next_write_finishes_a_committed_job_and_undoes_a_stale_one(s3_serve
     assert ids(url, direct) == [11, 12, 20]
     assert not keys(s3_server, s3_bucket, "t/_temporary/")
     assert "t/_SUCCESS" in keys(s3_server, s3_bucket, "t/")
+
+
+def test_listing_recover_rolls_back_a_local_job_killed_mid_publish(tmp_path, monkeypatch,
+                                                                   capsys):
+    """Local files: a job interrupted (a BaseException, as a kill: no rollback runs) after
+    publishing one of its files shows old plus part of new; ``listing recover`` restores
+    exactly the old table."""
+    from listing.cli import main
+    from listing.write import _Store
+
+    root = str(tmp_path / "t")
+    write_table(root, OLD, partition_by=["k"])
+    before = ids(root, None)
+    job = WriteJob(root, NEW.schema, partition_by=["k"], mode="overwrite")
+    job.setup()
+    task = job.write_task(NEW.to_batches())
+    real = _Store.publish
+
+    def publish_one_then_die(self, pairs):
+        real(self, pairs[:1])
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(_Store, "publish", publish_one_then_die)
+    with pytest.raises(KeyboardInterrupt):
+        job.commit([task])
+    monkeypatch.undo()
+    assert len(ids(root, None)) == 4 and not os.path.exists(f"{root}/_SUCCESS")
+    assert main(["recover", root]) == 0
+    assert f"job {job.job_id}: back" in capsys.readouterr().out
+    assert ids(root, None) == before == [1, 2, 3]
+    assert os.path.exists(f"{root}/_SUCCESS") and not os.path.exists(f"{root}/_temporary")
+
+
+def test_spark_abort_after_a_failed_commit_leaves_the_old_table(spark, s3_server, s3_bucket,
+                                                                proxy):
+    """Every COPY to a final key fails: Spark's overwrite fails, its abort runs, and the
+    table holds its old rows and files (the old code: 0 rows, 0 staged files)."""
+    direct = s3_server.storage_options
+    url = f"s3://{s3_bucket}/t"
+    write_table(url, OLD, partition_by=["k"], storage_options=direct)
+    old_keys = keys(s3_server, s3_bucket, "t/")
+    df = spark.createDataFrame([(11, "b"), (12, "z")], "id long, k string")
+    proxy.add_rule("PUT", "503", path_regex=r"/t/k=")
+    with pytest.raises(Exception, match="CommitError"):
+        (df.write.format("listing").option("partition_by", "k")
+         .option("storage_options", json.dumps({**proxy.storage_options, **NO_RETRY}))
+         .mode("overwrite").save(url))
+    proxy.clear_rules()
+    assert proxy.stats.faults(op="PUT") >= 1
+    assert ids(url, direct) == [1, 2, 3]
+    assert keys(s3_server, s3_bucket, "t/") == old_keys  # _SUCCESS back, nothing staged
