@@ -62,7 +62,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from listing import formats
-from listing.errors import CommitError, OptionError, TableExistsError
+from listing.errors import CommitError, OptionError, PartitionValueError, TableExistsError
 from listing.formats.base import FileFormat, FileSink, FileWriter
 from listing.hive import DEFAULT_PARTITION_NAME, escape_path_name, is_hidden_below
 from listing.options import parse_int
@@ -85,6 +85,7 @@ PUBLISHING, PUBLISHED = "publishing", "published"
 #: (seconds; a younger one may still be committing); jobs past their commit point are
 #: always finished
 RECOVER_AFTER = 3600.0
+MAX_S3_KEY_BYTES = 1024
 COPY_THREADS = 16
 _METRICS = ("files_written", "rows_written", "bytes_written", "files_committed",
             "files_deleted", "staged_deleted", "put_requests", "copy_requests",
@@ -446,15 +447,19 @@ class WriteJob:
         def open_file(partition: str) -> _OpenFile:
             n = counters.get(partition, 0)
             counters[partition] = n + 1
-            name = f"part-{task:05d}-{self.job_id}-c{n:03d}{self.sink.extension}"
+            name = self._file_name(task, n)
             staged = f"{stage_dir}{partition}{name}"
             out, finish = store.create(staged)
             return _OpenFile(self.sink.open(out), finish, staged,
                              f"{self.prefix}{partition}{name}", partition)
 
+        key_room = None
+        if self.storage.is_s3:  # the longest staged key, less its partition path
+            longest = f"{stage_dir}{self._file_name(task, 999)}".partition("/")[2]
+            key_room = MAX_S3_KEY_BYTES - len(longest.encode())
         try:
             for batch in batches:
-                for partition, part in self._split(self._conform(batch)):
+                for partition, part in self._split(self._conform(batch), key_room):
                     offset = 0
                     while offset < part.num_rows:
                         f = open_files.get(partition)
@@ -482,6 +487,11 @@ class WriteJob:
             raise
         return TaskCommit(task, attempt, tuple(done), metrics)
 
+    def _file_name(self, task: int, n: int) -> str:
+        """The name of a task's ``n``-th file in a partition: the job id makes it a name
+        no other job's file has."""
+        return f"part-{task:05d}-{self.job_id}-c{n:03d}{self.sink.extension}"
+
     def _conform(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         if batch.schema.equals(self.schema):
             return batch
@@ -496,8 +506,11 @@ class WriteJob:
                 from None
         return pa.RecordBatch.from_arrays(columns, schema=self.schema)
 
-    def _split(self, batch: pa.RecordBatch) -> Iterator[tuple[str, pa.RecordBatch]]:
-        """``(partition path, rows of the data columns)`` per distinct partition value."""
+    def _split(self, batch: pa.RecordBatch,
+               key_room: int | None = None) -> Iterator[tuple[str, pa.RecordBatch]]:
+        """``(partition path, rows of the data columns)`` per distinct partition value.
+        Values with a NUL byte, and paths longer than ``key_room`` bytes, are refused
+        (:class:`PartitionValueError`) before the batch's first partition is yielded."""
         data = batch.select(self.data_schema.names)
         if not self.partition_by:
             if batch.num_rows:
@@ -513,9 +526,21 @@ class WriteJob:
         keys, inverse = np.unique(np.stack(codes, axis=1), axis=0, return_inverse=True)
         order = np.argsort(inverse.reshape(-1), kind="stable")
         bounds = np.cumsum(np.bincount(inverse.reshape(-1), minlength=len(keys)))[:-1]
-        for key, rows in zip(keys, np.split(order, bounds), strict=True):
-            path = partition_path([(name, values[i][key[i]])
-                                   for i, name in enumerate(self.partition_by)])
+        paths = []
+        for key in keys:  # every partition of the batch checked before any of it is written
+            pairs = [(name, values[i][key[i]]) for i, name in enumerate(self.partition_by)]
+            for name, value in pairs:
+                if isinstance(value, str) and "\0" in value:
+                    raise PartitionValueError(
+                        f"partition column {name!r} holds a value with a NUL byte "
+                        f"({value!r}): no store keeps it in a path; nothing was written")
+            path = partition_path(pairs)
+            if key_room is not None and len(path.encode()) > key_room:
+                raise PartitionValueError(
+                    f"partition {path.rstrip('/')!r} makes S3 keys under {self.url} longer "
+                    f"than {MAX_S3_KEY_BYTES} bytes (the limit); nothing was written")
+            paths.append(path)
+        for path, rows in zip(paths, np.split(order, bounds), strict=True):
             yield path, data.take(rows)
 
     # --- driver: after the tasks ------------------------------------------------------------
@@ -800,6 +825,10 @@ def _partition_by(columns: Sequence[str] | str, schema: pa.Schema) -> list[str]:
                               f"({', '.join(schema.names)})")
         if name in out:
             raise OptionError(f"partition_by names {name!r} twice")
+        if not name or name.startswith(("_", ".")):
+            raise OptionError(f"partition_by column {name!r}: a directory name that starts "
+                              "with '_' or '.' (or is empty) is hidden from readers, so the "
+                              "rows would read back as none; rename the column")
         type_ = schema.field(name).type
         if not any(check(type_) for check in _PARTITION_TYPES):
             raise OptionError(f"partition_by column {name!r} has type {type_}, which cannot "

@@ -333,3 +333,39 @@ def test_spark_abort_after_a_failed_commit_leaves_the_old_table(spark, s3_server
     assert proxy.stats.faults(op="PUT") >= 1
     assert ids(url, direct) == [1, 2, 3]
     assert keys(s3_server, s3_bucket, "t/") == old_keys  # _SUCCESS back, nothing staged
+
+
+# --- refused before any PUT; the listing cache ----------------------------------------------
+
+@pytest.mark.parametrize("table, match", [
+    (pa.table({"id": [1], "_src": ["x"]}), "'_src'.*hidden"),
+    (pa.table({"id": [1], ".x": ["x"]}), "'.x'.*hidden"),
+    (pa.table({"id": [1], "..": ["x"]}), "'..'.*hidden"),
+    (pa.table({"id": [1], "": ["x"]}), "column '':.*hidden"),
+    (pa.table({"id": [1, 2], "p": ["ok", "a\0b"]}), "NUL byte"),
+    (pa.table({"id": [1, 2], "p": ["ok", "é" * 480]}), "longer than 1024 bytes"),
+])
+def test_hidden_names_nul_values_and_long_keys_are_refused_before_any_put(
+        s3_server, s3_bucket, table, match):
+    from listing.errors import ListingError
+
+    url = f"s3://{s3_bucket}/t"
+    part = [n for n in table.column_names if n != "id"]
+    with s3_server.log.capture(s3_bucket) as cap, pytest.raises(ListingError, match=match):
+        write_table(url, table, partition_by=part, storage_options=s3_server.storage_options)
+    assert cap.count("PUT") == 0 and not keys(s3_server, s3_bucket, "")
+    ok = table.slice(0, 1) if table.num_rows > 1 else None  # positive control: "ok" writes
+    if ok is not None:
+        write_table(url, ok, partition_by=part, storage_options=s3_server.storage_options)
+        assert ids(url, s3_server.storage_options) == [1]
+
+
+def test_a_commit_invalidates_the_listing_cache(s3_server, s3_bucket):
+    direct = s3_server.storage_options
+    url = f"s3://{s3_bucket}/t"
+    write_table(url, OLD, partition_by=["k"], storage_options=direct)
+    cached = ListingTable.open(url, storage_options=direct, list_cache_ttl=600)
+    assert sorted(cached.scan().to_arrow().column("id").to_pylist()) == [1, 2, 3]
+    write_table(url, NEW, partition_by=["k"], storage_options=direct, mode="overwrite")
+    got = ListingTable.open(url, storage_options=direct, list_cache_ttl=600).scan()
+    assert sorted(got.to_arrow().column("id").to_pylist()) == [11, 12]
