@@ -43,6 +43,7 @@ S3 each file is built in memory and sent with one PUT (bounded by
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import logging
@@ -52,7 +53,6 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-import dataclasses
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -66,8 +66,16 @@ from listing.errors import CommitError, OptionError, PartitionValueError, TableE
 from listing.formats.base import FileFormat, FileSink, FileWriter
 from listing.hive import DEFAULT_PARTITION_NAME, escape_path_name, is_hidden_below
 from listing.options import parse_int
-from listing.storage import (Lister, ObjectMeta, RequestCounter, StorageSpec, s3_copy, s3_delete, s3_get,
-                             s3_put)
+from listing.storage import (
+    Lister,
+    ObjectMeta,
+    RequestCounter,
+    StorageSpec,
+    s3_copy,
+    s3_delete,
+    s3_get,
+    s3_put,
+)
 from listing.url import TableUrl
 
 __all__ = ["MODES", "PARTITION_OVERWRITE_MODES", "StagedFile", "TaskCommit", "WriteJob",
