@@ -369,3 +369,34 @@ def test_a_commit_invalidates_the_listing_cache(s3_server, s3_bucket):
     write_table(url, NEW, partition_by=["k"], storage_options=direct, mode="overwrite")
     got = ListingTable.open(url, storage_options=direct, list_cache_ttl=600).scan()
     assert sorted(got.to_arrow().column("id").to_pylist()) == [11, 12]
+
+
+def test_spark_session_dynamic_overwrite_keeps_other_partitions_as_spark_does(spark, tmp_path):
+    """``spark.sql.sources.partitionOverwriteMode=dynamic`` in the session (set before the
+    source is registered): an overwrite replaces only the partitions written, as Spark's
+    own ``partitionBy().parquet`` writer does; the writer option still wins."""
+    from listing.spark.session import register
+
+    conf = "spark.sql.sources.partitionOverwriteMode"
+    old = spark.createDataFrame([(1, "a"), (2, "b"), (3, "c")], "id long, k string")
+    new = spark.createDataFrame([(11, "b")], "id long, k string")
+    ours, theirs = str(tmp_path / "ours"), str(tmp_path / "theirs")
+    spark.conf.set(conf, "dynamic")
+    try:
+        register(spark)
+        for df in (old, new):
+            df.write.format("listing").option("partition_by", "k").mode("overwrite").save(ours)
+        old.write.mode("overwrite").partitionBy("k").parquet(theirs)
+        new.write.mode("overwrite").partitionBy("k").parquet(theirs)
+        want = sorted(r.id for r in spark.read.parquet(theirs).collect())
+        assert want == [1, 3, 11]  # Spark's own writer: k=a and k=c kept
+        assert ids(ours, None) == want
+        (new.write.format("listing").option("partition_by", "k")
+         .option("partitionOverwriteMode", "static").mode("overwrite").save(ours))
+        assert ids(ours, None) == [11]  # the option wins over the session
+    finally:
+        spark.conf.unset(conf)
+        register(spark)
+    new.write.format("listing").option("partition_by", "k").mode("append").save(ours)
+    old.write.format("listing").option("partition_by", "k").mode("overwrite").save(ours)
+    assert ids(ours, None) == [1, 2, 3]  # back to static: the whole table replaced
