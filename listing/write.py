@@ -10,30 +10,38 @@ the files; every file of a job has the same schema (the data columns, in input o
 
 A job runs in three steps (:class:`WriteJob`; Spark runs them as driver, tasks, driver):
 
-1. ``setup()``: checks ``mode`` (``error``/``ignore`` look for visible files: one LIST).
+1. ``setup()``: finishes or undoes the table's half-done jobs (:meth:`WriteJob.recover`),
+   then checks ``mode`` (``error``/``ignore`` look for visible files: one LIST).
 2. ``write_task(batches, task)``: every file goes under the hidden staging prefix
    ``<root>/_temporary/<job id>/task-<task>-<attempt>/…``, which readers skip (a ``_``
-   segment); returns a :class:`TaskCommit` naming the staged files.
-3. ``commit(tasks)``: only now does the table change. Overwrite deletes the old visible
-   files (``static``: everything under the root except hidden paths; ``dynamic``: only in
-   the partitions this job wrote), then the staged files move into place, then
-   ``_SUCCESS`` is written and the staging prefix deleted. ``abort()`` (any failure before
-   commit) deletes the staging prefix; the table is untouched.
+   segment); returns a :class:`TaskCommit` naming the staged files. Partition values
+   are checked first (hidden column names, NUL bytes, S3 keys over 1,024 bytes).
+3. ``commit(tasks)``: publish, then remove, never the reverse. The job's manifest
+   (``_temporary/<job id>/_manifest.json``: mode, partitions, the files to publish and
+   the old files an overwrite removes) is written before anything visible changes;
+   ``_SUCCESS`` is removed; every new file is published under a name no other job's file
+   has (the job id is in it); the manifest is marked ``published`` (the commit point);
+   the old files are removed; ``_SUCCESS`` is written; the staging prefix is deleted.
+
+Invariants: the table holds exactly the old files, or the old files plus part of the new
+ones (before the commit point; a rollback deletes them), or all the new ones plus part of
+the old ones (after it; a roll forward removes them). ``abort()``, a failed commit and
+``recover`` on a job before its commit point restore the old table (new files deleted,
+old files never touched); a job past it cannot be undone and is finished. A failure
+after the commit point to write ``_SUCCESS`` or clean the staging prefix is logged and
+counted (``cleanup_failures``), never raised: a visible job is a successful one, and a
+re-run of its commit changes nothing. ``_SUCCESS`` is present exactly when no job is
+between its first visible change and its end.
 
 What a concurrent reader can see, per storage:
 
-- **before commit** (staging, or an aborted job): nothing of the job, anywhere.
-- **local files**: each file moves with ``os.replace`` (atomic per file: a reader never
-  sees a half-written file), but the job is not atomic: a reader listing during the
-  commit may see some of the job's files and, for an overwrite, a table whose old files
-  are already deleted while the new ones are still arriving.
-- **S3** (and other object stores): a move is a server-side COPY then a DELETE of the
-  staged key; each object appears whole (PUT/COPY are atomic per object), but nothing
-  makes the set atomic: a listing during the commit may see part of the job's files, and
-  for an overwrite part of the old files gone. Readers that must never see a partial job
-  should wait for ``_SUCCESS`` (rewritten by every commit) or read a new table location.
-- **a failure during commit** raises :class:`CommitError`: the job may be partly visible;
-  its files not yet moved stay under ``_temporary/<job id>/`` (hidden), never deleted.
+- **before the commit** (staging, or an aborted job): nothing of the job, anywhere.
+- **during the commit**, on every storage: the old files plus a growing part of the new
+  ones, then all the new ones plus a shrinking part of the old ones. Each file appears
+  whole (local ``os.replace``; an S3 COPY or PUT is atomic per object), the set does not.
+  Readers that must never see a partial job wait for ``_SUCCESS``.
+- **a killed job**: the same mix, frozen, with its manifest under ``_temporary/``:
+  ``recover`` (or the next write) finishes it.
 
 ``mode="error"``/``"ignore"`` check for existing files at ``setup()``, not atomically with
 the commit. Files are encoded by the format's :class:`~listing.formats.base.FileSink`. On

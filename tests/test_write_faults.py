@@ -216,7 +216,7 @@ def test_a_process_killed_in_every_phase_of_an_overwrite_then_recover(s3_server,
         for index, child in children.items():
             assert child.stdout is not None and child.stdin is not None
             assert child.stdout.readline().strip() == "staged"
-            rule = proxy.add_rule(None, "slow", delay=0.3, skip=index, times=1)
+            rule = proxy.add_rule(None, "slow", delay=0.2, skip=index, times=1)
             child.stdin.write("go\n")
             child.stdin.flush()
             deadline = time.monotonic() + 20
@@ -225,7 +225,7 @@ def test_a_process_killed_in_every_phase_of_an_overwrite_then_recover(s3_server,
             assert rule.fired == 1, index
             child.send_signal(signal.SIGKILL)
             child.wait(10)
-            time.sleep(0.5)  # the held request lands (or not) before the recovery
+            time.sleep(0.3)  # the held request lands (or not) before the recovery
             proxy.clear_rules()
             url = f"s3://{s3_bucket}/kill-{index}"
             before = ids(url, direct)
