@@ -56,6 +56,7 @@ import datetime as dt
 import json
 import logging
 import os
+import re
 import shutil
 import time
 import uuid
@@ -63,13 +64,13 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from listing import formats
+from listing import formats, multipart
 from listing.errors import CommitError, OptionError, PartitionValueError, TableExistsError
 from listing.formats.base import FileFormat, FileSink, FileWriter
 from listing.hive import DEFAULT_PARTITION_NAME, escape_path_name, is_hidden_below
@@ -102,10 +103,15 @@ PUBLISHING, PUBLISHED = "publishing", "published"
 #: always finished
 RECOVER_AFTER = 3600.0
 MAX_S3_KEY_BYTES = 1024
+#: how a job publishes its files: ``multipart`` (S3: zero-copy, files are multipart
+#: uploads the commit completes), ``copy`` (staged files copied or renamed into place),
+#: ``auto`` (multipart on S3, copy elsewhere)
+COMMIT_PROTOCOLS = ("auto", "multipart", "copy")
 COPY_THREADS = 16
 _METRICS = ("files_written", "rows_written", "bytes_written", "files_committed",
             "files_deleted", "staged_deleted", "put_requests", "copy_requests",
-            "delete_requests", "list_requests", "get_requests", "renames", "retries",
+            "delete_requests", "list_requests", "get_requests", "post_requests", "renames",
+            "retries",
             "cleanup_failures", "jobs_recovered")
 
 
@@ -115,11 +121,13 @@ _METRICS = ("files_written", "rows_written", "bytes_written", "files_committed",
 class StagedFile:
     """One file a task wrote under the staging prefix, and where commit moves it."""
 
-    staged: str  # fsspec path (no protocol) under <root>/_temporary/<job id>/
+    staged: str  # fsspec path (no protocol) under <root>/_temporary/<job id>/; "" if uploaded
     final: str  # fsspec path in the table
     partition: str  # "k1=v1/k2=v2/" ("" for an unpartitioned table)
     rows: int
     size: int
+    upload_id: str = ""  # a multipart upload to ``final`` the commit completes (zero-copy)
+    parts: tuple[tuple[int, str], ...] = ()  # its (part number, ETag)
 
 
 @dataclass(frozen=True)
@@ -166,6 +174,7 @@ class _Manifest:
     had_success: bool
     state: str
     created: float
+    uploads: list[multipart.Upload] = field(default_factory=list)
 
     def dumps(self) -> bytes:
         return json.dumps(dataclasses.asdict(self)).encode()
@@ -178,10 +187,21 @@ class _Manifest:
         try:
             raw = json.loads(data)
             raw["publish"] = [(src, dst) for src, dst in raw["publish"]]
+            raw["uploads"] = [(path, upload_id, [(n, etag) for n, etag in parts])
+                              for path, upload_id, parts in raw.get("uploads", [])]
             return cls(**raw)
         except (ValueError, TypeError, KeyError) as err:
             raise CommitError(f"job manifest {path} is unreadable ({err}): remove it by hand "
                               "once you checked the table") from None
+
+
+_FILE_NAME = re.compile(r"part-\d{5}-(.+)-c\d{3}[^/]*$")
+
+
+def _job_of(path: str) -> str | None:
+    """The job id in a data file's name (``part-<task>-<job id>-c<n>.<ext>``), or None."""
+    match = _FILE_NAME.search(path.rsplit("/", 1)[-1])
+    return match.group(1) if match else None
 
 
 def _invalidate_listings(spec: StorageSpec, prefix: str) -> None:
@@ -232,28 +252,56 @@ def partition_path(values: Sequence[tuple[str, Any]]) -> str:
 class _Store:
     """Create, move, delete and list files on one storage, counting what it costs."""
 
-    def __init__(self, spec: StorageSpec, metrics: dict[str, int]) -> None:
+    def __init__(self, spec: StorageSpec, metrics: dict[str, int],
+                 part_size: int | None = None) -> None:
         self.spec = spec
         self.metrics = metrics
         self.fs = spec.filesystem()
         self.local = spec.protocol == "file"
+        self.part_size = part_size  # S3: stream files as multipart uploads of this part size
 
     def add(self, name: str, n: int = 1) -> None:
         self.metrics[name] = self.metrics.get(name, 0) + n
 
-    def create(self, path: str) -> tuple[pa.NativeFile, Callable[[], int]]:
+    def create(self, path: str) -> tuple[pa.NativeFile, _Finish]:
         """An output stream for ``path`` and a function that finishes the file (after the
-        writer closed the stream) and returns its size."""
+        writer closed the stream) and returns its size and, for a multipart upload left
+        for the commit, the upload."""
         if self.local:
             os.makedirs(os.path.dirname(path), exist_ok=True)
-            return pa.OSFile(path, "wb"), lambda: os.path.getsize(path)
+            return pa.OSFile(path, "wb"), lambda: (os.path.getsize(path), None)
+        if self.part_size is not None:
+            upload = multipart.MultipartFile(self.fs, path, self.part_size, self.metrics)
+
+            def done() -> tuple[int, multipart.Upload | None]:
+                upload.close()
+                return upload.size, (path, upload.upload_id, list(upload.parts))
+            return pa.PythonFile(cast(Any, upload), mode="w"), done
         buffer = pa.BufferOutputStream()
 
-        def finish() -> int:
+        def finish() -> tuple[int, multipart.Upload | None]:
             data = buffer.getvalue().to_pybytes()
             self.put(path, data)
-            return len(data)
+            return len(data), None
         return buffer, finish
+
+    def complete(self, uploads: Sequence[multipart.Upload]) -> None:
+        """Complete multipart uploads (idempotent)."""
+        if uploads:
+            self.add("post_requests", multipart.complete(self.fs, uploads))
+
+    def abort_uploads(self, uploads: Iterable[multipart.Upload]) -> None:
+        uploads = list(uploads)
+        if uploads:
+            self.add("delete_requests", multipart.abort(self.fs, uploads))
+            self.add("uploads_aborted", len(uploads))
+
+    def list_uploads(self, prefix: str) -> list[tuple[str, str, float]]:
+        """Multipart uploads in progress under ``prefix`` (S3 only; elsewhere none)."""
+        if not self.spec.is_s3:
+            return []
+        self.add("list_requests")
+        return multipart.list_uploads(self.fs, prefix)
 
     def put(self, path: str, data: bytes) -> None:
         if self.local:
@@ -371,8 +419,11 @@ class _Store:
 
 # --- one job ---------------------------------------------------------------------------------
 
+_Finish = Callable[[], tuple[int, "multipart.Upload | None"]]
+
+
 class _OpenFile:
-    def __init__(self, writer: FileWriter, finish: Callable[[], int], staged: str,
+    def __init__(self, writer: FileWriter, finish: _Finish, staged: str,
                  final: str, partition: str) -> None:
         self.writer, self.finish = writer, finish
         self.staged, self.final, self.partition = staged, final, partition
@@ -390,6 +441,7 @@ class WriteJob:
                  storage_options: dict[str, Any] | None = None,
                  max_records_per_file: int | str | None = None, compression: str | None = None,
                  job_id: str | None = None, recover_after: float = RECOVER_AFTER,
+                 commit_protocol: str = "auto", part_size: int | str | None = None,
                  **format_options: Any) -> None:
         self.recover_after = recover_after
         self.url = TableUrl.parse(url)
@@ -404,6 +456,16 @@ class WriteJob:
             None if max_records_per_file in (None, "", 0, "0")
             else parse_int(max_records_per_file, "max_records_per_file", minimum=1))
         self.storage = StorageSpec(self.url.protocol, dict(storage_options or {}))
+        protocol = _choice("commit_protocol", commit_protocol, COMMIT_PROTOCOLS)
+        if protocol == "multipart" and not self.storage.is_s3:
+            raise OptionError(f"commit_protocol='multipart' needs S3 (multipart uploads), "
+                              f"not {self.url.protocol}://; use 'copy' or 'auto'")
+        #: S3's zero-copy commit: files stream to their final keys as multipart uploads
+        self.part_size: int | None = None
+        if protocol == "multipart" or (protocol == "auto" and self.storage.is_s3):
+            self.part_size = (multipart.PART_SIZE if part_size in (None, "")
+                              else parse_int(part_size, "part_size",
+                                             minimum=multipart.MIN_PART_SIZE))
         self.format = formats.get(format, **format_options)
         self.schema = schema
         self.data_schema = pa.schema([f for f in schema if f.name not in self.partition_by])
@@ -446,7 +508,7 @@ class WriteJob:
         metrics: dict[str, int] = {}
         if self.skip:
             return TaskCommit(task, attempt, (), metrics)
-        store = _Store(self.storage, metrics)
+        store = _Store(self.storage, metrics, self.part_size)
         stage_dir = f"{self.staging}task-{task:05d}-{attempt}/"
         open_files: dict[str, _OpenFile] = {}
         counters: dict[str, int] = {}
@@ -454,8 +516,12 @@ class WriteJob:
 
         def close(f: _OpenFile) -> None:
             f.writer.close()
-            size = f.finish()
-            done.append(StagedFile(f.staged, f.final, f.partition, f.rows, size))
+            size, upload = f.finish()
+            if upload is None:
+                done.append(StagedFile(f.staged, f.final, f.partition, f.rows, size))
+            else:
+                done.append(StagedFile("", f.final, f.partition, f.rows, size, upload[1],
+                                       tuple(upload[2])))
             metrics["files_written"] = metrics.get("files_written", 0) + 1
             metrics["rows_written"] = metrics.get("rows_written", 0) + f.rows
             metrics["bytes_written"] = metrics.get("bytes_written", 0) + size
@@ -465,9 +531,9 @@ class WriteJob:
             counters[partition] = n + 1
             name = self._file_name(task, n)
             staged = f"{stage_dir}{partition}{name}"
-            out, finish = store.create(staged)
-            return _OpenFile(self.sink.open(out), finish, staged,
-                             f"{self.prefix}{partition}{name}", partition)
+            final = f"{self.prefix}{partition}{name}"
+            out, finish = store.create(final if self.part_size is not None else staged)
+            return _OpenFile(self.sink.open(out), finish, staged, final, partition)
 
         key_room = None
         if self.storage.is_s3:  # the longest staged key, less its partition path
@@ -600,6 +666,7 @@ class WriteJob:
             try:
                 store.delete([self.prefix + SUCCESS_FILE])
                 store.publish(manifest.publish)
+                store.complete(manifest.uploads)
                 manifest.state = PUBLISHED
                 store.put_atomic(self.manifest_path, manifest.dumps())  # the commit point
             except Exception as err:
@@ -611,7 +678,7 @@ class WriteJob:
                             f"{self.url}` restores the old table")
                 raise CommitError(f"job {self.job_id} failed while publishing to "
                                   f"{self.url}: {err}; {what}") from err
-        metrics["files_committed"] = len(manifest.publish)
+        metrics["files_committed"] = len(manifest.publish) + len(manifest.uploads)
         self._roll_forward(store, manifest)
         log.info("committed job %s to %s: %d files, %d rows", self.job_id, self.url,
                  len(staged), sum(f.rows for f in staged))
@@ -632,8 +699,11 @@ class WriteJob:
                 old = store.list_files(self.prefix, visible_below=self.prefix)
         had_success = store.read(self.prefix + SUCCESS_FILE) is not None
         return _Manifest(self.job_id, self.mode, self.partition_overwrite_mode,
-                         list(partitions), [(f.staged, f.final) for f in staged],
-                         sorted(set(old) - new), had_success, PUBLISHING, time.time())
+                         list(partitions),
+                         [(f.staged, f.final) for f in staged if not f.upload_id],
+                         sorted(set(old) - new), had_success, PUBLISHING, time.time(),
+                         [(f.final, f.upload_id, list(f.parts))
+                          for f in staged if f.upload_id])
 
     def _roll_forward(self, store: _Store, manifest: _Manifest) -> None:
         """Finish a published job: remove the old files it replaces (raises on failure),
@@ -667,7 +737,9 @@ class WriteJob:
         """Undo an unpublished job: delete the new files it published (never an old one:
         every new name holds the job id), restore ``_SUCCESS`` if the table had one, clean
         the staging prefix."""
-        new = [dst for _, dst in manifest.publish if manifest.job_id in dst.rsplit("/", 1)[-1]]
+        store.abort_uploads(manifest.uploads)
+        new = [dst for dst in [d for _, d in manifest.publish] + [u[0] for u in manifest.uploads]
+               if manifest.job_id in dst.rsplit("/", 1)[-1]]
         store.delete(new)
         store.prune_dirs(new, self.prefix)
         if manifest.had_success:
@@ -676,10 +748,14 @@ class WriteJob:
         self._clean_staging(store)
 
     def _clean_staging(self, store: _Store, manifest: bool = True) -> None:
-        """Delete everything under the job's staging prefix, its manifest (if it has one)
+        """Delete everything under the job's staging prefix and abort the job's multipart
+        uploads still in progress (failed task attempts), its manifest (if it has one)
         last."""
         paths = [p for p in store.list_files(self.staging) if p != self.manifest_path]
         store.delete(paths)
+        store.abort_uploads((path, upload_id, [])
+                            for path, upload_id, _ in store.list_uploads(self.prefix)
+                            if _job_of(path) == self.job_id)
         store.metrics["staged_deleted"] = store.metrics.get("staged_deleted", 0) + len(paths)
         if manifest:
             store.delete([self.manifest_path])
@@ -722,8 +798,9 @@ class WriteJob:
         ``_SUCCESS`` written), any other job whose manifest is at least ``older_than``
         seconds old is rolled back (the old table exactly); the staged files of a job that
         never reached its commit (no manifest), unchanged for ``older_than`` seconds, are
-        deleted. Returns ``(job id, "forward" | "back" | "staging removed" | "running")``
-        per job found under ``_temporary/``. Run it with no commit of
+        deleted, and so are the multipart uploads (S3) of jobs without a manifest. Returns
+        ``(job id, "forward" | "back" | "staging removed" | "uploads aborted" |
+        "running")`` per job found. Run it with no commit of
         that table in progress, or with ``older_than`` beyond the longest commit."""
         table = TableUrl.parse(url)
         spec = StorageSpec(table.protocol, dict(storage_options or {}))
@@ -752,6 +829,18 @@ class WriteJob:
                 what = "staging removed" if now - newest >= older_than else "running"
                 if what == "staging removed":
                     job._clean_staging(store, manifest=False)
+            done.append((job_id, what))
+            log.info("recover %s: job %s %s", table, job_id, what)
+        orphans: dict[str, list[tuple[str, str, float]]] = {}
+        for upload in store.list_uploads(table.prefix):  # jobs killed before their commit
+            owner = _job_of(upload[0])
+            if owner is not None and owner not in jobs:
+                orphans.setdefault(owner, []).append(upload)
+        for job_id, uploads in sorted(orphans.items()):
+            what = ("uploads aborted" if min(age for _, _, age in uploads) >= older_than
+                    else "running")
+            if what == "uploads aborted":
+                store.abort_uploads((path, upload_id, []) for path, upload_id, _ in uploads)
             done.append((job_id, what))
             log.info("recover %s: job %s %s", table, job_id, what)
         return done

@@ -49,24 +49,26 @@ def keys(s3_server, bucket, prefix):
     return sorted(o["Key"] for o in resp.get("Contents", []))
 
 
-def staged_job(url, opts, mode, dynamic):
+def staged_job(url, opts, mode, dynamic, protocol="auto"):
     job = WriteJob(url, NEW.schema, partition_by=["k"], mode=mode,
-                   partition_overwrite_mode=dynamic, storage_options=opts)
+                   partition_overwrite_mode=dynamic, storage_options=opts,
+                   commit_protocol=protocol)
     job.setup()
     return job, job.write_task(NEW.to_batches())
 
 
-def commit_requests(s3_server, proxy, bucket, mode, dynamic):
+def commit_requests(s3_server, proxy, bucket, mode, dynamic, protocol):
     """The number of requests a fault-free commit sends, and the ids it leaves."""
-    n, _, new_ids = commit_log(s3_server, proxy, bucket, mode, dynamic)
+    n, _, new_ids = commit_log(s3_server, proxy, bucket, mode, dynamic, protocol)
     return n, new_ids
 
 
-def commit_log(s3_server, proxy, bucket, mode, dynamic):
+def commit_log(s3_server, proxy, bucket, mode, dynamic, protocol="auto"):
     """A fault-free commit's request count, the kinds of its requests in order, its ids."""
     url = f"s3://{bucket}/probe-{mode}-{dynamic}"
     write_table(url, OLD, partition_by=["k"], storage_options=s3_server.storage_options)
-    job, task = staged_job(url, {**proxy.storage_options, **NO_RETRY}, mode, dynamic)
+    job, task = staged_job(url, {**proxy.storage_options, **NO_RETRY}, mode, dynamic,
+                           protocol)
     before = proxy.stats.requests
     with s3_server.log.capture(bucket) as cap:
         job.commit([task])
@@ -76,27 +78,30 @@ def commit_log(s3_server, proxy, bucket, mode, dynamic):
     return n, kinds, ids(url, s3_server.storage_options)
 
 
-@pytest.mark.parametrize("mode, dynamic", list(CASES))
+@pytest.mark.parametrize("mode, dynamic, protocol", [
+    *[(mode, dynamic, "multipart") for mode, dynamic in CASES],
+    ("overwrite", "static", "copy")])  # the staged-copy commit (stores without multipart)
 def test_a_fault_at_every_request_of_a_commit_leaves_old_or_new(s3_server, s3_bucket, proxy,
-                                                                mode, dynamic):
+                                                                mode, dynamic, protocol):
     """Each fault kind at each request index of the commit: the commit either succeeds
     (the new rows, at once) or raises with the old rows in place, and after Spark's
     ``abort`` and ``recover`` the table is exactly old or exactly new, its staging empty
     and ``_SUCCESS`` present."""
     direct = s3_server.storage_options
-    n, new_ids = commit_requests(s3_server, proxy, s3_bucket, mode, dynamic)
+    n, new_ids = commit_requests(s3_server, proxy, s3_bucket, mode, dynamic, protocol)
     assert new_ids == CASES[(mode, dynamic)]
+    offset = list(CASES).index((mode, dynamic))
     assert n >= 10  # GETs, LISTs, PUTs, COPYs, DeleteObjects: every step is covered
     outcomes: dict[str, int] = {}
     for index in range(n):
-        # every kind at every index for static overwrite; the kinds in turn for the others
-        for kind in (KINDS if (mode, dynamic) == ("overwrite", "static")
-                     else [KINDS[index % len(KINDS)]]):
+        # the kinds in turn, shifted per mode: every kind meets every index across modes
+        for kind in [KINDS[(index + offset) % len(KINDS)]]:
             prefix = f"{index}-{kind}"
             url = f"s3://{s3_bucket}/{prefix}"
             write_table(url, OLD, partition_by=["k"], storage_options=direct)
             old_keys = keys(s3_server, s3_bucket, prefix + "/")
-            job, task = staged_job(url, {**proxy.storage_options, **NO_RETRY}, mode, dynamic)
+            job, task = staged_job(url, {**proxy.storage_options, **NO_RETRY}, mode, dynamic,
+                                   protocol)
             rule = proxy.add_rule(None, kind, skip=index, times=1)
             error = None
             try:
@@ -129,44 +134,50 @@ def test_a_fault_at_every_request_of_a_commit_leaves_old_or_new(s3_server, s3_bu
                 assert now == old_keys, where  # old files never removed, nothing left over
             outcomes[outcome] = outcomes.get(outcome, 0) + 1
     # positive controls: faults before the commit point roll back, after it they do not
-    assert outcomes.get("old", 0) >= 3 and outcomes.get("new", 0) >= 3, outcomes
+    assert outcomes.get("old", 0) >= 2 and outcomes.get("new", 0) >= 2, outcomes
     if mode == "overwrite":
         assert outcomes.get("committed, old files left", 0) >= 1, outcomes
 
 
+@pytest.mark.parametrize("protocol, op", [("copy", "PUT"), ("multipart", "POST")])
 def test_without_the_manifest_a_failed_overwrite_would_have_lost_rows(s3_server, s3_bucket,
-                                                                    proxy):
-    """Every COPY failing in a static overwrite: the old rows stay (the old code deleted
-    them first: 0 rows)."""
+                                                                    proxy, protocol, op):
+    """Every COPY (or CompleteMultipartUpload) failing in a static overwrite: the old rows
+    stay (the old code deleted them first: 0 rows)."""
     direct = s3_server.storage_options
     url = f"s3://{s3_bucket}/t"
     write_table(url, OLD, partition_by=["k"], storage_options=direct)
-    job, task = staged_job(url, {**proxy.storage_options, **NO_RETRY}, "overwrite", "static")
-    proxy.add_rule("PUT", "503", path_regex=r"/t/k=")  # a COPY to a final key
+    job, task = staged_job(url, {**proxy.storage_options, **NO_RETRY}, "overwrite", "static",
+                           protocol)
+    proxy.add_rule(op, "503", path_regex=r"/t/k=")  # publishing a file at its final key
     with pytest.raises(CommitError, match="rolled back: the table is as it was"):
         job.commit([task])
     proxy.clear_rules()
-    assert proxy.stats.faults(op="PUT") >= 1
+    assert proxy.stats.faults(op=op) >= 1
     assert ids(url, direct) == [1, 2, 3]
     job.abort()
     assert ids(url, direct) == [1, 2, 3]
 
 
-def test_a_commit_rerun_after_it_published_changes_nothing(s3_server, s3_bucket, proxy):
+@pytest.mark.parametrize("protocol, op, skip", [
+    ("copy", "POST", 1),  # the DeleteObjects of the old _SUCCESS passes, the staged files' fails
+    ("multipart", "OTHER", 0)])  # the listing of the job's leftover uploads fails
+def test_a_commit_rerun_after_it_published_changes_nothing(s3_server, s3_bucket, proxy,
+                                                           protocol, op, skip):
     """The staging cleanup fails after everything is published: the commit returns (the
     job is visible, so it succeeded), counts the failure, and a re-run of the same
     commit, or a recover, duplicates nothing."""
     direct = s3_server.storage_options
     url = f"s3://{s3_bucket}/t"
     write_table(url, OLD, partition_by=["k"], storage_options=direct)
-    job, task = staged_job(url, {**proxy.storage_options, **NO_RETRY}, "append", "static")
-    # the commit's DeleteObjects: the old _SUCCESS, then the staged files (this one fails)
-    rule = proxy.add_rule("POST", "500", skip=1, times=1)
+    job, task = staged_job(url, {**proxy.storage_options, **NO_RETRY}, "append", "static",
+                           protocol)
+    rule = proxy.add_rule(op, "500", skip=skip, times=1)
     result = job.commit([task])
     proxy.clear_rules()
     assert rule.fired == 1 and result.metrics["cleanup_failures"] == 1
     assert ids(url, direct) == [1, 2, 3, 11, 12]
-    assert [k for k in keys(s3_server, s3_bucket, "t/_temporary/")]  # left, hidden
+    assert keys(s3_server, s3_bucket, "t/_temporary/")  # the manifest at least: hidden
     job.commit([task])  # the natural retry
     assert ids(url, direct) == [1, 2, 3, 11, 12]
     assert WriteJob.recover(url, direct) == []  # the re-run cleaned up
@@ -199,7 +210,8 @@ def test_a_process_killed_in_every_phase_of_an_overwrite_then_recover(s3_server,
     listing, PUT of the manifest, DeleteObjects, the COPYs, the manifest marked published,
     ...): ``recover`` then leaves exactly the old or the new rows, and both happen."""
     direct = s3_server.storage_options
-    n, kinds, new_ids = commit_log(s3_server, proxy, s3_bucket, "overwrite", "static")
+    n, kinds, new_ids = commit_log(s3_server, proxy, s3_bucket, "overwrite", "static",
+                                   "multipart")
     phases = [i for i in range(n) if i == 0 or kinds[i] != kinds[i - 1]]
     assert len(phases) >= 7, kinds
     env = {**os.environ, "PYTHONPATH": os.getcwd()}
@@ -249,11 +261,13 @@ def test_the_next_write_finishes_a_committed_job_and_undoes_a_stale_one(s3_serve
                                                                       proxy):
     """A job left past its commit point (its old files not removed) is finished by the next
     write; one left before it (its rollback failed too) is rolled back by the next write
-    once older than ``recover_after``, never while younger."""
+    once older than ``recover_after``, never while younger. (The staged-copy commit: its
+    requests are the simplest to aim at.)"""
     direct = s3_server.storage_options
     url = f"s3://{s3_bucket}/t"
     write_table(url, OLD, partition_by=["k"], storage_options=direct)
-    job, task = staged_job(url, {**proxy.storage_options, **NO_RETRY}, "overwrite", "static")
+    job, task = staged_job(url, {**proxy.storage_options, **NO_RETRY}, "overwrite", "static",
+                           "copy")
     rule = proxy.add_rule("POST", "503", skip=1, times=1)  # the DeleteObjects of old files
     with pytest.raises(CommitError, match="is committed"):
         job.commit([task])
@@ -265,7 +279,8 @@ def test_the_next_write_finishes_a_committed_job_and_undoes_a_stale_one(s3_serve
     assert result.metrics["jobs_recovered"] == 1
     assert ids(url, direct) == [11, 12, 20]
 
-    job, task = staged_job(url, {**proxy.storage_options, **NO_RETRY}, "overwrite", "static")
+    job, task = staged_job(url, {**proxy.storage_options, **NO_RETRY}, "overwrite", "static",
+                           "copy")
     proxy.add_rule("PUT", "503", path_regex=r"/t/k=")  # every COPY to a final key
     proxy.add_rule("POST", "503")  # and the rollback's DeleteObjects
     with pytest.raises(CommitError, match="rolling back failed too"):
@@ -317,14 +332,16 @@ def test_listing_recover_rolls_back_a_local_job_killed_mid_publish(tmp_path, mon
 
 def test_spark_abort_after_a_failed_commit_leaves_the_old_table(spark, s3_server, s3_bucket,
                                                                 proxy):
-    """Every COPY to a final key fails: Spark's overwrite fails, its abort runs, and the
-    table holds its old rows and files (the old code: 0 rows, 0 staged files)."""
+    """The commit fails at its commit point: Spark's overwrite fails, its abort runs, and
+    the table holds its old rows and files (the old code, on a failing COPY: 0 rows)."""
     direct = s3_server.storage_options
     url = f"s3://{s3_bucket}/t"
     write_table(url, OLD, partition_by=["k"], storage_options=direct)
     old_keys = keys(s3_server, s3_bucket, "t/")
     df = spark.createDataFrame([(11, "b"), (12, "z")], "id long, k string")
-    proxy.add_rule("PUT", "503", path_regex=r"/t/k=")
+    # the manifest's second PUT (the commit point) fails: every new file is published by
+    # then (completed multipart uploads) and must be deleted again
+    proxy.add_rule("PUT", "503", path_contains="_manifest.json", skip=1)
     with pytest.raises(Exception, match="CommitError"):
         (df.write.format("listing").option("partition_by", "k")
          .option("storage_options", json.dumps({**proxy.storage_options, **NO_RETRY}))
