@@ -791,6 +791,21 @@ class WriteJob:
         return job
 
     @classmethod
+    def cleanup(cls, url: str, storage_options: dict[str, Any] | None = None, *,
+                older_than: float = 0.0) -> list[str]:
+        """Abort every multipart upload in progress under the table at ``url`` started at
+        least ``older_than`` seconds ago (S3; elsewhere there are none): the uploads of
+        jobs that will never complete them. A running job whose upload is aborted fails
+        its commit and rolls back. Returns the paths whose uploads were aborted."""
+        table = TableUrl.parse(url)
+        store = _Store(StorageSpec(table.protocol, dict(storage_options or {})), {})
+        old: list[multipart.Upload] = [
+            (path, upload_id, []) for path, upload_id, age in store.list_uploads(table.prefix)
+            if age >= older_than]
+        store.abort_uploads(old)
+        return [path for path, _, _ in old]
+
+    @classmethod
     def recover(cls, url: str, storage_options: dict[str, Any] | None = None, *,
                 older_than: float = 0.0) -> list[tuple[str, str]]:
         """Finish or undo every half-done job of the table at ``url``, from its manifest:

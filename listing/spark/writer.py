@@ -41,7 +41,8 @@ WRITE_OPTIONS = {"partition_by": "partition_by", "partitionby": "partition_by",
                  "partition_overwrite_mode": "partition_overwrite_mode",
                  "partitionoverwritemode": "partition_overwrite_mode",
                  "max_records_per_file": "max_records_per_file",
-                 "maxrecordsperfile": "max_records_per_file", "compression": "compression"}
+                 "maxrecordsperfile": "max_records_per_file", "compression": "compression",
+                 "commit_protocol": "commit_protocol", "part_size": "part_size"}
 #: where Spark's DataFrameWriter puts ``.partitionBy`` columns (DataSourceUtils)
 SPARK_PARTITION_KEY = "__partition_columns"
 #: Spark's session conf for overwrites of partitioned tables (the writer option wins)
@@ -127,6 +128,8 @@ class ListingWriter(DataSourceArrowWriter):
                             storage_options=kwargs["storage_options"],
                             max_records_per_file=kwargs.get("max_records_per_file"),
                             compression=kwargs.get("compression"),
+                            commit_protocol=kwargs.get("commit_protocol", "auto"),
+                            part_size=kwargs.get("part_size"),
                             **kwargs["format_options"])
         self.job.setup()
         self.result: WriteResult | None = None
