@@ -103,6 +103,10 @@ PUBLISHING, PUBLISHED = "publishing", "published"
 #: always finished
 RECOVER_AFTER = 3600.0
 MAX_S3_KEY_BYTES = 1024
+#: files a task keeps open at once (each holds up to a part, or on S3's staged-copy commit
+#: its whole file, in memory); opening one more closes the oldest (the partition's next
+#: file is ``-c<n+1>``)
+MAX_OPEN_FILES = 32
 #: how a job publishes its files: ``multipart`` (S3: zero-copy, files are multipart
 #: uploads the commit completes), ``copy`` (staged files copied or renamed into place),
 #: ``auto`` (multipart on S3, copy elsewhere)
@@ -546,6 +550,8 @@ class WriteJob:
                     while offset < part.num_rows:
                         f = open_files.get(partition)
                         if f is None:
+                            if len(open_files) >= MAX_OPEN_FILES:  # bounded memory: the
+                                close(open_files.pop(next(iter(open_files))))  # oldest goes
                             f = open_files[partition] = open_file(partition)
                         room = part.num_rows - offset
                         if self.max_records_per_file is not None:
