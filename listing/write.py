@@ -71,7 +71,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from listing import formats, multipart
-from listing.errors import CommitError, OptionError, PartitionValueError, TableExistsError
+from listing.errors import (
+    CommitError,
+    ConcurrentWriteError,
+    OptionError,
+    PartitionValueError,
+    StorageError,
+    TableExistsError,
+)
 from listing.formats.base import FileFormat, FileSink, FileWriter
 from listing.hive import DEFAULT_PARTITION_NAME, escape_path_name, is_hidden_below
 from listing.options import parse_int
@@ -82,8 +89,10 @@ from listing.storage import (
     StorageSpec,
     s3_copy,
     s3_delete,
+    s3_error_code,
     s3_get,
     s3_put,
+    s3_request,
 )
 from listing.url import TableUrl
 
@@ -103,6 +112,8 @@ PUBLISHING, PUBLISHED = "publishing", "published"
 #: always finished
 RECOVER_AFTER = 3600.0
 MAX_S3_KEY_BYTES = 1024
+#: the overwrite lock, hidden at the table's root (created with If-None-Match / O_EXCL)
+LOCK_FILE = "_overwrite.lock"
 #: files a task keeps open at once (each holds up to a part, or on S3's staged-copy commit
 #: its whole file, in memory); opening one more closes the oldest (the partition's next
 #: file is ``-c<n+1>``)
@@ -206,6 +217,18 @@ def _job_of(path: str) -> str | None:
     """The job id in a data file's name (``part-<task>-<job id>-c<n>.<ext>``), or None."""
     match = _FILE_NAME.search(path.rsplit("/", 1)[-1])
     return match.group(1) if match else None
+
+
+def _lock_holder(store: _Store, path: str) -> tuple[str, float] | None:
+    """(job id, creation time) of the overwrite lock at ``path``, or None if unlocked."""
+    data = store.read(path)
+    if data is None:
+        return None
+    try:
+        raw = json.loads(data)
+        return str(raw["job_id"]), float(raw["created"])
+    except (ValueError, KeyError, TypeError):
+        return "?", 0.0  # unreadable: stale once recover sees it
 
 
 def _invalidate_listings(spec: StorageSpec, prefix: str) -> None:
@@ -335,6 +358,32 @@ class _Store:
         except FileNotFoundError:
             return None
         return data
+
+    def put_if_absent(self, path: str, data: bytes) -> bool | None:
+        """Create ``path`` only if it does not exist (S3: ``If-None-Match: *``; local:
+        ``O_EXCL``): True if created, False if it existed, None where the store cannot."""
+        if self.local:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            try:
+                fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            except FileExistsError:
+                return False
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            return True
+        if not self.spec.is_s3:
+            return None
+        bucket, _, key = path.partition("/")
+        self.add("put_requests")
+        try:
+            s3_request(self.fs, "writing", f"s3://{path}", "put_object", Bucket=bucket,
+                       Key=key, Body=data, IfNoneMatch="*")
+        except StorageError as err:
+            if s3_error_code(err) in ("PreconditionFailed", "412",
+                                      "ConditionalRequestConflict"):
+                return False
+            raise
+        return True
 
     def put_atomic(self, path: str, data: bytes) -> None:
         """Write ``path`` whole or not at all (local files: a temporary file renamed)."""
@@ -489,10 +538,11 @@ class WriteJob:
     def setup(self) -> None:
         """Check ``mode`` against the table: ``error`` raises :class:`TableExistsError`
         and ``ignore`` turns the job into a no-op when visible files exist. First finishes
-        or undoes the half-done jobs of the table (:meth:`recover`, rolling back only those
-        older than ``recover_after`` seconds)."""
+        or undoes the half-done jobs of the table (:meth:`recover`, from their manifests,
+        rolling back only those older than ``recover_after`` seconds; staged files and
+        uploads of jobs without a manifest are left to ``listing recover``/``cleanup``)."""
         recovered = self.recover(str(self.url), self.storage.options,
-                                 older_than=self.recover_after)
+                                 older_than=self.recover_after, orphans=False)
         self.setup_metrics["jobs_recovered"] = sum(1 for _, what in recovered
                                                    if what != "running")
         if self.mode not in ("error", "ignore"):
@@ -663,9 +713,15 @@ class WriteJob:
         try:
             manifest = _Manifest.read(store, self.manifest_path)
             if manifest is None:
+                if self.mode == "overwrite":
+                    self._lock(store)
                 manifest = self._plan(store, staged, partitions)
                 store.put_atomic(self.manifest_path, manifest.dumps())
+        except ConcurrentWriteError:
+            raise
         except Exception as err:
+            if self.mode == "overwrite":
+                self._unlock_quietly(store)
             raise CommitError(f"job {self.job_id} could not start its commit to {self.url}: "
                               f"{err}. Nothing visible changed") from err
         if manifest.state != PUBLISHED:
@@ -711,6 +767,39 @@ class WriteJob:
                          [(f.final, f.upload_id, list(f.parts))
                           for f in staged if f.upload_id])
 
+    @property
+    def lock_path(self) -> str:
+        """The table's overwrite lock: held by the one overwrite committing."""
+        return f"{self.prefix}{LOCK_FILE}"
+
+    def _lock(self, store: _Store) -> None:
+        """Take the table's overwrite lock, or raise :class:`ConcurrentWriteError` naming
+        the job that holds it (two overwrites committing at once would both survive)."""
+        body = json.dumps({"job_id": self.job_id, "created": time.time()}).encode()
+        if store.put_if_absent(self.lock_path, body) is not False:
+            return  # taken (or a store without conditional writes: not isolated)
+        holder = _lock_holder(store, self.lock_path)
+        if holder is not None and holder[0] == self.job_id:
+            return  # ours (a retried request, or a re-run commit)
+        raise ConcurrentWriteError(
+            f"job {self.job_id} cannot commit its overwrite of {self.url}: job "
+            f"{holder[0] if holder else '?'} is committing an overwrite of it (lock "
+            f"{self.url.to_url(self.lock_path)}). Nothing visible changed; retry once it "
+            f"is done, or, if that job was killed, run `listing recover {self.url}`")
+
+    def _unlock(self, store: _Store) -> None:
+        """Release the overwrite lock if this job holds it."""
+        holder = _lock_holder(store, self.lock_path)
+        if holder is not None and holder[0] == self.job_id:
+            store.delete([self.lock_path])
+
+    def _unlock_quietly(self, store: _Store) -> None:
+        try:
+            self._unlock(store)
+        except Exception as err:  # noqa: BLE001 - the first error is the one to raise
+            log.warning("job %s could not release the lock of %s: %s", self.job_id,
+                        self.url, err)
+
     def _roll_forward(self, store: _Store, manifest: _Manifest) -> None:
         """Finish a published job: remove the old files it replaces (raises on failure),
         then write ``_SUCCESS`` and clean the staging prefix (failures logged, counted)."""
@@ -733,7 +822,7 @@ class WriteJob:
                         "stays: recover writes it): %s", manifest.job_id, self.url, err)
             return
         try:
-            self._clean_staging(store)
+            self._clean_staging(store, lock=manifest.mode == "overwrite")
         except Exception as err:  # noqa: BLE001 - the job is committed: logged, counted
             store.add("cleanup_failures")
             log.warning("job %s is committed to %s; could not clean its staging prefix "
@@ -751,9 +840,9 @@ class WriteJob:
         if manifest.had_success:
             store.put(self.prefix + SUCCESS_FILE, b"")
         _invalidate_listings(self.storage, self.prefix)
-        self._clean_staging(store)
+        self._clean_staging(store, lock=manifest.mode == "overwrite")
 
-    def _clean_staging(self, store: _Store, manifest: bool = True) -> None:
+    def _clean_staging(self, store: _Store, manifest: bool = True, lock: bool = False) -> None:
         """Delete everything under the job's staging prefix and abort the job's multipart
         uploads still in progress (failed task attempts), its manifest (if it has one)
         last."""
@@ -763,6 +852,8 @@ class WriteJob:
                             for path, upload_id, _ in store.list_uploads(self.prefix)
                             if _job_of(path) == self.job_id)
         store.metrics["staged_deleted"] = store.metrics.get("staged_deleted", 0) + len(paths)
+        if lock:
+            self._unlock(store)
         if manifest:
             store.delete([self.manifest_path])
         self._remove_local_staging()
@@ -813,16 +904,18 @@ class WriteJob:
 
     @classmethod
     def recover(cls, url: str, storage_options: dict[str, Any] | None = None, *,
-                older_than: float = 0.0) -> list[tuple[str, str]]:
+                older_than: float = 0.0, orphans: bool = True) -> list[tuple[str, str]]:
         """Finish or undo every half-done job of the table at ``url``, from its manifest:
         a job past its commit point is rolled forward (its replaced files removed,
         ``_SUCCESS`` written), any other job whose manifest is at least ``older_than``
         seconds old is rolled back (the old table exactly); the staged files of a job that
         never reached its commit (no manifest), unchanged for ``older_than`` seconds, are
-        deleted, and so are the multipart uploads (S3) of jobs without a manifest. Returns
-        ``(job id, "forward" | "back" | "staging removed" | "uploads aborted" |
-        "running")`` per job found. Run it with no commit of
-        that table in progress, or with ``older_than`` beyond the longest commit."""
+        deleted, and so are the multipart uploads (S3) of jobs without a manifest (only
+        with ``orphans``: a job's tasks may run for longer than any ``older_than``); a
+        stale overwrite lock is released. Returns ``(job id, "forward" | "back" |
+        "staging removed" | "uploads aborted" | "lock released" | "running")`` per job
+        found. Run it with no write to that table in progress, or with ``older_than``
+        beyond the longest commit."""
         table = TableUrl.parse(url)
         spec = StorageSpec(table.protocol, dict(storage_options or {}))
         metrics: dict[str, int] = {}
@@ -844,6 +937,8 @@ class WriteJob:
                 what = "back" if now - manifest.created >= older_than else "running"
                 if what == "back":
                     job._roll_back(store, manifest)
+            elif not orphans:
+                continue
             else:  # a job that never reached its commit: staged files only, invisible
                 newest = max((f.last_modified.timestamp() for f in files
                               if f.last_modified is not None), default=now)
@@ -852,12 +947,19 @@ class WriteJob:
                     job._clean_staging(store, manifest=False)
             done.append((job_id, what))
             log.info("recover %s: job %s %s", table, job_id, what)
-        orphans: dict[str, list[tuple[str, str, float]]] = {}
+        holder = _lock_holder(store, f"{table.prefix}{LOCK_FILE}")
+        live = {job_id for job_id, what in done if what == "running"}
+        if holder is not None and holder[0] not in live and now - holder[1] >= older_than:
+            store.delete([f"{table.prefix}{LOCK_FILE}"])  # its job is gone: a stale lock
+            done.append((holder[0], "lock released"))
+        if not orphans:
+            return done
+        uploads_of: dict[str, list[tuple[str, str, float]]] = {}
         for upload in store.list_uploads(table.prefix):  # jobs killed before their commit
             owner = _job_of(upload[0])
             if owner is not None and owner not in jobs:
-                orphans.setdefault(owner, []).append(upload)
-        for job_id, uploads in sorted(orphans.items()):
+                uploads_of.setdefault(owner, []).append(upload)
+        for job_id, uploads in sorted(uploads_of.items()):
             what = ("uploads aborted" if min(age for _, _, age in uploads) >= older_than
                     else "running")
             if what == "uploads aborted":

@@ -189,17 +189,18 @@ def test_s3_commit_protocol_and_request_counts(s3_server, s3_bucket, protocol):
     with s3_server.log.capture(s3_bucket) as cap:
         result = job.commit([task])
     m = result.metrics
-    # GETs: the job's manifest (none yet) and the old _SUCCESS; one LIST of the table (static
-    # overwrite), one of the staging prefix, one of the multipart uploads (OTHER); PUTs: the
-    # manifest, the manifest marked published (the commit point), _SUCCESS; DeleteObjects:
-    # the old _SUCCESS, the old files, the staged files (copy), the manifest (last)
+    # GETs: the job's manifest (none yet), the old _SUCCESS, the overwrite lock (ours?); one
+    # LIST of the table (static overwrite), one of the staging prefix, one of the multipart
+    # uploads (OTHER); PUTs: the lock (If-None-Match), the manifest, the manifest marked
+    # published (the commit point), _SUCCESS; DeleteObjects: the old _SUCCESS, the old files,
+    # the staged files (copy), the lock, the manifest (last)
     if protocol == "copy":  # a COPY per file
-        assert cap.counts() == {"GET": 2, "LIST": 2, "OTHER": 1, "POST": 4, "COPY": 5,
-                                "PUT": 3}
-        assert (m["delete_requests"], m["copy_requests"]) == (4, 5)
+        assert cap.counts() == {"GET": 3, "LIST": 2, "OTHER": 1, "POST": 5, "COPY": 5,
+                                "PUT": 4}
+        assert (m["delete_requests"], m["copy_requests"]) == (5, 5)
     else:  # a CompleteMultipartUpload (POST) per file, no COPY: zero bytes copied
-        assert cap.counts() == {"GET": 2, "LIST": 2, "OTHER": 1, "POST": 5 + 3, "PUT": 3}
-        assert (m["delete_requests"], m["copy_requests"]) == (3, 0)
+        assert cap.counts() == {"GET": 3, "LIST": 2, "OTHER": 1, "POST": 5 + 4, "PUT": 4}
+        assert (m["delete_requests"], m["copy_requests"]) == (4, 0)
         completes = [e for e in cap.entries() if e.kind == "POST" and "uploadId" in e.query]
         assert len(completes) == 5
     assert m["list_requests"] == 3

@@ -522,3 +522,39 @@ def test_a_task_keeps_at_most_max_open_files_open(tmp_path, monkeypatch):
     monkeypatch.setattr(write, "MAX_OPEN_FILES", 32)  # positive control: one per partition
     again = write_table(str(tmp_path / "b"), batches, partition_by=["k"])
     assert len(again.files) == 5
+
+
+# --- isolation: two overwrites committing at once -------------------------------------------
+
+def test_a_second_overwrite_committing_at_once_fails_clearly(s3_server, s3_bucket, proxy):
+    """Overwrite A is held mid-commit (its completions slowed by the proxy) when overwrite
+    B commits: B fails with ConcurrentWriteError naming A before anything visible changes
+    (the table's lock is created with If-None-Match), A completes alone, and once A is
+    done a new overwrite commits."""
+    import threading
+
+    from listing.errors import ConcurrentWriteError
+
+    direct = s3_server.storage_options
+    url = f"s3://{s3_bucket}/t"
+    write_table(url, OLD, partition_by=["k"], storage_options=direct)
+    a, a_task = staged_job(url, {**proxy.storage_options, **NO_RETRY}, "overwrite", "static",
+                           "multipart")
+    b, b_task = staged_job(url, direct, "overwrite", "static", "multipart")
+    rule = proxy.add_rule("POST", "slow", delay=1.5, path_regex=r"/t/k=", times=1)
+    done = []
+    thread = threading.Thread(target=lambda: done.append(a.commit([a_task])))
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not rule.fired and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert rule.fired == 1  # A is publishing now
+    with pytest.raises(ConcurrentWriteError, match=f"job {a.job_id} is committing"):
+        b.commit([b_task])
+    thread.join(30)
+    b.abort()  # as Spark does (after A: moto's multipart state is not thread-safe)
+    assert done and ids(url, direct) == [11, 12]  # A alone: no union with B's files
+    assert not keys(s3_server, s3_bucket, "t/_overwrite.lock")
+    c, c_task = staged_job(url, direct, "overwrite", "dynamic", "multipart")
+    c.commit([c_task])  # the lock is free again
+    assert ids(url, direct) == [11, 12]
