@@ -14,6 +14,8 @@ import time
 
 import pyarrow as pa
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from listing import ListingTable
 from listing.errors import CommitError
@@ -85,9 +87,8 @@ def test_a_fault_at_every_request_of_a_commit_leaves_old_or_new(s3_server, s3_bu
                                                                 mode, dynamic, protocol):
     """Each fault kind at each request index of the commit: the commit either succeeds
     (the new rows, at once) or raises with the old rows in place, and after Spark's
-    ``abort`` and ``recover`` the table is exactly old or exactly new, its staging empty
-    and ``_SUCCESS`` present."""
-    direct = s3_server.storage_options
+    ``abort`` and ``recover`` the table is exactly old or exactly new, its staging empty,
+    no upload open and ``_SUCCESS`` present."""
     n, new_ids = commit_requests(s3_server, proxy, s3_bucket, mode, dynamic, protocol)
     assert new_ids == CASES[(mode, dynamic)]
     offset = list(CASES).index((mode, dynamic))
@@ -95,48 +96,74 @@ def test_a_fault_at_every_request_of_a_commit_leaves_old_or_new(s3_server, s3_bu
     outcomes: dict[str, int] = {}
     for index in range(n):
         # the kinds in turn, shifted per mode: every kind meets every index across modes
-        for kind in [KINDS[(index + offset) % len(KINDS)]]:
-            prefix = f"{index}-{kind}"
-            url = f"s3://{s3_bucket}/{prefix}"
-            write_table(url, OLD, partition_by=["k"], storage_options=direct)
-            old_keys = keys(s3_server, s3_bucket, prefix + "/")
-            job, task = staged_job(url, {**proxy.storage_options, **NO_RETRY}, mode, dynamic,
-                                   protocol)
-            rule = proxy.add_rule(None, kind, skip=index, times=1)
-            error = None
-            try:
-                job.commit([task])
-            except CommitError as err:
-                error = str(err)
-            proxy.clear_rules()
-            assert rule.fired == 1, (index, kind)
-            got = ids(url, direct)
-            where = (index, kind, error)
-            if error is None:
-                assert got == new_ids, where  # a commit that returns is complete
-                outcome = "new"
-            elif "is committed" in error:
-                assert sorted(got) == sorted(set(got)), where
-                outcome = "committed, old files left"
-            else:
-                assert got == [1, 2, 3], where  # rolled back: the old rows exactly
-                outcome = "old"
-            if error is not None:
-                job.abort()  # what Spark does after a failed commit
-            WriteJob.recover(url, direct)
-            final = ids(url, direct)
-            assert final in ([1, 2, 3], new_ids), where
-            assert final == (new_ids if outcome != "old" else [1, 2, 3]), where
-            now = keys(s3_server, s3_bucket, prefix + "/")
-            assert not [k for k in now if "/_temporary/" in k], where
-            assert f"{prefix}/_SUCCESS" in now, where
-            if final == [1, 2, 3]:
-                assert now == old_keys, where  # old files never removed, nothing left over
-            outcomes[outcome] = outcomes.get(outcome, 0) + 1
+        kind = KINDS[(index + offset) % len(KINDS)]
+        outcome = fault_once(s3_server, s3_bucket, proxy, mode, dynamic, protocol, index,
+                             kind, new_ids)
+        assert outcome != "no fault", (index, kind)
+        outcomes[outcome] = outcomes.get(outcome, 0) + 1
     # positive controls: faults before the commit point roll back, after it they do not
     assert outcomes.get("old", 0) >= 2 and outcomes.get("new", 0) >= 2, outcomes
     if mode == "overwrite":
         assert outcomes.get("committed, old files left", 0) >= 1, outcomes
+
+
+def fault_once(s3_server, s3_bucket, proxy, mode, dynamic, protocol, index, kind, new_ids):
+    """One commit with ``kind`` injected at its request ``index``, then Spark's abort (if
+    it failed) and recover; checks the table and returns what the commit reported."""
+    direct = s3_server.storage_options
+    prefix = f"{mode}-{dynamic}-{protocol}-{index}-{kind}"
+    url = f"s3://{s3_bucket}/{prefix}"
+    write_table(url, OLD, partition_by=["k"], storage_options=direct)
+    old_keys = keys(s3_server, s3_bucket, prefix + "/")
+    job, task = staged_job(url, {**proxy.storage_options, **NO_RETRY}, mode, dynamic,
+                           protocol)
+    rule = proxy.add_rule(None, kind, skip=index, times=1)
+    error = None
+    try:
+        job.commit([task])
+    except CommitError as err:
+        error = str(err)
+    proxy.clear_rules()
+    where = (index, kind, error)
+    got = ids(url, direct)
+    if not rule.fired:  # the index lies past the commit's last request
+        assert error is None and got == new_ids, where
+        return "no fault"
+    if error is None:
+        assert got == new_ids, where  # a commit that returns is complete
+        outcome = "new"
+    elif "is committed" in error:
+        assert sorted(got) == sorted(set(got)), where
+        outcome = "committed, old files left"
+    else:
+        assert got == [1, 2, 3], where  # rolled back: the old rows exactly
+        outcome = "old"
+    if error is not None:
+        job.abort()  # what Spark does after a failed commit
+    WriteJob.recover(url, direct)
+    final = ids(url, direct)
+    assert final == (new_ids if outcome != "old" else [1, 2, 3]), where
+    now = keys(s3_server, s3_bucket, prefix + "/")
+    assert not [k for k in now if "/_temporary/" in k or k.endswith(".lock")], where
+    assert f"{prefix}/_SUCCESS" in now, where
+    assert not s3_server.client().list_multipart_uploads(
+        Bucket=s3_bucket, Prefix=prefix + "/").get("Uploads"), where
+    if final == [1, 2, 3]:
+        assert now == old_keys, where  # old files never removed, nothing left over
+    return outcome
+
+
+@settings(max_examples=8, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=st.sampled_from([(m, d, p) for m, d in CASES for p in ("multipart", "copy")]),
+       index=st.integers(0, 20), kind=st.sampled_from(KINDS))
+def test_property_any_failure_point_leaves_old_or_new(s3_server, s3_bucket, proxy, case,
+                                                      index, kind):
+    """Any mode, protocol, fault kind and request index (past the commit's last request:
+    no fault, the new rows): exactly the old or exactly the new rows."""
+    mode, dynamic, protocol = case
+    new_ids = CASES[(mode, dynamic)]
+    fault_once(s3_server, s3_bucket, proxy, mode, dynamic, protocol, index, kind, new_ids)
 
 
 @pytest.mark.parametrize("protocol, op", [("copy", "PUT"), ("multipart", "POST")])
