@@ -25,6 +25,12 @@ than one chunk at a time) into ``write_table`` with ``partition_by=["date"]`` (2
 partitions) until ``--memory-mb`` of Arrow data went in; its peak RSS (``VmHWM``, as in
 ``bench.memory``) is reported, next to a child doing the same through one plain
 ``pyarrow.parquet.ParquetWriter`` as a reference.
+
+Commit (``--only commit``, ``--commit-mb``, 256; quick 32): one overwrite job of 2 date
+partitions (``write_task`` then ``commit``, each timed, in a fresh process) to a moto S3
+server over HTTP with the zero-copy multipart commit and with the staged-copy commit, and to
+local files (staged, renamed); peak RSS over the child's baseline and the server's request
+counts per kind.
 """
 
 from __future__ import annotations
