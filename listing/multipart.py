@@ -73,7 +73,8 @@ class MultipartFile:
         self._buffer += view
         self.size += len(view)
         while len(self._buffer) >= self.part_size:
-            chunk = bytes(self._buffer[:self.part_size])
+            with memoryview(self._buffer) as whole:  # one copy of the part, not two
+                chunk = bytes(whole[:self.part_size])
             del self._buffer[:self.part_size]
             self._send(chunk)
         return len(view)
