@@ -25,6 +25,12 @@ than one chunk at a time) into ``write_table`` with ``partition_by=["date"]`` (2
 partitions) until ``--memory-mb`` of Arrow data went in; its peak RSS (``VmHWM``, as in
 ``bench.memory``) is reported, next to a child doing the same through one plain
 ``pyarrow.parquet.ParquetWriter`` as a reference.
+
+Commit (``--only commit``, ``--commit-mb``, 256; quick 32): one overwrite job of 2 date
+partitions (``write_task`` then ``commit``, each timed, in a fresh process) to a moto S3
+server over HTTP with the zero-copy multipart commit and with the staged-copy commit, and to
+local files (staged, renamed); peak RSS over the child's baseline and the server's request
+counts per kind.
 """
 
 from __future__ import annotations
@@ -207,9 +213,74 @@ def memory(target_mb: int, workdir: Path) -> list[dict[str, Any]]:
     return results
 
 
+# --- the commit on S3 (moto) and local files: requests, seconds, peak RSS per GB ----------
+
+def s3_child(protocol: str, target_mb: int, url: str, options: str) -> dict[str, Any]:
+    """One job (2 date partitions) written the way a Spark task and its driver would:
+    ``write_task`` (timed: encoding and uploads), then ``commit`` (timed)."""
+    from bench.memory import rss_mb
+    from listing.write import WriteJob
+
+    rng = np.random.default_rng(11)
+    fed = {"rows": 0, "bytes": 0}
+
+    def batches() -> Iterator[pa.RecordBatch]:
+        while fed["bytes"] < target_mb << 20:
+            batch = chunk(rng, fed["rows"], CHUNK_ROWS, days=2, regions=REGIONS[:1])
+            fed["rows"] += batch.num_rows
+            fed["bytes"] += batch.nbytes
+            yield batch
+
+    baseline = rss_mb()
+    job = WriteJob(url, SCHEMA, partition_by=["date"], mode="overwrite",
+                   storage_options=json.loads(options), commit_protocol=protocol)
+    job.setup()
+    t0 = time.perf_counter()
+    task = job.write_task(batches())
+    t1 = time.perf_counter()
+    result = job.commit([task])
+    t2 = time.perf_counter()
+    return {"protocol": protocol, "rows": fed["rows"], "input_mb": fed["bytes"] / 2**20,
+            "files": len(result.files), "written_mb": result.metrics["bytes_written"] / 2**20,
+            "task_s": t1 - t0, "commit_s": t2 - t1, "baseline_mb": baseline,
+            "peak_mb": rss_mb()}
+
+
+def s3_commit(target_mb: int, workdir: Path) -> list[dict[str, Any]]:
+    """The multipart (zero-copy) and staged-copy commits against the moto server over
+    HTTP, and the staged commit (renames) on local files; the server's log counts the
+    requests of the tasks and of the commit."""
+    from listing.testing.s3 import S3Server
+
+    results = []
+    with S3Server() as server:
+        bucket = server.create_bucket("bench-write")
+        for protocol, url in (("multipart", f"s3://{bucket}/mp"),
+                              ("copy", f"s3://{bucket}/cp"),
+                              ("copy", str(workdir / "local"))):
+            with server.log.capture(bucket) as cap:
+                proc = subprocess.run(
+                    [sys.executable, "-m", "bench.write", "--s3-child", protocol,
+                     str(target_mb), url, json.dumps(server.storage_options)],
+                    capture_output=True, text=True, check=False, cwd=ROOT)
+            if proc.returncode != 0:
+                raise SystemExit(f"s3 child {protocol} {url} failed:\n{proc.stderr}")
+            r = json.loads(proc.stdout.strip().splitlines()[-1])
+            r["store"] = "local" if not url.startswith("s3://") else "S3 (moto)"
+            r["requests"] = dict(sorted(cap.counts().items()))
+            results.append(r)
+            print(f"[write] commit {r['store']} {protocol}: task {r['task_s']:.1f} s, commit "
+                  f"{r['commit_s']:.1f} s, peak {r['peak_mb']:.0f} MB", file=sys.stderr,
+                  flush=True)
+        server.drop_bucket(bucket)
+    shutil.rmtree(workdir / "local", ignore_errors=True)
+    return results
+
+
 # --- report --------------------------------------------------------------------------------
 
-def report(tp: dict[str, Any] | None, mem: list[dict[str, Any]] | None) -> str:
+def report(tp: dict[str, Any] | None, mem: list[dict[str, Any]] | None,
+           s3: list[dict[str, Any]] | None = None) -> str:
     lines: list[str] = []
     if tp is not None:
         native = tp["seconds"]["native"]
@@ -241,6 +312,19 @@ def report(tp: dict[str, Any] | None, mem: list[dict[str, Any]] | None) -> str:
             lines.append(f"| {label} | {r['input_mb']:,.0f} | {r['rows']:,} | {r['files']} | "
                          f"{r['written_mb']:,.0f} | {r['seconds']:.2f} | "
                          f"{r['baseline_mb']:.0f} | **{r['peak_mb']:.0f}** |")
+    if s3 is not None:
+        lines += ["", "| commit | store | written MB | files | task s | commit s | s per GB "
+                  "| peak RSS − baseline MB | requests (tasks + commit) |",
+                  "| :-- | :-- | --: | --: | --: | --: | --: | --: | :-- |"]
+        for r in s3:
+            gb = r["written_mb"] / 1024
+            label = ("**zero-copy** (multipart)" if r["protocol"] == "multipart"
+                     else "staged, renamed" if r["store"] == "local" else "staged, COPY")
+            requests = ", ".join(f"{k} {v}" for k, v in r["requests"].items()) or "none"
+            lines.append(f"| {label} | {r['store']} | {r['written_mb']:,.0f} | {r['files']} | "
+                         f"{r['task_s']:.1f} | {r['commit_s']:.2f} | "
+                         f"{(r['task_s'] + r['commit_s']) / gb:.1f} | "
+                         f"{r['peak_mb'] - r['baseline_mb']:,.0f} | {requests} |")
     return "\n".join(lines)
 
 
@@ -252,26 +336,36 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--memory-mb", type=int, help="Arrow data one task writes (1024; quick 64)")
     ap.add_argument("--runs", type=int, default=3, help="timed runs after a warm-up (3)")
     ap.add_argument("--quick", action="store_true", help="small sizes")
-    ap.add_argument("--only", choices=("throughput", "memory"), help="one section")
+    ap.add_argument("--only", choices=("throughput", "memory", "commit"), help="one section")
+    ap.add_argument("--commit-mb", type=int, help="Arrow data the commit section writes to "
+                    "S3 (moto) and local files per commit protocol (256; quick 32)")
     ap.add_argument("--json", help="also write the results here")
     ap.add_argument("--memory-child", nargs=3, help=argparse.SUPPRESS)
+    ap.add_argument("--s3-child", nargs=4, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.memory_child:
         how, mb, out_dir = args.memory_child
         print(json.dumps(memory_child(how, int(mb), out_dir)))
         return 0
+    if args.s3_child:
+        protocol, mb, url, options = args.s3_child
+        print(json.dumps(s3_child(protocol, int(mb), url, options)))
+        return 0
     rows = args.rows or (1_000_000 if args.quick else 6_000_000)
     memory_mb = args.memory_mb or (64 if args.quick else 1024)
+    commit_mb = args.commit_mb or (32 if args.quick else 256)
     workdir = Path(tempfile.mkdtemp(prefix="bench-write-"))
     t0 = time.perf_counter()
     try:
-        tp = throughput(rows, args.runs, workdir) if args.only != "memory" else None
-        mem = memory(memory_mb, workdir) if args.only != "throughput" else None
+        tp = throughput(rows, args.runs, workdir) if args.only in (None, "throughput") else None
+        mem = memory(memory_mb, workdir) if args.only in (None, "memory") else None
+        s3 = s3_commit(commit_mb, workdir) if args.only in (None, "commit") else None
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     if args.json:
-        Path(args.json).write_text(json.dumps({"throughput": tp, "memory": mem}, indent=1))
-    print(report(tp, mem))
+        Path(args.json).write_text(json.dumps({"throughput": tp, "memory": mem, "commit": s3},
+                                              indent=1))
+    print(report(tp, mem, s3))
     print(f"\n(total {time.perf_counter() - t0:.0f} s)")
     return 0
 

@@ -4,6 +4,8 @@
     listing ls s3://lake/events/ --where "date = '2026-03-01'"
     listing explain s3://lake/events/ --where "date >= '2026-03-01' AND amount > 10"
     listing watch s3://lake/events/ --interval 30s
+    listing recover s3://lake/events/
+    listing cleanup s3://lake/events/ --older-than 86400
     listing demo
 """
 
@@ -156,6 +158,26 @@ def cmd_watch(args: argparse.Namespace) -> None:
 DEMO_WHERE = "date BETWEEN '2026-03-01' AND '2026-03-03' AND region = 'us' AND amount > 10"
 
 
+def cmd_recover(args: argparse.Namespace) -> None:
+    from listing.write import WriteJob
+
+    done = WriteJob.recover(args.url, _storage_options(args.storage_option),
+                            older_than=args.older_than)
+    for job_id, what in done:
+        print(f"job {job_id}: {what}")
+    print(f"{len(done)} job(s) found under {args.url.rstrip('/')}/_temporary/")
+
+
+def cmd_cleanup(args: argparse.Namespace) -> None:
+    from listing.write import WriteJob
+
+    aborted = WriteJob.cleanup(args.url, _storage_options(args.storage_option),
+                               older_than=args.older_than)
+    for path in aborted:
+        print(f"aborted the upload of s3://{path}")
+    print(f"{len(aborted)} multipart upload(s) aborted under {args.url}")
+
+
 def cmd_demo(args: argparse.Namespace) -> None:
     from listing.demo import run
 
@@ -222,6 +244,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--offset-file", metavar="PATH",
                    help="resume from and save the stream's offset (JSON) in this file")
     p.set_defaults(func=cmd_watch, starting="latest")
+    p = table_command("recover", "finish or undo the half-done write jobs of a table from "
+                                 "their manifests: a job past its commit point is rolled "
+                                 "forward, any other rolled back to the old table; run it "
+                                 "with no write to the table in progress")
+    p.add_argument("--older-than", type=float, default=0.0, metavar="SECONDS",
+                   help="roll back only jobs whose manifest is at least this old (default 0)")
+    p.set_defaults(func=cmd_recover)
+    p = table_command("cleanup", "abort the multipart uploads in progress under a table "
+                                 "(S3: files of write jobs that never completed); run it "
+                                 "with no write to the table in progress")
+    p.add_argument("--older-than", type=float, default=0.0, metavar="SECONDS",
+                   help="abort only uploads started at least this long ago (default 0)")
+    p.set_defaults(func=cmd_cleanup)
     p = sub.add_parser("demo", description="Start a moto S3 server on 127.0.0.1, write a "
                        "date-partitioned Parquet table over HTTP, plan a pruned scan (explain() "
                        "and request counts), run the same query through Spark's listing "

@@ -61,5 +61,10 @@ class TableExistsError(ListingError):
 
 
 class CommitError(ListingError):
-    """A write job failed while moving its staged files into place: part of the job may
-    be visible. Names the job and where its remaining staged files are."""
+    """A write job's commit failed. Says whether the job was rolled back (the table as it
+    was) or is committed with old files left to remove (``listing recover`` finishes)."""
+
+
+class ConcurrentWriteError(CommitError):
+    """Another overwrite of the same table is committing: this job's commit did not start
+    (nothing visible changed). Names the job holding the table's lock."""

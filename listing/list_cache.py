@@ -5,8 +5,11 @@ page): filling the cache never costs a request. A later request for that prefix,
 any key range or directory below it, is answered from the kept keys, so a pruned query
 reuses what a wider one listed (DataFusion's list cache lists the whole table to fill
 itself). Entries expire after the table's ``list_cache_ttl``; ``ListingTable.refresh()``
-and the toolkit's own writes drop them sooner. The cache lives in this process: Spark's
-planning workers start without it.
+drops them sooner, and so does every commit, rollback or recovery of a
+:mod:`listing.write` job run in this process (for the table's prefix). A write by another
+process (a Spark job's commit runs in a planning worker, other writers elsewhere) is seen
+only once the entry expires. The cache lives in this process: Spark's planning workers
+start without it.
 """
 
 from __future__ import annotations
@@ -71,7 +74,7 @@ class ListingCache:
                 self._keys -= len(self._entries.pop(key).files)
 
 
-#: the process's cache, shared by every table (and invalidated by writes)
+#: the process's cache, shared by every table (invalidated by this process's commits)
 CACHE = ListingCache()
 
 

@@ -988,3 +988,43 @@ def s3_delete(fs: Any, paths: list[str]) -> tuple[int, int]:
                                    f"{first.get('Code')}: {first.get('Message')} "
                                    f"({len(errors)} keys not deleted)")
     return requests, retries
+
+
+def s3_get(fs: Any, path: str) -> bytes | None:
+    """The whole object ``bucket/key`` (one GET), or None when it does not exist."""
+    bucket, _, key = path.partition("/")
+    try:
+        resp = _s3_call(fs, "get_object", Bucket=bucket, Key=key)
+        return bytes(_sync(fs, resp["Body"].read))
+    except Exception as err:  # noqa: BLE001 - classified, never swallowed
+        if _error_code(err) in ("NoSuchKey", "404"):
+            return None
+        failure = storage_failure("reading", f"s3://{path}", err, settings_of(fs),
+                                  getattr(fs, "_listing_secrets", ()))
+        if failure is err:
+            raise
+        raise failure from None
+
+
+def s3_request(fs: Any, operation: str, url: str, method: str,
+               **kwargs: Any) -> dict[str, Any]:
+    """One S3 request (botocore's retries) and its response; failures leave as
+    :class:`ListingError` naming ``operation`` and ``url`` (multipart uploads use it)."""
+    try:
+        return _s3_call(fs, method, **kwargs)
+    except Exception as err:  # noqa: BLE001 - classified, never swallowed
+        failure = storage_failure(operation, url, err, settings_of(fs),
+                                  getattr(fs, "_listing_secrets", ()))
+        if failure is err:
+            raise
+        raise failure from None
+
+
+def s3_error_code(err: BaseException) -> str | None:
+    """The S3 error code behind ``err`` (``NoSuchUpload``...), or None."""
+    while err is not None:
+        code = _error_code(err)
+        if code is not None:
+            return code
+        err = err.__cause__ or err.__context__  # type: ignore[assignment]
+    return None

@@ -163,18 +163,25 @@ def test_dynamic_overwrite_replaces_only_written_partitions(tmp_path):
 
 # --- the commit protocol: S3 --------------------------------------------------------------
 
-def test_s3_commit_protocol_and_request_counts(s3_server, s3_bucket):
+@pytest.mark.parametrize("protocol", ["copy", "multipart"])
+def test_s3_commit_protocol_and_request_counts(s3_server, s3_bucket, protocol):
     opts = s3_server.storage_options
     url = f"s3://{s3_bucket}/t"
     write_table(url, ROWS.slice(0, 2), partition_by=["k"], storage_options=opts)
     old_keys = [k for k in s3_keys(s3_server, s3_bucket) if "_SUCCESS" not in k]
 
     job = WriteJob(url, ROWS.schema, partition_by=["k"], mode="overwrite",
-                   storage_options=opts)
+                   storage_options=opts, commit_protocol=protocol)
     job.setup()
     with s3_server.log.capture(s3_bucket) as staging:
         task = job.write_task(ROWS.to_batches())
-    assert staging.counts() == {"PUT": 5} == {"PUT": task.metrics["files_written"]}
+    files = task.metrics["files_written"]
+    if protocol == "copy":  # one PUT per staged file
+        assert staging.counts() == {"PUT": 5} == {"PUT": files}
+    else:  # one multipart upload per file at its final key, one part each, not completed
+        assert staging.counts() == {"POST": 5, "PUT": 5} and files == 5
+        assert {f.final for f in task.files} == {f"{s3_bucket}/{e.key}"
+                                                  for e in staging.entries()}
     visible = [k for k in s3_keys(s3_server, s3_bucket) if "/_" not in k]
     assert visible == old_keys  # a listing between staging and commit: no job file
     assert rows(read(url, storage_options=opts)[1].select(["id"])) == [{"id": 1}, {"id": 2}]
@@ -182,28 +189,49 @@ def test_s3_commit_protocol_and_request_counts(s3_server, s3_bucket):
     with s3_server.log.capture(s3_bucket) as cap:
         result = job.commit([task])
     m = result.metrics
-    # one LIST of the staging prefix, one of the table (static overwrite); the old files and
-    # the staged ones each go in one DeleteObjects; a COPY per file; _SUCCESS is one PUT
-    assert cap.counts() == {"LIST": 2, "POST": 2, "COPY": 5, "PUT": 1}
-    assert (m["list_requests"], m["delete_requests"], m["copy_requests"]) == (2, 2, 5)
+    # GETs: the job's manifest (none yet), the old _SUCCESS, the overwrite lock (ours?); one
+    # LIST of the table (static overwrite), one of the staging prefix, one of the multipart
+    # uploads (OTHER); PUTs: the lock (If-None-Match), the manifest, the manifest marked
+    # published (the commit point), _SUCCESS; DeleteObjects: the old _SUCCESS, the old files,
+    # the staged files (copy), the lock, the manifest (last)
+    if protocol == "copy":  # a COPY per file
+        assert cap.counts() == {"GET": 3, "LIST": 2, "OTHER": 1, "POST": 5, "COPY": 5,
+                                "PUT": 4}
+        assert (m["delete_requests"], m["copy_requests"]) == (5, 5)
+    else:  # a CompleteMultipartUpload (POST) per file, no COPY: zero bytes copied
+        assert cap.counts() == {"GET": 3, "LIST": 2, "OTHER": 1, "POST": 5 + 4, "PUT": 4}
+        assert (m["delete_requests"], m["copy_requests"]) == (4, 0)
+        completes = [e for e in cap.entries() if e.kind == "POST" and "uploadId" in e.query]
+        assert len(completes) == 5
+    assert m["list_requests"] == 3
     assert m["put_requests"] - task.metrics["put_requests"] == cap.count("PUT")
     assert m["files_deleted"] == 2 and m["files_committed"] == 5 and m["retries"] == 0
     keys = s3_keys(s3_server, s3_bucket)
     assert "t/_SUCCESS" in keys and not [k for k in keys if "_temporary" in k]
+    assert not s3_server.client().list_multipart_uploads(Bucket=s3_bucket).get("Uploads")
     _, got = read(url, storage_options=opts)  # _SUCCESS is skipped by the reader
     assert rows(got.select(["id"])) == [{"id": i} for i in range(1, 7)]
 
 
-def test_s3_abort_and_failure_leave_nothing(s3_server, s3_bucket):
+@pytest.mark.parametrize("protocol", ["copy", "multipart"])
+def test_s3_abort_and_failure_leave_nothing(s3_server, s3_bucket, protocol):
     opts = s3_server.storage_options
     url = f"s3://{s3_bucket}/t"
-    job = WriteJob(url, ROWS.schema, partition_by=["k"], storage_options=opts)
+    job = WriteJob(url, ROWS.schema, partition_by=["k"], storage_options=opts,
+                   commit_protocol=protocol)
     job.write_task(ROWS.to_batches(), task=0)
     job.write_task(ROWS.to_batches(), task=1, attempt=1)
     with s3_server.log.capture(s3_bucket) as cap:
-        assert job.abort()["staged_deleted"] == 10
-    assert cap.counts() == {"LIST": 1, "POST": 1}
+        m = job.abort()
+    # GET: no manifest, no commit; LIST: the staging prefix; OTHER: the multipart uploads
+    if protocol == "copy":  # the staged files in one DeleteObjects
+        assert m["staged_deleted"] == 10
+        assert cap.counts() == {"GET": 1, "LIST": 1, "OTHER": 1, "POST": 1}
+    else:  # one AbortMultipartUpload (DELETE) per upload, both task attempts'
+        assert m["uploads_aborted"] == 10
+        assert cap.counts() == {"GET": 1, "LIST": 1, "OTHER": 1, "DELETE": 10}
     assert s3_keys(s3_server, s3_bucket) == []
+    assert not s3_server.client().list_multipart_uploads(Bucket=s3_bucket).get("Uploads")
 
     write_table(url, ROWS, partition_by=["k"], storage_options=opts)
     before = s3_keys(s3_server, s3_bucket)

@@ -279,6 +279,9 @@ class ListingDataSource(DataSource):
     skips: ClassVar[Any] = None
     #: Python callers' own filesystems by token (to_spark), shipped with the class
     filesystems: ClassVar[dict[str, Any]] = {}
+    #: the session confs writes follow (Spark's Python workers do not see the session),
+    #: read when the source is registered (listing.spark.writer.SESSION_WRITE_CONFS)
+    session_write_conf: ClassVar[dict[str, str]] = {}
 
     @classmethod
     def name(cls) -> str:
@@ -315,7 +318,7 @@ class ListingDataSource(DataSource):
 
         for fmt_name, factory in self.user_formats.items():
             formats.register(fmt_name, factory)
-        return ListingWriter(dict(self.options), schema, overwrite)
+        return ListingWriter(dict(self.options), schema, overwrite, self.session_write_conf)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:  # noqa: N802
         """``spark.readStream.format("listing")`` (:mod:`listing.spark.stream_reader`)."""
@@ -402,8 +405,11 @@ def with_formats(base: type, spark: Any, **attrs: Any) -> type:
     for factory in formats.registered().values():
         if isinstance(factory, type):
             ship_by_value(factory)
+    from listing.spark.writer import session_write_conf
+
     return with_parallelism(base, spark, user_formats=formats.registered(),
-                            skips=skips_accumulator(spark), **attrs)
+                            skips=skips_accumulator(spark),
+                            session_write_conf=session_write_conf(spark), **attrs)
 
 
 def with_parallelism(base: type, spark: Any, **attrs: Any) -> type:

@@ -6,10 +6,14 @@
 Spark calls ``ListingDataSource.writer(schema, overwrite)`` once, pickles the
 :class:`ListingWriter` to every task and calls ``commit`` or ``abort`` with the tasks' commit
 messages. The writer carries a :class:`~listing.write.WriteJob`: tasks stage their files
-under ``_temporary/<job id>/`` and return them; ``commit`` moves them into place and writes
-``_SUCCESS``; ``abort`` deletes everything staged (see :mod:`listing.write` for what a
-concurrent reader sees). Spark does not hand ``.partitionBy(...)`` columns to Python sources:
-partitioning is the ``partition_by`` option, and a ``.partitionBy`` is refused by name.
+under ``_temporary/<job id>/`` and return them; ``commit`` publishes them and writes
+``_SUCCESS``; ``abort`` restores the old table (see :mod:`listing.write` for what a
+concurrent reader sees). An overwrite follows the session's
+``spark.sql.sources.partitionOverwriteMode`` as it was when the source was registered
+(Spark's Python workers do not see the session; ``listing.spark.session.register(spark)``
+again after changing it), unless the ``partitionOverwriteMode`` option says otherwise.
+Spark does not hand ``.partitionBy(...)`` columns to Python sources: partitioning is the
+``partition_by`` option, and a ``.partitionBy`` is refused by name.
 """
 
 from __future__ import annotations
@@ -37,12 +41,30 @@ WRITE_OPTIONS = {"partition_by": "partition_by", "partitionby": "partition_by",
                  "partition_overwrite_mode": "partition_overwrite_mode",
                  "partitionoverwritemode": "partition_overwrite_mode",
                  "max_records_per_file": "max_records_per_file",
-                 "maxrecordsperfile": "max_records_per_file", "compression": "compression"}
+                 "maxrecordsperfile": "max_records_per_file", "compression": "compression",
+                 "commit_protocol": "commit_protocol", "part_size": "part_size"}
 #: where Spark's DataFrameWriter puts ``.partitionBy`` columns (DataSourceUtils)
 SPARK_PARTITION_KEY = "__partition_columns"
+#: Spark's session conf for overwrites of partitioned tables (the writer option wins)
+PARTITION_OVERWRITE_CONF = "spark.sql.sources.partitionOverwriteMode"
+#: the session confs a write follows, captured on the driver when the source is registered
+SESSION_WRITE_CONFS = (PARTITION_OVERWRITE_CONF,)
 #: read-only options a write refuses, with the write option to use instead
 READ_ONLY = {"partition_cols": "partition_by", "where": None, "limit": None,
              "table_spec": None, "basepath": None}
+
+
+def session_write_conf(spark: Any) -> dict[str, str]:
+    """The values of :data:`SESSION_WRITE_CONFS` in ``spark`` (those it sets)."""
+    out: dict[str, str] = {}
+    for name in SESSION_WRITE_CONFS:
+        try:
+            value = spark.conf.get(name, None)
+        except Exception:  # noqa: BLE001 - a conf the session cannot read is not followed
+            value = None
+        if value:
+            out[name] = str(value)
+    return out
 
 
 def write_options(options: dict[str, str]) -> dict[str, Any]:
@@ -94,16 +116,20 @@ class ListingCommitMessage(WriterCommitMessage):
 class ListingWriter(DataSourceArrowWriter):
     """Stages each task's files; the job commit moves them into place."""
 
-    def __init__(self, options: dict[str, str], schema: StructType, overwrite: bool) -> None:
+    def __init__(self, options: dict[str, str], schema: StructType, overwrite: bool,
+                 session_conf: dict[str, str] | None = None) -> None:
         kwargs = write_options(options)
+        session_mode = (session_conf or {}).get(PARTITION_OVERWRITE_CONF, "static")
         self.job = WriteJob(kwargs["url"], arrow_schema(schema), format=kwargs["format"],
                             partition_by=kwargs.get("partition_by") or (),
                             mode="overwrite" if overwrite else "append",
                             partition_overwrite_mode=kwargs.get("partition_overwrite_mode",
-                                                                "static"),
+                                                                session_mode),
                             storage_options=kwargs["storage_options"],
                             max_records_per_file=kwargs.get("max_records_per_file"),
                             compression=kwargs.get("compression"),
+                            commit_protocol=kwargs.get("commit_protocol", "auto"),
+                            part_size=kwargs.get("part_size"),
                             **kwargs["format_options"])
         self.job.setup()
         self.result: WriteResult | None = None
