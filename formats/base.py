@@ -218,7 +218,12 @@ class FileOpener:
         return self._fs
 
     def open(self, file: PartitionedFile) -> Iterator[pa.RecordBatch]:
-        """Batches of ``source.output_schema`` with the predicate applied to rows."""
+        """Batches of ``source.output_schema`` with the predicate applied to rows. A
+        zero-byte file has no rows (Spark skips empty files): nothing is read, it is counted
+        as ``files_skipped_empty``."""
+        if file.size == 0:
+            self.count("files_skipped_empty")
+            return iter(())
         return self._stream(file)
 
     def read_batches(self, file: PartitionedFile) -> Iterator[pa.RecordBatch]:

@@ -380,7 +380,7 @@ def _merged_schema(url: TableUrl, fmt: FileFormat, storage: StorageSpec,
     run = ListingRun(lister, url.prefix, cols, profile, None,
                      FileFilter(url, ListingOptions(), fmt.matches, fmt.name_endings))
     found = [PartitionedFile(url.to_url(f.meta.path), f.meta.size, etag=f.meta.etag)
-             for f in run.files()]
+             for f in run.files() if f.meta.size > 0]  # empty files have no schema
     if not found:
         raise TableNotFoundError(f"no {fmt.name} files under {url} and no schema given")
     lister.counter.get += len(found)
@@ -390,11 +390,12 @@ def _merged_schema(url: TableUrl, fmt: FileFormat, storage: StorageSpec,
 def _infer_schema(url: TableUrl, fmt: FileFormat, storage: StorageSpec, sample: Page,
                   cols: list[tuple[str, pa.DataType]], counter: RequestCounter) -> Inferred:
     for meta in sample.files:
-        if is_hidden_below(url.prefix, meta.path) \
+        if is_hidden_below(url.prefix, meta.path) or not meta.size \
                 or not fmt.matches(meta.path):
             continue
         counter.get += 1
         return fmt.infer([PartitionedFile(url.to_url(meta.path), meta.size)], storage)
     raise TableNotFoundError(
         f"no {fmt.name} files under {url} (looked at the first {len(sample.files)} keys; "
-        f"extensions {', '.join(fmt.extensions) or 'any'}) and no schema given")
+        f"extensions {', '.join(fmt.extensions) or 'any'}; empty files have no schema) and "
+        "no schema given")
