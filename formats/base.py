@@ -195,8 +195,8 @@ class FileSource:
         """Projected columns plus those the predicate needs."""
         names = list(self.output_schema.names)
         if self.predicate is not None:
-            names += [n for n in self.file_schema.names
-                      if n in self.predicate.columns() and n not in names]
+            needed = set(self.predicate.columns()).difference(names)
+            names += [n for n in self.file_schema.names if n in needed]
         return pa.schema([self.file_schema.field(n) for n in names])
 
     def create_opener(self) -> FileOpener:

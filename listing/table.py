@@ -208,12 +208,14 @@ class ListingTable:
         projection = self.projection(columns)
         filters = [b.expr for b in self.bind(where)]
         partition_filter, rest = split_by_columns(conjunction(filters), self.partition_names)
-        data_filter, mixed = split_by_columns(rest, self.file_schema.names)
+        file_names = self.file_schema.names  # a new list at every access: once here
+        data_filter, mixed = split_by_columns(rest, file_names)
         files = list(files)
-        data_cols = [n for n in projection if n in self.file_schema.names]
+        data_names = set(file_names)
+        data_cols = [n for n in projection if n in data_names]
         needed = set(mixed.columns()) if mixed is not None else set()
-        read_cols = data_cols + [n for n in self.file_schema.names
-                                 if n in needed and n not in data_cols]
+        needed.difference_update(data_cols)
+        read_cols = data_cols + [n for n in file_names if n in needed]
         source = self.format.file_source(self.file_schema, read_cols, data_filter,
                                          storage=self.storage, batch_size=self.options.batch_size)
         groups = pack_file_groups(files, self.format, self.options, min_partitions,

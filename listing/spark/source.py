@@ -18,7 +18,7 @@ import logging
 import os
 import sys
 import sysconfig
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar
 
 import pyarrow as pa
@@ -336,7 +336,8 @@ class ListingDataSource(DataSource):
         parts = {n.lower() for n, _ in (self.config.partition_cols or [])}
         data = pa.schema([f for f in requested if f.name.lower() not in parts])
         table = self._open(self.config.table_schema or data)
-        missing = [n for n in schema.fieldNames() if n not in table.schema.names]
+        known = set(table.schema.names)
+        missing = [n for n in schema.fieldNames() if n not in known]
         if missing:
             raise OptionError(f"schema columns {missing} are neither data nor partition columns "
                               f"of {self.config.url} (partition columns: "
@@ -434,7 +435,7 @@ class PlainListingReader(DataSourceReader):
         self.table = table
         self.row_counts = row_counts
         self.config = config
-        self.columns = [resolve_column(table, n) for n in schema.fieldNames()]
+        self.columns = resolve_columns(table, schema.fieldNames())
         self.target = arrow_schema(schema)
         self.pushed: list[Bound] = []
         self.min_partitions = min_partitions
@@ -538,9 +539,16 @@ class ListingReader(PlainListingReader):
                 yield f
 
 
-def resolve_column(table: ListingTable, name: str) -> str:
-    """The table's spelling of ``name`` (Spark's names are case-insensitive)."""
+def resolve_columns(table: ListingTable, names: Sequence[str]) -> list[str]:
+    """The table's spelling of each of ``names`` (Spark's names are case-insensitive);
+    one pass over the table's columns, whatever the number of names."""
+    spelling: dict[str, str] = {}
     for n in table.schema.names:
-        if n.lower() == name.lower():
-            return n
-    raise OptionError(f"column {name!r} is not in table {table.url}")
+        spelling.setdefault(n.lower(), n)
+    out = []
+    for name in names:
+        found = spelling.get(name.lower())
+        if found is None:
+            raise OptionError(f"column {name!r} is not in table {table.url}")
+        out.append(found)
+    return out

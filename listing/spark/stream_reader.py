@@ -25,7 +25,7 @@ from pyspark.sql.streaming.datasource import (
 from pyspark.sql.types import StructType
 
 from listing.discovery import DiscoverySettings, FileDiscovery
-from listing.spark.source import GroupPartition, read_partition, resolve_column
+from listing.spark.source import GroupPartition, read_partition, resolve_columns
 from listing.spark.types import arrow_schema
 from listing.table import ListingTable
 
@@ -43,7 +43,7 @@ class ListingStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.where = where
         self.settings = DiscoverySettings.parse(stream_options)
         self.discovery = FileDiscovery(table, where, self.settings)
-        self.columns = [resolve_column(table, n) for n in schema.fieldNames()]
+        self.columns = resolve_columns(table, schema.fieldNames())
         self.target = arrow_schema(schema)
         self.min_partitions = min_partitions
         self.skips = skips
