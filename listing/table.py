@@ -32,7 +32,7 @@ from listing.gc_pause import gc_paused
 from listing.hive import discover_columns, is_hidden_below, partition_type
 from listing.list_cache import CACHE, CachedLister
 from listing.options import ListingOptions
-from listing.packing import pack_file_groups
+from listing.packing import WHOLE_FILES, pack_file_groups
 from listing.planner import FileFilter, ListedFile, ListingRun, TableProfile
 from listing.pushdown import Pushdown
 from listing.scan import ScanMetrics, ScanPlan
@@ -202,9 +202,12 @@ class ListingTable:
     def plan_files(self, files: Sequence[PartitionedFile], columns: Sequence[str] | None = None,
                    where: Where = None, limit: int | None = None, *,
                    min_partitions: int | None = None, listing_plan: Sequence[str] = (),
-                   listing_metrics: dict[str, int] | None = None) -> ScanPlan:
+                   listing_metrics: dict[str, int] | None = None,
+                   split_files: bool = True) -> ScanPlan:
         """Plan a read of files already chosen (by a listing, or by streaming discovery):
-        group them into tasks and set what each task reads and filters."""
+        group them into tasks and set what each task reads and filters. ``split_files``
+        False reads every file whole (a stream: a file rewritten since its batch was
+        planned can then be read as it is now)."""
         projection = self.projection(columns)
         filters = [b.expr for b in self.bind(where)]
         partition_filter, rest = split_by_columns(conjunction(filters), self.partition_names)
@@ -218,7 +221,8 @@ class ListingTable:
         read_cols = data_cols + [n for n in file_names if n in needed]
         source = self.format.file_source(self.file_schema, read_cols, data_filter,
                                          storage=self.storage, batch_size=self.options.batch_size)
-        groups = pack_file_groups(files, self.format, self.options, min_partitions,
+        groups = pack_file_groups(files, self.format if split_files else WHOLE_FILES,
+                                  self.options, min_partitions,
                                   metadata_only=(self.format.rows_from_metadata
                                                  and not read_cols and data_filter is None),
                                   read_share=self.read_share(read_cols))
