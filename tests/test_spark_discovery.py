@@ -151,3 +151,63 @@ def test_partition_discovery_on_s3_as_spark_on_disk(spark, s3_server, s3_bucket,
         assert ours[0] == "error", (theirs, ours)
     else:
         assert ours == theirs
+
+
+# --- several roots: partition folders of one base path ------------------------------------
+
+def test_several_partition_folders_of_one_base_path_as_spark(spark, tmp_path):
+    build(tmp_path, [f"date=2026-01-0{d}/region={r}/p.parquet" for d in (1, 2, 3)
+                     for r in ("eu", "us")])
+    root = str(tmp_path)
+    folders = [f"{root}/date=2026-01-01", f"{root}/date=2026-01-03/region=us"]
+    theirs = outcome(lambda: spark.read.option("basePath", root).parquet(*folders),
+                     ["region = 'eu'"])
+    ours = outcome(lambda: spark.read.format("listing").option("basePath", root).load(folders),
+                   ["region = 'eu'"])
+    assert ours == theirs and len(theirs[1]) == 6
+
+
+def test_several_partition_folders_on_s3_list_only_those(spark, s3_server, s3_bucket):
+    import json
+
+    data = datasets_encode()
+    s3_server.put_objects_fast(s3_bucket, {
+        f"t/date=2026-01-{d:02d}/p-{i:03d}.parquet": data for d in range(1, 31)
+        for i in range(100)})  # 3,000 keys: three LIST pages flat
+    root = f"s3://{s3_bucket}/t"
+    df = (spark.read.format("listing").option("basePath", root)
+          .option("storage_options", json.dumps(s3_server.storage_options))
+          .load([f"{root}/date=2026-01-05", f"{root}/date=2026-01-20"]))
+    with s3_server.log.capture(bucket=s3_bucket) as cap:
+        rows = df.select("date").distinct().collect()
+    assert sorted(str(r.date) for r in rows) == ["2026-01-05", "2026-01-20"]
+    assert df.count() == 2 * 100 * 2
+    same = (spark.read.format("listing")
+            .option("storage_options", json.dumps(s3_server.storage_options)).load(root)
+            .where("date IN ('2026-01-05', '2026-01-20')"))
+    with s3_server.log.capture(bucket=s3_bucket) as where_cap:
+        same.select("date").distinct().collect()
+    # the cost of the equivalent where, less than listing the table (three pages)
+    assert cap.count("LIST") == where_cap.count("LIST") == 2
+
+
+def datasets_encode() -> bytes:
+    from listing.testing.datasets import encode
+
+    return encode(DATA, "parquet")
+
+
+@pytest.mark.parametrize(("paths", "base", "message"), [
+    (["t/date=2026-01-01", "t/date=2026-01-01/"], "t", "overlap"),
+    (["t/date=2026-01-01", "t/date=2026-01-01/region=eu"], "t", "overlap"),
+    (["t/date=2026-01-01", "other/date=2026-01-02"], "t", "not below basePath"),
+    (["t/date=2026-01-01", "u/date=2026-01-02"], None, "give basePath"),
+])
+def test_several_roots_that_are_not_one_table_are_errors(spark, tmp_path, paths, base,
+                                                         message):
+    build(tmp_path / "t", ["date=2026-01-01/region=eu/p.parquet"])
+    reader = spark.read.format("listing")
+    if base is not None:
+        reader = reader.option("basePath", str(tmp_path / base))
+    with pytest.raises(Exception, match=message):
+        reader.load([str(tmp_path / p) for p in paths]).collect()
