@@ -42,7 +42,8 @@ LAYOUTS: dict[str, tuple[list[str], list[str]]] = {
     "underscore_below": (["a=1/_b=2/p.parquet", "a=2/_b=3/p.parquet"], []),
     "hidden_files": (["a=1/p.parquet", "a=1/_SUCCESS", "a=1/.other.crc", "_temporary/x",
                       "a=2/p.parquet", "a=2/_x=y.parquet", "a=2/q.parquet._COPYING_",
-                      ".hidden=3/p.parquet"], []),
+                      ".hidden=3/p.parquet", "a=3/a.parquet._COPYING_", "a=3/b.parquet",
+                      "a=3/_x=z.parquet"], ["a = 3"]),
     "empty_files": (["a=1/e.parquet:empty", "a=1/p.parquet", "a=2/p.parquet"], []),
     # layouts that must fail
     "empty_column_name": (["=10/p.parquet"], []),

@@ -553,6 +553,7 @@ class ListingRun:
             name = path.rfind("/") + 1
             if (path.startswith(HIDDEN_PREFIXES, name) or path.endswith(COPYING_SUFFIX)) \
                     and is_hidden(path[name:]):
+                # before deciding the directory: that is decided once, from its first file
                 m.files_skipped_hidden += 1
                 continue
             if name != len(directory) or not path.startswith(directory):
