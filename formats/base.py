@@ -195,8 +195,8 @@ class FileSource:
         """Projected columns plus those the predicate needs."""
         names = list(self.output_schema.names)
         if self.predicate is not None:
-            names += [n for n in self.file_schema.names
-                      if n in self.predicate.columns() and n not in names]
+            needed = set(self.predicate.columns()).difference(names)
+            names += [n for n in self.file_schema.names if n in needed]
         return pa.schema([self.file_schema.field(n) for n in names])
 
     def create_opener(self) -> FileOpener:
@@ -218,7 +218,12 @@ class FileOpener:
         return self._fs
 
     def open(self, file: PartitionedFile) -> Iterator[pa.RecordBatch]:
-        """Batches of ``source.output_schema`` with the predicate applied to rows."""
+        """Batches of ``source.output_schema`` with the predicate applied to rows. A
+        zero-byte file has no rows (Spark skips empty files): nothing is read, it is counted
+        as ``files_skipped_empty``."""
+        if file.size == 0:
+            self.count("files_skipped_empty")
+            return iter(())
         return self._stream(file)
 
     def read_batches(self, file: PartitionedFile) -> Iterator[pa.RecordBatch]:

@@ -130,22 +130,31 @@ class LineStream(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
+    # Reads are full: they return ``size`` bytes unless the owned lines end first. A reader
+    # that parses in blocks (pyarrow's CSV chunker lets a row span at most two blocks)
+    # would otherwise get a short block wherever a raw chunk ends, e.g. the last bytes
+    # before ``end``, and see a 33-byte row "straddle" three blocks.
     def readinto(self, b: Any) -> int:
-        if not self._fill():
-            return 0
-        n = min(len(b), len(self._data) - self._i)
-        b[:n] = memoryview(self._data)[self._i:self._i + n]
-        self._i += n
+        view = memoryview(b).cast("B")
+        n = 0
+        while n < len(view) and self._fill():
+            k = min(len(view) - n, len(self._data) - self._i)
+            view[n:n + k] = memoryview(self._data)[self._i:self._i + k]
+            self._i += k
+            n += k
         return n
 
     def read(self, size: int | None = -1) -> bytes:
         if size is None or size < 0:
             return self.readall()
-        if not self._fill():
-            return b""
-        out = self._data[self._i:self._i + size]
-        self._i += len(out)
-        return out
+        parts: list[bytes] = []
+        have = 0
+        while have < size and self._fill():
+            part = self._data[self._i:self._i + size - have]
+            self._i += len(part)
+            have += len(part)
+            parts.append(part)
+        return parts[0] if len(parts) == 1 else b"".join(parts)
 
     def readline(self, size: int | None = -1) -> bytes:
         parts = []

@@ -30,9 +30,11 @@ DEFAULT_PARTITION_NAME = "__HIVE_DEFAULT_PARTITION__"
 _ESCAPED = set('"#%\'*/:=?\\\x7f{[]^') | {chr(c) for c in range(0x01, 0x20)}
 _SAFE = re.compile(r"[A-Za-z0-9_.\-]*")
 _INT = re.compile(r"[+-]?\d+")
-_FLOAT = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?[dDfF]?")
+_FLOAT = re.compile(r"[+-]?((\d+\.?\d*|\.\d+)([eE][+-]?\d+)?[dDfF]?|NaN|Infinity)")
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
-_TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(\.\d{1,9})?")
+_TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(\.\d{1,9})?")
+#: what a declared timestamp column accepts (a cast, as Spark casts for a user schema)
+_TIMESTAMP_CAST = re.compile(r"\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(\.\d{1,9})?")
 _INT32 = (-(2**31), 2**31 - 1)
 _INT64 = (-(2**63), 2**63 - 1)
 
@@ -79,37 +81,61 @@ def is_canonical_segment(segment: str) -> bool:
     return value_ok and segment.partition("=")[0] == escape_path_name(name)
 
 
-#: Spark and Hive skip names that start so (``_SUCCESS``, ``_temporary``, ``.crc``)
+#: a hidden name starts so (``_SUCCESS``, ``_temporary``, ``.crc``); see :func:`is_hidden`
 HIDDEN_PREFIXES = ("_", ".")
+#: ... or ends so (a file being copied by ``hadoop fs -put``)
+COPYING_SUFFIX = "._COPYING_"
+#: directories Spark lists although they start with ``_`` (Parquet summary files)
+_KEPT_PREFIXES = ("_metadata", "_common_metadata")
 
 
-def is_hidden(segment: str) -> bool:
-    """Spark and Hive skip ``_``/``.``-prefixed names (``_SUCCESS``, ``_temporary``, ``.crc``)."""
-    return segment.startswith(HIDDEN_PREFIXES)
+def is_hidden(segment: str, *, directory: bool = False) -> bool:
+    """Spark's rule (``HadoopFSUtils.shouldFilterOutPathName`` for the listing, and
+    ``PartitioningAwareFileIndex.isDataPath`` for data files): a name is hidden when it
+    starts with ``.``, ends with ``._COPYING_``, or starts with ``_`` and holds no ``=``
+    (``_part=x/`` is a partition, ``_SUCCESS`` and ``_temporary/`` are hidden); directories
+    named ``_metadata…``/``_common_metadata…`` are listed, such files are no data."""
+    if segment.startswith(".") or segment.endswith(COPYING_SUFFIX):
+        return True
+    if segment.startswith("_") and "=" not in segment:
+        return not (directory and segment.startswith(_KEPT_PREFIXES))
+    return False
 
 
 def is_hidden_below(root: str, path: str) -> bool:
-    """Whether any segment of ``path`` below ``root`` is hidden (``_temporary/…``,
-    ``_SUCCESS``, ``.crc``): such keys are never part of a table."""
+    """Whether ``path`` below ``root`` is hidden by :func:`is_hidden` (a hidden directory
+    on the way, or a hidden file name): such keys are never part of a table."""
     below = path[len(root):]
-    return below.startswith(HIDDEN_PREFIXES) or "/_" in below or "/." in below
+    if not (below.startswith(HIDDEN_PREFIXES) or "/_" in below or "/." in below
+            or COPYING_SUFFIX in below):
+        return False  # the common case, without splitting
+    *dirs, name = below.split("/")
+    return is_hidden(name) or any(is_hidden(d, directory=True) for d in dirs)
 
 
 def parse_segment(segment: str) -> tuple[str, str] | None:
-    """Split ``name=raw`` (raw still escaped); None for a plain directory name."""
+    """Split ``name=raw`` (raw still escaped); None for a plain directory name. An empty
+    name (``=10``) is an error, as in Spark."""
     name, sep, raw = segment.partition("=")
-    if not sep or not name:
+    if not sep:
         return None
+    if not name:
+        raise PartitionLayoutError(
+            f"directory {segment!r} has an empty partition column name (Spark refuses it "
+            "too: a partition directory is name=value)")
     return unescape_path_name(name), raw
 
 
 # --- type inference --------------------------------------------------------------------
 
 def infer_type(raw: str) -> pa.DataType | None:
-    """Type Spark infers for one escaped raw value; None for the null spelling."""
+    """Type Spark infers for one escaped raw value; None for the null spelling. As in
+    Spark, numbers and dates are recognised in the raw spelling (``%31`` is the string
+    '1'), timestamps once unescaped (``00%3A00%3A00``), with a space before the time
+    (``2021-01-01T00:00:00`` is a string)."""
     if raw == DEFAULT_PARTITION_NAME:
         return None
-    value = unescape_path_name(raw)
+    value = raw
     if _INT.fullmatch(value):
         n = int(value)
         if _INT32[0] <= n <= _INT32[1]:
@@ -121,7 +147,8 @@ def infer_type(raw: str) -> pa.DataType | None:
             return pa.decimal128(max(digits, 1), 0)
     if _FLOAT.fullmatch(value):
         return pa.float64()
-    if _TIMESTAMP.fullmatch(value) and _try(lambda: _parse_timestamp(value)):
+    text = unescape_path_name(raw)
+    if _TIMESTAMP.fullmatch(text) and _try(lambda: _parse_timestamp(text)):
         return pa.timestamp("us", tz="UTC")
     if _DATE.fullmatch(value) and _try(lambda: dt.date.fromisoformat(value)):
         return pa.date32()
@@ -220,7 +247,7 @@ def _convert(value: str, type_: pa.DataType) -> Any:
             raise ValueError(value)
         return dt.date.fromisoformat(value)
     if pa.types.is_timestamp(type_):
-        if not (_TIMESTAMP.fullmatch(value) or _DATE.fullmatch(value)):
+        if not (_TIMESTAMP_CAST.fullmatch(value) or _DATE.fullmatch(value)):
             raise ValueError(value)
         return _parse_timestamp(value)
     if pa.types.is_boolean(type_):

@@ -16,6 +16,15 @@ class Splitter(Protocol):
         """Pieces of a file bigger than ``target_bytes`` (a smaller one is not asked)."""
 
 
+class _WholeFiles:
+    """A splitter that keeps every file whole."""
+
+    def split(self, file: PartitionedFile, target_bytes: int) -> list[PartitionedFile]:
+        return [file]
+
+
+WHOLE_FILES: Splitter = _WholeFiles()
+
 #: the fewest files a group of a metadata-only read takes (unless it is the last): a
 #: Python task costs 20-40 ms more to run than a JVM one, 16 local footers about as much,
 #: and a task opens 4 files ahead (ReadSpec.prefetch), so 16 footers from an object store

@@ -738,6 +738,8 @@ class Lister:
                              zip(paths, sizes, times, etags, strict=True)))
             dirs = [head + d for d in dirs]
             last = max(paths + dirs, default=None)
+            if any(key.endswith("/") for key in keys):  # zero-byte folder markers: no files
+                files = [f for f in files if not f.path.endswith("/")]
             done = stop_after is not None and last is not None and last > stop_after
             if stop_after is not None:
                 files = [f for f in files if f.path <= stop_after]

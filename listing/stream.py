@@ -57,7 +57,10 @@ def read_group(spec: ReadSpec, group: FileGroup, skipped: Counts | None = None,
     """
     remaining = spec.limit if limit is None else limit
     residual = to_arrow(spec.residual_filter) if spec.residual_filter is not None else None
-    part_fields = [f for f in spec.partition_fields if f.name in spec.schema.names]
+    projected = set(spec.schema.names)  # and the partition columns the residual filter reads
+    if spec.residual_filter is not None:
+        projected |= spec.residual_filter.columns()
+    part_fields = [f for f in spec.partition_fields if f.name in projected]
     if spec.file_metadata:
         part_fields.append(FILE_METADATA_FIELD)  # a per-file constant, like partition values
     full = pa.schema(list(spec.source.output_schema) + part_fields)

@@ -32,7 +32,7 @@ from listing.gc_pause import gc_paused
 from listing.hive import discover_columns, is_hidden_below, partition_type
 from listing.list_cache import CACHE, CachedLister
 from listing.options import ListingOptions
-from listing.packing import pack_file_groups
+from listing.packing import WHOLE_FILES, pack_file_groups
 from listing.planner import FileFilter, ListedFile, ListingRun, TableProfile
 from listing.pushdown import Pushdown
 from listing.scan import ScanMetrics, ScanPlan
@@ -211,21 +211,27 @@ class ListingTable:
     def plan_files(self, files: Sequence[PartitionedFile], columns: Sequence[str] | None = None,
                    where: Where = None, limit: int | None = None, *,
                    min_partitions: int | None = None, listing_plan: Sequence[str] = (),
-                   listing_metrics: dict[str, int] | None = None) -> ScanPlan:
+                   listing_metrics: dict[str, int] | None = None,
+                   split_files: bool = True) -> ScanPlan:
         """Plan a read of files already chosen (by a listing, or by streaming discovery):
-        group them into tasks and set what each task reads and filters."""
+        group them into tasks and set what each task reads and filters. ``split_files``
+        False reads every file whole (a stream: a file rewritten since its batch was
+        planned can then be read as it is now)."""
         projection = self.projection(columns)
         filters = [b.expr for b in self.bind(where)]
         partition_filter, rest = split_by_columns(conjunction(filters), self.partition_names)
-        data_filter, mixed = split_by_columns(rest, self.file_schema.names)
+        file_names = self.file_schema.names  # a new list at every access: once here
+        data_filter, mixed = split_by_columns(rest, file_names)
         files = list(files)
-        data_cols = [n for n in projection if n in self.file_schema.names]
+        data_names = set(file_names)
+        data_cols = [n for n in projection if n in data_names]
         needed = set(mixed.columns()) if mixed is not None else set()
-        read_cols = data_cols + [n for n in self.file_schema.names
-                                 if n in needed and n not in data_cols]
+        needed.difference_update(data_cols)
+        read_cols = data_cols + [n for n in file_names if n in needed]
         source = self.format.file_source(self.file_schema, read_cols, data_filter,
                                          storage=self.storage, batch_size=self.options.batch_size)
-        groups = pack_file_groups(files, self.format, self.options, min_partitions,
+        groups = pack_file_groups(files, self.format if split_files else WHOLE_FILES,
+                                  self.options, min_partitions,
                                   metadata_only=(self.format.rows_from_metadata
                                                  and not read_cols and data_filter is None),
                                   read_share=self.read_share(read_cols))
@@ -389,7 +395,7 @@ def _merged_schema(url: TableUrl, fmt: FileFormat, storage: StorageSpec,
     run = ListingRun(lister, url.prefix, cols, profile, None,
                      FileFilter(url, ListingOptions(), fmt.matches, fmt.name_endings))
     found = [PartitionedFile(url.to_url(f.meta.path), f.meta.size, etag=f.meta.etag)
-             for f in run.files()]
+             for f in run.files() if f.meta.size > 0]  # empty files have no schema
     if not found:
         raise TableNotFoundError(f"no {fmt.name} files under {url} and no schema given")
     lister.counter.get += len(found)
@@ -399,11 +405,12 @@ def _merged_schema(url: TableUrl, fmt: FileFormat, storage: StorageSpec,
 def _infer_schema(url: TableUrl, fmt: FileFormat, storage: StorageSpec, sample: Page,
                   cols: list[tuple[str, pa.DataType]], counter: RequestCounter) -> Inferred:
     for meta in sample.files:
-        if is_hidden_below(url.prefix, meta.path) \
+        if is_hidden_below(url.prefix, meta.path) or not meta.size \
                 or not fmt.matches(meta.path):
             continue
         counter.get += 1
         return fmt.infer([PartitionedFile(url.to_url(meta.path), meta.size)], storage)
     raise TableNotFoundError(
         f"no {fmt.name} files under {url} (looked at the first {len(sample.files)} keys; "
-        f"extensions {', '.join(fmt.extensions) or 'any'}) and no schema given")
+        f"extensions {', '.join(fmt.extensions) or 'any'}; empty files have no schema) and "
+        "no schema given")

@@ -67,7 +67,9 @@ def test_needlessly_escaped_date_is_found_by_a_range(s3_server, s3_bucket):
                                "t/date=2026%2D01%2D02/part-0.parquet",
                                "t/date=2026-01-03/part-0.parquet"])
     table = open_table(s3_server, s3_bucket)
-    assert table.partition_cols == [("date", pa.date32())]
+    # as Spark infers it: a date is recognised in its spelling on disk, so the column is a
+    # string (tests/test_spark_discovery.py compares); the values are unescaped all the same
+    assert table.partition_cols == [("date", pa.string())]
     assert names(table.scan(where="date = '2026-01-02'")) == ["date=2026%2D01%2D02/part-0.parquet"]
     assert len(table.scan(where="date BETWEEN '2026-01-02' AND '2026-01-03'").files) == 2
 

@@ -39,7 +39,7 @@ import pyarrow as pa
 
 from listing.errors import PartitionLayoutError
 from listing.expressions import Expr, is_true, knowns, may_be_true
-from listing.hive import HIDDEN_PREFIXES, HiveLayout, is_hidden
+from listing.hive import COPYING_SUFFIX, HIDDEN_PREFIXES, HiveLayout, is_hidden
 from listing.planner.choose import Chooser
 from listing.planner.file_filter import FileFilter
 from listing.planner.nodes import Enumerate, Flat, Node, Walk, describe
@@ -396,7 +396,7 @@ class ListingRun:
     def _decide(self, node: Walk, d: str) -> Node | _Choice:
         """What to do with directory ``d`` found by walking ``node``."""
         segment = d[len(node.prefix):].rstrip("/")
-        if is_hidden(segment) or self._clip(d, None)[0]:
+        if is_hidden(segment, directory=True) or self._clip(d, None)[0]:
             return _Choice.SKIP
         name = self.cols[node.depth][0]
         value = self.layout.value(node.depth, segment, d.rstrip("/"), self._example)
@@ -551,7 +551,9 @@ class ListingRun:
         for meta in metas:
             path = meta.path
             name = path.rfind("/") + 1
-            if path.startswith(HIDDEN_PREFIXES, name):
+            if (path.startswith(HIDDEN_PREFIXES, name) or path.endswith(COPYING_SUFFIX)) \
+                    and is_hidden(path[name:]):
+                # before deciding the directory: that is decided once, from its first file
                 m.files_skipped_hidden += 1
                 continue
             if name != len(directory) or not path.startswith(directory):

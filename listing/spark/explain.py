@@ -178,7 +178,8 @@ def _explain_scan(node: Any, filters: list[Any], translate: Any) -> str:
             skipped.append(condition.sql())  # Spark evaluates it; it prunes nothing below
             continue
         where.append(expr)
-    plan = table.scan(columns=[c for c in columns if c in table.schema.names],
+    known = set(table.schema.names)
+    plan = table.scan(columns=[c for c in columns if c in known],
                       where=where or None, limit=config.limit)
     note = f"\n  filters left to Spark: {'; '.join(skipped)}" if skipped else ""
     return "engine: python (the listing reader)\n" + plan.explain() + note

@@ -18,7 +18,7 @@ import logging
 import os
 import sys
 import sysconfig
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar
 
 import pyarrow as pa
@@ -34,7 +34,7 @@ from pyspark.sql.types import StructType
 
 from listing import formats
 from listing.errors import ListingError, OptionError
-from listing.expressions import Bound, Compare, Expr, IsNull, bind
+from listing.expressions import Bound, Compare, Expr, IsNull, Or, bind, conjunction
 from listing.files import FileGroup
 from listing.formats.conform import conform_batch
 from listing.hive import DEFAULT_PARTITION_NAME, unescape_path_name
@@ -114,11 +114,15 @@ class SourceConfig:
             opts["path"] = opts["location"]
         for key in CATALOG_KEYS:
             opts.pop(key, None)
-        if opts.get("paths") and len(_json_list("paths", opts["paths"])) > 1:
+        several = _json_list("paths", opts["paths"]) if opts.get("paths") else []
+        if len(several) > 1 and not opts.get("basepath"):
             raise OptionError(
-                f"the listing source reads one table root, got several paths "
-                f"{_json_list('paths', opts['paths'])}; load their common root (with a "
-                "'where' on its partition columns), or union one DataFrame per root")
+                f"the listing source reads one table root, got several paths {several}; give "
+                "basePath when they are partition folders of one table, load their common "
+                "root (with a 'where' on its partition columns), or union one DataFrame per "
+                "root")
+        if len(several) > 1:  # partition folders of one table: its root, and their union
+            opts["path"] = opts["basepath"]
         if opts.get("recursivefilelookup", "false").strip().lower() not in ("false", "0"):
             raise OptionError("recursiveFileLookup is not supported: the listing source "
                               "reads Hive-partitioned tables and infers their partitions")
@@ -128,7 +132,9 @@ class SourceConfig:
             raise OptionError("the listing source needs a path: .load('s3://bucket/prefix/') or "
                               ".option('path', …)")
         where: list[Any] = [opts["where"]] if opts.get("where") else []
-        if opts.get("basepath"):  # Spark's basePath: a partition folder read as the table
+        if len(several) > 1:
+            where.append(_union_under_base_path(several, opts["basepath"]))
+        elif opts.get("basepath"):  # Spark's basePath: a partition folder read as the table
             url, implied = _under_base_path(url, opts["basepath"])
             where += implied
         storage: dict[str, Any] = {}
@@ -235,6 +241,24 @@ def _under_base_path(path: str, base: str) -> tuple[str, list[Expr]]:
         filters.append(IsNull(column) if raw == DEFAULT_PARTITION_NAME
                        else Compare(column, "=", unescape_path_name(raw)))
     return base, filters
+
+
+def _union_under_base_path(paths: list[str], base: str) -> Expr:
+    """The filter that reads exactly the partition folders ``paths`` below ``base`` (each
+    as :func:`_under_base_path`): the OR of their equalities, which the planner lists as
+    one prefix per folder. The same folder twice, or one inside another, is an error
+    (Spark would read its files twice)."""
+    folders = [p.rstrip("/") for p in paths]
+    for i, a in enumerate(folders):
+        for b in folders[i + 1:]:
+            if a == b or a.startswith(b + "/") or b.startswith(a + "/"):
+                raise OptionError(f"paths {a!r} and {b!r} overlap: each file would be read "
+                                  "twice; give each partition folder once")
+    parts = [conjunction(_under_base_path(p, base)[1]) for p in folders]
+    if any(part is None for part in parts):  # the base itself: the whole table
+        raise OptionError(f"paths include basePath {base!r} itself, which holds the others: "
+                          "give the partition folders, or only the base")
+    return Or(tuple(part for part in parts if part is not None))
 
 
 def _partition_cols(value: str | None) -> list[tuple[str, str | None]] | None:
@@ -351,7 +375,8 @@ class ListingDataSource(DataSource):
         parts = {n.lower() for n, _ in (self.config.partition_cols or [])}
         data = pa.schema([f for f in requested if f.name.lower() not in parts])
         table = self._open(self.config.table_schema or data)
-        missing = [n for n in schema.fieldNames() if n not in table.schema.names]
+        known = set(table.schema.names)
+        missing = [n for n in schema.fieldNames() if n not in known]
         if missing:
             raise OptionError(f"schema columns {missing} are neither data nor partition columns "
                               f"of {self.config.url} (partition columns: "
@@ -454,7 +479,7 @@ class PlainListingReader(DataSourceReader):
         self.table = table
         self.row_counts = row_counts
         self.config = config
-        self.columns = [resolve_column(table, n) for n in schema.fieldNames()]
+        self.columns = resolve_columns(table, schema.fieldNames())
         self.target = arrow_schema(schema)
         self.pushed: list[Bound] = []
         self.min_partitions = min_partitions
@@ -558,9 +583,16 @@ class ListingReader(PlainListingReader):
                 yield f
 
 
-def resolve_column(table: ListingTable, name: str) -> str:
-    """The table's spelling of ``name`` (Spark's names are case-insensitive)."""
+def resolve_columns(table: ListingTable, names: Sequence[str]) -> list[str]:
+    """The table's spelling of each of ``names`` (Spark's names are case-insensitive);
+    one pass over the table's columns, whatever the number of names."""
+    spelling: dict[str, str] = {}
     for n in table.schema.names:
-        if n.lower() == name.lower():
-            return n
-    raise OptionError(f"column {name!r} is not in table {table.url}")
+        spelling.setdefault(n.lower(), n)
+    out = []
+    for name in names:
+        found = spelling.get(name.lower())
+        if found is None:
+            raise OptionError(f"column {name!r} is not in table {table.url}")
+        out.append(found)
+    return out

@@ -9,6 +9,7 @@ was planned before. Files are read by the batch source's reader, one file group 
 
 from __future__ import annotations
 
+import copy
 import logging
 from collections.abc import Iterator
 from typing import Any
@@ -25,8 +26,9 @@ from pyspark.sql.streaming.datasource import (
 from pyspark.sql.types import StructType
 
 from listing.discovery import DiscoverySettings, FileDiscovery
-from listing.spark.source import GroupPartition, read_partition, resolve_column
+from listing.spark.source import GroupPartition, read_partition, resolve_columns
 from listing.spark.types import arrow_schema
+from listing.storage import StorageSpec
 from listing.table import ListingTable
 
 log = logging.getLogger("listing.spark")
@@ -34,16 +36,27 @@ log = logging.getLogger("listing.spark")
 
 class ListingStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """Admission control (``max_files_per_trigger``/``max_bytes_per_trigger``) and
-    ``Trigger.AvailableNow``; partition filters come from the ``where`` option."""
+    ``Trigger.AvailableNow``; partition filters come from the ``where`` option.
+
+    A batch's offset pins the versions (ETags) of its files, and a restart replays it: a
+    file rewritten after planning is read as it is now (storage ``on_file_change=read``,
+    the default here, counted as ``files_changed`` and logged), as Spark's file stream
+    reads what is there, so the stream goes on; ``on_file_change=error`` set explicitly
+    stops it instead. Batches read their files whole, since only a whole file can be read
+    as it is now (byte ranges are planned on the listed size)."""
 
     def __init__(self, table: ListingTable, schema: StructType, where: list[Any] | None,
                  stream_options: dict[str, str], min_partitions: int | None = None,
                  skips: Any = None) -> None:
+        if "on_file_change" not in table.storage.options:
+            table = copy.copy(table)
+            table.storage = StorageSpec(table.storage.protocol, {
+                **table.storage.options, "on_file_change": "read"})
         self.table = table
         self.where = where
         self.settings = DiscoverySettings.parse(stream_options)
         self.discovery = FileDiscovery(table, where, self.settings)
-        self.columns = [resolve_column(table, n) for n in schema.fieldNames()]
+        self.columns = resolve_columns(table, schema.fieldNames())
         self.target = arrow_schema(schema)
         self.min_partitions = min_partitions
         self.skips = skips
@@ -76,7 +89,7 @@ class ListingStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return []
         files = self.discovery.files_of(end)
         plan = self.table.plan_files(files, self.columns, self.where,
-                                     min_partitions=self.min_partitions)
+                                     min_partitions=self.min_partitions, split_files=False)
         return [GroupPartition(plan.read, group) for group in plan.file_groups]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
