@@ -325,10 +325,16 @@ public final class ListingFileIndex implements FileIndex {
     return node;
   }
 
-  /** Our planner reads local paths without a scheme as local files: so does Spark here. */
+  /**
+   * Our planner reads local paths without a scheme as local files: so does Spark here. Its
+   * {@code s3://} files are read by Spark's S3A connector, as {@code s3a://}.
+   */
   private static Path qualified(String path) {
     if (path.startsWith("/")) {
       return new Path("file", null, path);
+    }
+    if (path.startsWith("s3://")) {
+      return new Path("s3a://" + path.substring("s3://".length()));
     }
     return new Path(path);
   }
