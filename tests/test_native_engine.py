@@ -481,3 +481,23 @@ def test_base_path_and_unpartitioned_tables_through_our_planner(spark, tmp_path)
     df = read(spark, flat, "native")
     assert _file_index(df).partitionSchema().size() == 0
     assert df.count() == 5 and df.where("id >= 0").count() == 5
+
+
+def test_nanosecond_timestamps_stay_python(spark, tmp_path):
+    """pyarrow writes Parquet nanosecond timestamps, which Spark 4.3's Parquet reader does
+    not read: the planner's sampled footer keeps such a table on the Python engine."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    (tmp_path / "t" / "k=1").mkdir(parents=True)
+    ts = dt.datetime(2026, 1, 1, 12)
+    pq.write_table(pa.table({"ts": pa.array([ts], pa.timestamp("ns", "UTC"))}),
+                   tmp_path / "t" / "k=1" / "a.parquet")
+    df = spark.read.format("listing").load(str(tmp_path / "t"))
+    assert engine_of(df) == "python"
+    assert df.count() == 1 and df.first().ts.year == 2026
+    with pytest.raises(Exception, match="engine=native.*nanosecond timestamps"):
+        spark.read.format("listing").option("engine", "native").load(str(tmp_path / "t"))
+    pq.write_table(pa.table({"ts": pa.array([ts], pa.timestamp("us", "UTC"))}),
+                   tmp_path / "t" / "k=1" / "a.parquet")
+    assert engine_of(spark.read.format("listing").load(str(tmp_path / "t"))) == "native"

@@ -63,25 +63,28 @@ def read(spark, ds, engine=None, storage_options=None, **options):
     return r.load(ds.root)
 
 
-@pytest.mark.parametrize("query", sorted(QUERIES))
-def test_native_and_python_give_the_same_results_on_s3(spark, s3_events, query):
+def test_native_and_python_give_the_same_results_on_s3(spark, s3_events):
+    """The local files' query matrix (test_native_engine.QUERIES), one DataFrame per engine."""
     python = read(spark, s3_events, "python")
     native = read(spark, s3_events)  # auto hands S3 to Spark's reader
     assert engine_of(python) == "python" and engine_of(native) == "native"
     assert f"Location: ListingFileIndex(1 paths)[s3a://{s3_events.root[5:]}]" in physical(native)
     assert native.schema == python.schema
-    got, want = QUERIES[query](native), QUERIES[query](python)
-    assert got == want
-    if query == "count":
-        assert got == s3_events.num_rows
+    results = {name: (query(native), query(python)) for name, query in QUERIES.items()}
+    assert {n: got for n, (got, _) in results.items()} == {
+        n: want for n, (_, want) in results.items()}
+    assert results["count"][0] == s3_events.num_rows
+    assert results["partition_pruned_count"][0] == sum(
+        f.num_rows for f in s3_events.files if f.partition_values["date"] >= dt.date(2025, 1, 3)
+        and f.partition_values["region"] == "eu") > 0
 
 
-def test_a_point_query_lists_one_prefix_and_opens_files_without_a_head(spark, s3_server,
-                                                                      parquet_table):
-    """1 LIST for the pruned prefix; Spark opens each file with our listed size and time,
-    so S3A sends no HEAD to open it. Spark 4.3's Parquet footer reader asks the file's
-    status itself (HadoopInputFile.fromPath): one HEAD per Parquet file read, no more.
-    Spark's own discovery of the same table lists all of it (the positive control)."""
+def test_a_point_query_lists_one_prefix_and_heads_each_file_read_once(spark, s3_server,
+                                                                     parquet_table):
+    """1 LIST, for the pruned prefix only. Spark 4.3's readers ask S3A for the status of
+    each file they read (the Parquet footer reader's HadoopInputFile.fromPath): one HEAD per
+    file read, and S3A's open of our listed size adds none. Spark's own discovery of the
+    same table lists all of it (the positive control)."""
     bucket, ds = parquet_table
     matching = [f for f in ds.files if f.partition_values["date"] == dt.date(2025, 1, 2)]
     native = read(spark, ds, "native").where("date = '2025-01-02'")
