@@ -1,7 +1,8 @@
 """``python -m bench.s3a``: S3 tables read through Spark, ours against Spark's own S3A reader.
 
-The listing section's tables and query shapes (bench.listing_bench: ``daily``, and ``hourly``
-without ``--quick``) in a moto S3 server in this process, read four ways in one Spark session
+The listing section's tables and query shapes (bench.listing_bench: ``daily`` and ``hourly``,
+at its ``--quick`` sizes with ``--quick``) in a moto S3 server in this process, read four
+ways in one Spark session
 (``listing.session()``, with the S3A connector fetched by ``make s3a``):
 
 - ``listing native``: ``spark.read.format("listing")``, handed off to Spark's Parquet reader
@@ -14,9 +15,11 @@ without ``--quick``) in a moto S3 server in this process, read four ways in one 
 
 Each figure: LIST / HEAD / GET requests from the server's log and seconds, for building the
 DataFrame and its physical plan (``plan_s``) and for the whole ``count()`` (``total_s``);
-median of ``--runs`` after one warm-up per reader and table. moto is one Python process on
-the same cores as Spark and this driver: its per-request cost (milliseconds, not S3's tens)
-favours readers that send many requests.
+median of ``--runs`` after one warm-up per reader and query. Queries matching more than
+``--max-files`` files (300; 3 000 without ``--quick``) are left out: every reader sends
+a HEAD and a GET per file, which moto serves at a few hundred a second. moto is one Python
+process on the same cores as Spark and this driver: its per-request cost (milliseconds, not
+S3's tens) favours readers that send many requests.
 """
 
 from __future__ import annotations
@@ -119,17 +122,19 @@ def _s3a_conf(spark: Any, storage: dict[str, Any], table: TableDef) -> None:
         conf.set(p + key, value)
 
 
-def run(quick: bool, runs: int, log: Callable[[str], None] = print) -> dict[str, Any]:
+def run(quick: bool, runs: int, log: Callable[[str], None] = print,
+        max_files: int | None = None) -> dict[str, Any]:
     import listing
     from listing.spark.s3a import connector_jars
     from listing.testing.s3 import S3Server
 
     if not connector_jars():
         raise RuntimeError("Spark's S3A connector is not fetched: make s3a")
-    tables = [daily_table(60 if quick else 730)] + ([] if quick else [hourly_table(365)])
+    tables = [daily_table(60 if quick else 730), hourly_table(30 if quick else 365)]
+    cap = max_files or (300 if quick else 3000)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     spark = listing.session("bench-s3a", conf={"spark.sql.shuffle.partitions": "2"})
-    section: dict[str, Any] = {"quick": quick, "runs": runs, "tables": {}}
+    section: dict[str, Any] = {"quick": quick, "runs": runs, "max_files": cap, "tables": {}}
     try:
         with S3Server() as server:
             storage = server.storage_options
@@ -140,6 +145,9 @@ def run(quick: bool, runs: int, log: Callable[[str], None] = print) -> dict[str,
                 result: dict[str, Any] = {"keys": len(table.files), "queries": {}}
                 for q in queries(table):
                     files = sum(1 for _, v in table.files if q.matches(v))
+                    if files > cap:
+                        log(f"[s3a] {table.name}/{q.name}: {files} files, over --max-files")
+                        continue
                     qres: dict[str, Any] = {"label": q.label, "files": files, "readers": {}}
                     for reader in READERS:
                         if reader == "spark basePath" and _date_folder(q) is None:
@@ -184,9 +192,11 @@ def main(argv: list[str] | None = None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="the daily table at 60 days only")
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--max-files", type=int, help="skip queries matching more files "
+                    "(300; 3000 without --quick)")
     ap.add_argument("--out", type=Path, help="write <out>.json and <out>.md")
     args = ap.parse_args(argv)
-    section = run(args.quick, args.runs, lambda m: print(m, flush=True))
+    section = run(args.quick, args.runs, lambda m: print(m, flush=True), args.max_files)
     text = markdown(section)
     print(text)
     if args.out:

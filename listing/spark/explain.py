@@ -161,12 +161,15 @@ def _python_reason(spark: Any) -> Any:
     """``options -> why this scan is not Spark's`` (ListingNativeEngine's decision), or a
     function answering None when the session has no extension (nothing to hand off to)."""
     jsession = spark._jsparkSession  # noqa: SLF001 - classic sessions only
-    try:
-        engine = spark._jvm.io.github.listing.ListingNativeEngine  # noqa: SLF001
-        engine.pythonReason  # noqa: B018 - py4j resolves the class here, or raises
-    except Exception:  # noqa: BLE001 - no extension jar on this session's classpath
-        return lambda options: None
-    return lambda options: engine.pythonReason(jsession, options, "listing")
+    engine = spark._jvm.io.github.listing.ListingNativeEngine  # noqa: SLF001
+
+    def why(options: Any) -> str | None:
+        try:
+            reason = engine.pythonReason(jsession, options, "listing")
+        except Exception:  # noqa: BLE001 - no extension jar on this session's classpath
+            return None
+        return None if reason is None else str(reason)
+    return why
 
 
 def _explain_scan(node: Any, filters: list[Any], translate: Any, why: Any) -> str:
