@@ -109,7 +109,11 @@ def measure(spark: Any, server: Any, reader: str, table: TableDef, storage: dict
 
 def _s3a_conf(spark: Any, storage: dict[str, Any], table: TableDef) -> None:
     """The per-bucket S3A settings our hand-off maps these storage options to, set on the
-    session for Spark's own reader (so both open the bucket's one S3A filesystem alike)."""
+    session for Spark's own reader (so both open the bucket's one S3A filesystem alike).
+
+    S3A's classic input stream for every reader: Hadoop 3.5's default analytics stream
+    caches what it read in the bucket's filesystem, so a reader run after another would
+    find the files' footers already read (no GET): each query pays its own reads here."""
     bucket = table.bucket
     conf = spark._jsc.hadoopConfiguration()  # noqa: SLF001
     p = f"fs.s3a.bucket.{bucket}."
@@ -118,7 +122,8 @@ def _s3a_conf(spark: Any, storage: dict[str, Any], table: TableDef) -> None:
                        "endpoint.region": storage["client_kwargs"]["region_name"],
                        "access.key": storage["key"], "secret.key": storage["secret"],
                        "aws.credentials.provider":
-                           "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider"}.items():
+                           "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider",
+                       "input.stream.type": "classic"}.items():
         conf.set(p + key, value)
 
 
