@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench bench-quick soak clean check-java
+.PHONY: demo test lint bench bench-quick soak clean check-java s3a
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python >= 3.11 needed"' \
@@ -19,10 +19,17 @@ check-java:
 	@command -v java >/dev/null 2>&1 || { echo "error: 'java' not found. Spark needs Java 17: apt-get install -y openjdk-17-jdk-headless"; exit 1; }
 	@command -v javac >/dev/null 2>&1 || { echo "error: 'javac' not found. The stale-pushdown guard is compiled at first use: apt-get install -y openjdk-17-jdk-headless"; exit 1; }
 
-demo: $(STAMP) check-java
+# Spark's S3A connector (hadoop-aws + AWS SDK v2 modules, listing/spark/connector/pom.xml),
+# fetched once with Maven into ~/.cache/spark-listing/s3a-<pom hash>/; listing.session() puts
+# it on the classpath when it is there. Outside make: python -m listing.spark.s3a
+s3a: $(STAMP)
+	@command -v mvn >/dev/null 2>&1 || { echo "error: 'mvn' not found. Spark's S3A connector is fetched with Maven: apt-get install -y maven"; exit 1; }
+	$(PY) -m listing.spark.s3a
+
+demo: $(STAMP) check-java s3a
 	$(PY) -m listing.cli demo
 
-test: lint check-java
+test: lint check-java s3a
 	$(PY) -m pytest
 
 # ruff, then the import contracts (lint-imports) and the types (mypy): .ci/lint runs both on
@@ -32,11 +39,11 @@ lint: $(STAMP)
 	$(PY) -m ruff check listing formats fixtures tests examples bench
 	PY=$(PY) .ci/lint
 
-bench: $(STAMP) check-java
+bench: $(STAMP) check-java s3a
 	$(PY) -m pip install -q -e ".[dev,bench]"
 	$(PY) -m bench
 
-bench-quick: $(STAMP) check-java
+bench-quick: $(STAMP) check-java s3a
 	$(PY) -m pip install -q -e ".[dev,bench]"
 	$(PY) -m bench --quick
 

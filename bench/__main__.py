@@ -12,7 +12,8 @@ Polars and DataFusion; (2) scan throughput into Spark against Spark's own reader
 a profile of where our time goes; (3) peak memory of one task, from ``bench.memory``;
 (4) partitioned writes against Spark's native writer and one task's peak memory, from
 ``bench.write``; (5) streaming discovery per trigger against a full listing and Spark's
-file stream source, from ``bench.streaming``.
+file stream source, from ``bench.streaming``; (6) S3 tables read through Spark, ours (handed
+off and on the Python engine) against Spark's own S3A reader, from ``bench.s3a``.
 Prints the tables and writes ``latest.json`` and ``latest.md`` to ``--out``.
 """
 
@@ -32,7 +33,7 @@ from typing import Any
 
 from bench import report
 
-SECTIONS = ("listing", "throughput", "memory", "write", "streaming")
+SECTIONS = ("listing", "throughput", "memory", "write", "streaming", "s3a")
 #: run only when named: the listing section's latency-model table on its own (minutes)
 EXTRA_SECTIONS = ("latency",)
 ROOT = Path(__file__).resolve().parents[1]
@@ -114,6 +115,23 @@ def streaming_section(quick: bool, runs: int, timeout: float) -> dict[str, Any]:
     return res
 
 
+def s3a_section(quick: bool, runs: int, timeout: float) -> dict[str, Any]:
+    """Run ``python -m bench.s3a`` (its own Spark session) and keep its tables."""
+    cmd = [sys.executable, "-m", "bench.s3a", "--runs", str(runs)] + (
+        ["--quick"] if quick else [])
+    t0 = time.perf_counter()
+    out = _run_module(cmd, timeout)
+    if out is None:
+        return {"error": f"timeout after {timeout:.0f} s", "seconds": timeout}
+    tables = out.stdout[out.stdout.find("**"):] if "**" in out.stdout else ""
+    res: dict[str, Any] = {"command": shlex.join(["python", *cmd[1:]]), "output": tables,
+                           "exit_code": out.returncode, "seconds": time.perf_counter() - t0}
+    if out.returncode != 0 or not tables:
+        res["error"] = f"bench.s3a failed (exit {out.returncode}): " + (
+            out.stderr[-800:] or out.stdout[-800:])
+    return res
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -170,6 +188,8 @@ def main(argv: list[str] | None = None) -> int:
                 sec = memory_section(size, timeout=max(args.timeout, 1200))
             elif name == "write":
                 sec = write_section(args.quick, timeout=max(args.timeout, 1200))
+            elif name == "s3a":
+                sec = s3a_section(args.quick, args.runs, timeout=max(args.timeout, 2400))
             else:
                 sec = streaming_section(args.quick, args.runs, timeout=max(args.timeout, 2400))
         except Exception as err:  # noqa: BLE001 - a failed section is reported, not fatal

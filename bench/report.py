@@ -109,6 +109,9 @@ def markdown(results: dict[str, Any]) -> str:
     if "streaming" in sections:
         lines += _module_md("## 5. Streaming discovery (`bench.streaming`)",
                             sections["streaming"])
+    if "s3a" in sections:
+        lines += _module_md("## 6. S3 through Spark: ours against Spark's S3A reader "
+                            "(`bench.s3a`)", sections["s3a"])
     return "\n".join(lines) + "\n"
 
 

@@ -22,7 +22,7 @@ def events(s3_server):
 
 
 def test_explain_shows_the_pruned_listing_of_every_scan(spark, s3_server, events):
-    df = (spark.read.format("listing")
+    df = (spark.read.format("listing").option("engine", "python")  # the listing reader's
           .option("storage_options", json.dumps(events.storage_options)).load(events.root))
     q = df.where("date = '2025-01-02' AND region = 'us'").select("id")
     (text,) = listing.explain(q, show=False)
@@ -43,7 +43,7 @@ def test_explain_shows_the_pruned_listing_of_every_scan(spark, s3_server, events
 def test_sparks_own_plan_names_the_partition_filters(spark, s3_server, events):
     """The scan's one-line description carries the table and the filters applied exactly
     while listing (DescribedPythonTable, installed by the session extension)."""
-    df = (spark.read.format("listing")
+    df = (spark.read.format("listing").option("engine", "python")  # the listing reader's
           .option("storage_options", json.dumps(events.storage_options)).load(events.root))
     q = df.where("date = '2025-01-02' AND amount > 1").select("id")
     plan = q._jdf.queryExecution().executedPlan().toString()
@@ -59,7 +59,7 @@ def test_sparks_own_plan_says_how_many_files_the_listing_chose(spark, s3_server,
                                                                capsys):
     """Once the scan has run, its description (df.explain() shows the final plan then)
     carries the file count, LIST requests and listing plan."""
-    df = (spark.read.format("listing")
+    df = (spark.read.format("listing").option("engine", "python")  # the listing reader's
           .option("storage_options", json.dumps(events.storage_options)).load(events.root))
     q = df.where("date = '2025-01-02'").groupBy("region").count()
     q.collect()
@@ -79,7 +79,7 @@ def test_a_small_listing_table_is_broadcast_in_a_join(spark, s3_server, events):
     """The scan reports its size (the listed files' bytes, scaled by the share of the row it
     reads) to Spark's optimizer, which then broadcasts it; asking for the size lists once,
     and the query's execution reuses that listing."""
-    df = (spark.read.format("listing")
+    df = (spark.read.format("listing").option("engine", "python")  # the listing reader's
           .option("storage_options", json.dumps(events.storage_options)).load(events.root))
     small = df.where("date = '2025-01-03'").select("id", "region")
     big = spark.range(0, 20_000_000).withColumnRenamed("id", "key")

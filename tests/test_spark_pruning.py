@@ -27,7 +27,8 @@ def events(s3_server):
 
 
 def load(spark, ds):
-    return (spark.read.format("listing")
+    """The listing reader's scan (S3 is handed to Spark's reader by default: engine=auto)."""
+    return (spark.read.format("listing").option("engine", "python")
             .option("storage_options", json.dumps(ds.storage_options)).load(ds.root))
 
 

@@ -57,7 +57,7 @@ def test_reads_every_row_with_partition_columns(spark, s3_server, events):
 
 
 def test_partition_filters_prune_listing_and_reads(spark, s3_server, events):
-    df = reader(spark, s3_server).load(events.root)
+    df = reader(spark, s3_server, engine="python").load(events.root)  # the listing reader
     query = df.where("date = '2025-01-05' AND region = 'us' AND amount >= 0")
     with s3_server.log.capture() as cap:
         n = query.count()

@@ -49,7 +49,8 @@ def explain(df: Any, *, show: bool = True) -> list[str]:
     # Spark's own translation of a Catalyst predicate into a data source filter (the
     # companion object's method: py4j reaches it through MODULE$)
     translate = getattr(getattr(package, "DataSourceStrategy$"), "MODULE$").translateFilter
-    texts = [_explain_scan(node, cond, translate)
+    why = _python_reason(df.sparkSession)
+    texts = [_explain_scan(node, cond, translate, why)
              for (node, _), cond in zip(scans, filters, strict=True)]
     if show:
         print("\n\n".join(texts) if texts else "(no listing scan in this plan)")
@@ -156,11 +157,28 @@ def _from_filter(f: Any) -> Expr | None:
     return None
 
 
-def _explain_scan(node: Any, filters: list[Any], translate: Any) -> str:
+def _python_reason(spark: Any) -> Any:
+    """``options -> why this scan is not Spark's`` (ListingNativeEngine's decision), or a
+    function answering None when the session has no extension (nothing to hand off to)."""
+    jsession = spark._jsparkSession  # noqa: SLF001 - classic sessions only
+    engine = spark._jvm.io.github.listing.ListingNativeEngine  # noqa: SLF001
+
+    def why(options: Any) -> str | None:
+        try:
+            reason = engine.pythonReason(jsession, options, "listing")
+        except Exception:  # noqa: BLE001 - no extension jar on this session's classpath
+            return None
+        return None if reason is None else str(reason)
+    return why
+
+
+def _explain_scan(node: Any, filters: list[Any], translate: Any, why: Any) -> str:
     fmt = _native_format(node)
     if fmt is not None:
         return _explain_native(node, fmt, filters)
-    options = dict(_relation(node).options().asCaseSensitiveMap())
+    java_options = _relation(node).options().asCaseSensitiveMap()
+    reason = why(java_options)
+    options = dict(java_options)
     config = SourceConfig.parse(options)
     table = config.open()
     output = node.output()
@@ -182,4 +200,7 @@ def _explain_scan(node: Any, filters: list[Any], translate: Any) -> str:
     plan = table.scan(columns=[c for c in columns if c in known],
                       where=where or None, limit=config.limit)
     note = f"\n  filters left to Spark: {'; '.join(skipped)}" if skipped else ""
-    return "engine: python (the listing reader)\n" + plan.explain() + note
+    head = "engine: python (the listing reader)"
+    if reason:  # names options, never their values (ListingNativeEngine.NotNative)
+        head += f"\n  not Spark's reader: {reason}"
+    return head + "\n" + plan.explain() + note

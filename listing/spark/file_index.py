@@ -24,6 +24,7 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
+import pyarrow as pa
 from pyspark.sql.types import StructType
 
 from listing.expressions.sql import parse_predicate
@@ -51,9 +52,13 @@ class ListingPlanner:
         self._lock = threading.Lock()  # callbacks may come from several JVM threads
 
     def describe(self, options_json: str, schema_json: str) -> str:
-        """``{"partition_columns": [...]}``: what the relation's file index is built with."""
-        return self._answer(lambda: {
-            "partition_columns": self._opened(options_json, schema_json)[0].partition_names})
+        """``{"partition_columns": [...], "not_native": why or None}``: what the relation's
+        file index is built with, and why Spark's reader cannot read the files, if so."""
+        def build() -> dict[str, Any]:
+            table, config = self._opened(options_json, schema_json)
+            return {"partition_columns": table.partition_names,
+                    "not_native": _not_native(config, schema_json)}
+        return self._answer(build)
 
     def sample(self, options_json: str, schema_json: str) -> str:
         """``{"path": ...}``: the table's first data file (null: none), for a check that
@@ -125,6 +130,32 @@ class ListingPlanner:
         except Exception as err:  # noqa: BLE001 - the JVM raises it with our message
             log.debug("listing file index: planner failed", exc_info=True)
             return json.dumps({"error": f"{type(err).__name__}: {err}"})
+
+
+def _not_native(config: SourceConfig, schema_json: str) -> str | None:
+    """Why Spark's Parquet reader cannot read this table's files, or None. Spark 4.3 reads
+    no nanosecond timestamps (Parquet INT64 TIMESTAMP(NANOS), which pyarrow writes): with a
+    timestamp in the relation, one footer is sampled to see the files' own unit."""
+    if config.format != "parquet" or '"timestamp' not in schema_json:
+        return None
+    table = config.open()  # no schema: the sampled footer's own types (one LIST, one GET)
+    for field in table.file_schema:
+        if _has_nanos(field.type):
+            return (f"column {field.name} holds nanosecond timestamps, which Spark's "
+                    "Parquet reader does not read")
+    return None
+
+
+def _has_nanos(t: pa.DataType) -> bool:
+    if pa.types.is_timestamp(t):
+        return t.unit == "ns"
+    if pa.types.is_struct(t):
+        return any(_has_nanos(t.field(i).type) for i in range(t.num_fields))
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        return _has_nanos(t.value_type)
+    if pa.types.is_map(t):
+        return _has_nanos(t.key_type) or _has_nanos(t.item_type)
+    return False
 
 
 def _millis(when: dt.datetime | None) -> int:

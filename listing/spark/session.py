@@ -24,6 +24,7 @@ from listing import formats
 from listing.spark.file_index import register_planner
 from listing.spark.guard import build_guard_jar, guard_conf, is_guard_active
 from listing.spark.partitions import register_partitions_function
+from listing.spark.s3a import connector_jars
 from listing.spark.source import (
     ListingDataSource,
     UnguardedListingDataSource,
@@ -53,8 +54,9 @@ def session(app_name: str = "listing", master: str | None = None,
             conf: dict[str, str] | None = None, guard: bool = True) -> SparkSession:
     """A SparkSession ready for the toolkit: Python workers run this interpreter and talk
     to the JVM over Unix sockets where the platform has them, filter pushdown is on, the
-    guard is installed (built on first use with the local JDK), and the ``listing`` source
-    is registered. ``conf`` overrides any of these settings."""
+    guard is installed (built on first use with the local JDK), Spark's S3A connector is on
+    the classpath when it was fetched (:mod:`listing.spark.s3a`; never fetched here), and
+    the ``listing`` source is registered. ``conf`` overrides any of these settings."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     builder = SparkSession.builder.appName(app_name)
@@ -78,6 +80,9 @@ def session(app_name: str = "listing", master: str | None = None,
         settings[UNIX_SOCKETS_CONF] = "true"
     for key, value in (conf or {}).items():
         settings[key] = value
+    s3a = ",".join(str(j) for j in connector_jars())
+    if s3a:  # Spark's S3A connector, fetched by `make s3a` / python -m listing.spark.s3a
+        settings["spark.jars"] = ",".join(filter(None, (settings.get("spark.jars"), s3a)))
     if guard:
         for key, value in guard_conf(build_guard_jar()).items():
             if key in _LIST_CONFS and settings.get(key):

@@ -86,7 +86,10 @@ public final class ListingFileIndex implements FileIndex {
 
   /** What the index asks; implemented in Python. Every answer is JSON. */
   public interface Planner {
-    /** {@code {"partition_columns": [names]}} or {@code {"error": text}}. */
+    /**
+     * {@code {"partition_columns": [names], "not_native": why Spark's reader cannot read the
+     * files, or null}} or {@code {"error": text}}.
+     */
     String describe(String optionsJson, String schemaJson);
 
     /**
@@ -159,6 +162,9 @@ public final class ListingFileIndex implements FileIndex {
     } catch (RuntimeException e) {  // the planner's error, or a callback that failed
       throw new ListingNativeEngine.NotNative("the listing planner cannot open the table: "
           + String.valueOf(e.getMessage()).split("\n", 2)[0]);
+    }
+    if (answer.path("not_native").isTextual()) {
+      throw new ListingNativeEngine.NotNative(answer.get("not_native").asText());
     }
     List<StructField> parts = new ArrayList<>();
     for (JsonNode name : answer.path("partition_columns")) {
@@ -325,10 +331,16 @@ public final class ListingFileIndex implements FileIndex {
     return node;
   }
 
-  /** Our planner reads local paths without a scheme as local files: so does Spark here. */
+  /**
+   * Our planner reads local paths without a scheme as local files: so does Spark here. Its
+   * {@code s3://} files are read by Spark's S3A connector, as {@code s3a://}.
+   */
   private static Path qualified(String path) {
     if (path.startsWith("/")) {
       return new Path("file", null, path);
+    }
+    if (path.startsWith("s3://")) {
+      return new Path("s3a://" + path.substring("s3://".length()));
     }
     return new Path(path);
   }

@@ -123,6 +123,8 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
     final Map<String, String> options = new LinkedHashMap<>();
     String where;
     Integer limit;
+    /** Per-bucket S3A settings from the table's storage options (also in options). */
+    final Map<String, String> s3a = new LinkedHashMap<>();
     /** The relation's options as Spark passed them (lower-cased): the planner's input. */
     Map<String, String> source = Map.of();
   }
@@ -161,8 +163,7 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
     }
     NativePlan target;
     try {
-      target = plan(options, ((PythonTable) rel.table()).name().toLowerCase(Locale.ROOT),
-          pythonFormats());
+      target = decide(options, ((PythonTable) rel.table()).name().toLowerCase(Locale.ROOT));
     } catch (NotNative why) {
       if (engine.equals("native")) {
         throw new IllegalArgumentException("listing source: engine=native cannot hand "
@@ -183,6 +184,79 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
       }
       log().debug("listing: Python engine for " + target.path + ": " + why.getMessage());
       return null;
+    }
+  }
+
+  /**
+   * Why a {@code listing} relation with these options stays on the Python engine, or null
+   * when this session hands it to Spark's reader (for {@code listing.explain}). The same
+   * decision as the rule's, short of opening the table.
+   */
+  public static String pythonReason(SparkSession session, Map<String, String> options,
+      String source) {
+    Map<String, String> lower = lowerCased(options);
+    String engine = lower.getOrDefault("engine", "auto").trim().toLowerCase(Locale.ROOT);
+    if (!engine.equals("auto") && !engine.equals("native")) {
+      return "engine=" + engine;
+    }
+    try {
+      new ListingNativeEngine(session).decide(lower, source.toLowerCase(Locale.ROOT));
+      return null;
+    } catch (NotNative why) {
+      return why.getMessage();
+    }
+  }
+
+  /** The hand-off's plan for these (lower-cased) options, or why there is none. */
+  private NativePlan decide(Map<String, String> options, String source) throws NotNative {
+    NativePlan target = plan(options, source, pythonFormats(), s3aConnector());
+    if (target.path.startsWith("s3a://") && !target.s3a.isEmpty()) {
+      checkS3AFileSystem(target);
+    }
+    return target;
+  }
+
+  /** Null when the session's JVM can load Spark's S3A connector, else why it cannot. */
+  private String s3aConnector() {
+    try {
+      org.apache.hadoop.fs.FileSystem.getFileSystemClass("s3a",
+          classic().sessionState().newHadoopConf());
+      return null;
+    } catch (java.io.IOException | RuntimeException | LinkageError e) {
+      return "Spark's JVM here has no S3A connector (" + e.getClass().getSimpleName() + ": "
+          + String.valueOf(e.getMessage()).split("\n", 2)[0] + "; fetch it with python -m "
+          + "listing.spark.s3a and build the session with listing.session())";
+    }
+  }
+
+  /**
+   * WHY: Hadoop keeps one S3A filesystem per bucket in a JVM, configured by whoever opened it
+   * first, and a scan's per-bucket settings do not reach a filesystem opened before. The
+   * driver's filesystem for the bucket is opened here with the table's settings (no request:
+   * S3A probes no bucket by default) and must hold them; otherwise Spark would read with
+   * another table's endpoint or credentials. Names the settings that differ, not values.
+   */
+  private void checkS3AFileSystem(NativePlan target) throws NotNative {
+    org.apache.hadoop.conf.Configuration conf =
+        classic().sessionState().newHadoopConfWithOptions(scalaMap(target.s3a));
+    org.apache.hadoop.conf.Configuration opened;
+    try {
+      opened = org.apache.hadoop.fs.FileSystem.get(new java.net.URI(target.path), conf)
+          .getConf();
+    } catch (Exception e) {
+      throw new NotNative("Spark's S3A connector cannot open " + target.path + ": "
+          + e.getClass().getSimpleName());
+    }
+    List<String> differ = new ArrayList<>();
+    for (Map.Entry<String, String> e : target.s3a.entrySet()) {
+      if (!e.getValue().equals(opened.get(e.getKey()))) {
+        differ.add(e.getKey());
+      }
+    }
+    if (!differ.isEmpty()) {
+      throw new NotNative("Spark's S3A filesystem for " + target.path + " was opened earlier "
+          + "in this JVM with other settings (" + String.join(", ", differ) + "), and S3A "
+          + "keeps one per bucket");
     }
   }
 
@@ -217,7 +291,7 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
       }
     }
     if (target.format.equals("csv") && "true".equals(target.options.get("header"))) {
-      checkCsvHeader((HadoopFsRelation) base, target.options.get("sep"));
+      checkCsvHeader((HadoopFsRelation) base, target.options.get("sep"), options);
     }
     LogicalRelation fresh = LogicalRelation$.MODULE$.apply(base, false);
     // the new attributes take the exprIds of the old ones, so the plan above still resolves
@@ -331,7 +405,8 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
    * user schema with fewer or reordered columns is not). Checked on one file here; with
    * {@code enforceSchema=false} Spark checks every file's header again as it reads.
    */
-  private void checkCsvHeader(HadoopFsRelation relation, String sep) throws NotNative {
+  private void checkCsvHeader(HadoopFsRelation relation, String sep,
+      Map<String, String> options) throws NotNative {
     String file;
     try {
       if (relation.location() instanceof ListingFileIndex index) {
@@ -349,7 +424,8 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
     List<String> header;
     try {
       org.apache.hadoop.fs.Path path = new org.apache.hadoop.fs.Path(file);
-      org.apache.hadoop.conf.Configuration conf = classic().sessionState().newHadoopConf();
+      org.apache.hadoop.conf.Configuration conf =
+          classic().sessionState().newHadoopConfWithOptions(scalaMap(options));
       org.apache.hadoop.fs.FileSystem fs = path.getFileSystem(conf);
       org.apache.hadoop.io.compress.CompressionCodec codec =
           new org.apache.hadoop.io.compress.CompressionCodecFactory(conf).getCodec(path);
@@ -421,7 +497,7 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
    * a reason to stay on the Python engine.
    */
   static NativePlan plan(Map<String, String> given, String source) throws NotNative {
-    return plan(given, source, Collections.emptySet());
+    return plan(given, source, Collections.emptySet(), "no S3A connector was looked for");
   }
 
   /**
@@ -440,8 +516,13 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
     return out;
   }
 
-  static NativePlan plan(Map<String, String> given, String source, Set<String> pythonFormats)
-      throws NotNative {
+  /**
+   * {@code noS3A}: null when Spark's JVM can read {@code s3a://} (S3A), else why not; an
+   * {@code s3://} or {@code s3a://} table is then read as {@code s3a://}, its storage options
+   * mapped by {@link S3ASettings}.
+   */
+  static NativePlan plan(Map<String, String> given, String source, Set<String> pythonFormats,
+      String noS3A) throws NotNative {
     Map<String, String> opts = new LinkedHashMap<>();
     for (Map.Entry<String, String> e : given.entrySet()) {
       String key = e.getKey().startsWith("option.") ? e.getKey().substring(7) : e.getKey();
@@ -476,13 +557,29 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
     if (opts.containsKey("paths")) {
       throw new NotNative("option paths is ours only");
     }
-    plan.path = local(path, "path");
+    boolean s3 = isS3(path);
+    if (s3 && noS3A != null) {
+      throw new NotNative("storage " + scheme(path) + ":// is read by our storage layer: "
+          + noS3A);
+    }
+    plan.path = s3 ? s3a(path, "path") : local(path, "path");
     plan.options.put("basePath", plan.path);
     if (opts.containsKey("basepath")) {  // a partition folder below its table root
-      plan.options.put("basePath", local(opts.get("basepath"), "basePath"));
+      plan.options.put("basePath", s3 ? s3a(opts.get("basepath"), "basePath")
+          : local(opts.get("basepath"), "basePath"));
     }
     String storageOptions = opts.getOrDefault("storage_options", "{}").trim();
-    if (!storageOptions.isEmpty() && !storageOptions.equals("{}")) {
+    Map<String, String> storageDot = new LinkedHashMap<>();
+    for (Map.Entry<String, String> e : opts.entrySet()) {
+      if (e.getKey().startsWith("storage.")) {
+        storageDot.put(e.getKey().substring("storage.".length()), e.getValue());
+      }
+    }
+    if (s3) {
+      plan.s3a.putAll(S3ASettings.map(S3ASettings.bucket(plan.path), storageOptions,
+          storageDot));
+      plan.options.putAll(plan.s3a);
+    } else if (!storageOptions.isEmpty() && !storageOptions.equals("{}")) {
       throw new NotNative("option storage_options configures our storage layer, which Spark's "
           + "reader does not use");
     }
@@ -491,6 +588,9 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
       String key = e.getKey();
       String value = e.getValue();
       if (key.startsWith("storage.")) {
+        if (s3) {
+          continue;  // mapped above
+        }
         throw new NotNative("option " + key + " configures our storage layer, which Spark's "
             + "reader does not use");
       }
@@ -692,6 +792,25 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
       return Boolean.FALSE;
     }
     return null;
+  }
+
+  static boolean isS3(String path) {
+    String p = path.trim().toLowerCase(Locale.ROOT);
+    return p.startsWith("s3://") || p.startsWith("s3a://");
+  }
+
+  private static String scheme(String path) {
+    String p = path.trim();
+    return p.substring(0, Math.max(0, p.indexOf("://")));
+  }
+
+  /** An {@code s3://} or {@code s3a://} URL as S3A's {@code s3a://}. */
+  static String s3a(String path, String option) throws NotNative {
+    if (!isS3(path)) {
+      throw new NotNative("option " + option + " is not on S3 like the table's path");
+    }
+    String p = path.trim();
+    return "s3a://" + p.substring(p.indexOf("://") + 3);
   }
 
   /** A local path Spark's JVM reads itself ({@code /abs}, {@code file:/x}, {@code file:///x}). */

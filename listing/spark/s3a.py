@@ -1,0 +1,117 @@
+"""Spark's S3A connector (``hadoop-aws`` and the AWS SDK v2 modules it needs) for a local session.
+
+pyspark ships the Hadoop client but not its S3 connector. ``connector/pom.xml`` names the
+connector for the pinned pyspark (hadoop-aws at pyspark's Hadoop version, SDK modules under
+the SDK's BOM, nothing pyspark already ships); :func:`fetch` resolves it with Maven into a
+cache folder, once. ``listing.session()`` puts the fetched jars on the classpath when they
+are there (:func:`connector_jars`); nothing is downloaded when the package is imported or a
+session starts. Clusters that have S3A already use theirs.
+
+    python -m listing.spark.s3a          # fetch (needs `mvn` and Maven Central), print the folder
+
+Invariant: a cache folder holds a complete set or is absent (the set is copied to a temporary
+folder and renamed into place), and it is keyed by the POM's content, so a changed POM fetches
+anew.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from listing.spark.guard import DEFAULT_CACHE_DIR, pyspark_jars_dir
+
+__all__ = ["CONNECTOR_POM", "S3AFetchError", "cache_dir", "connector_jars", "fetch"]
+
+CONNECTOR_POM = Path(__file__).parent / "connector" / "pom.xml"
+#: environment variable naming another cache root (default ~/.cache/spark-listing)
+CACHE_ENV = "LISTING_S3A_CACHE"
+_MANIFEST = "jars.txt"  # written last: its presence means the set is complete
+
+
+class S3AFetchError(RuntimeError):
+    """The connector could not be fetched: no ``mvn``, no network, or a jar clash."""
+
+
+def cache_dir(root: Path | None = None) -> Path:
+    """The folder the connector's jars live in, keyed by the POM's content."""
+    base = root or Path(os.environ.get(CACHE_ENV) or DEFAULT_CACHE_DIR)
+    key = hashlib.sha256(CONNECTOR_POM.read_bytes()).hexdigest()[:12]
+    return base / f"s3a-{key}"
+
+
+def connector_jars(root: Path | None = None) -> list[Path]:
+    """The fetched connector's jars, or ``[]`` when it was not fetched (never fetches)."""
+    folder = cache_dir(root)
+    manifest = folder / _MANIFEST
+    if not manifest.is_file():
+        return []
+    jars = [folder / name for name in manifest.read_text().split()]
+    return jars if all(j.is_file() for j in jars) else []
+
+
+def _artifact(jar: str) -> str:
+    """``hadoop-client-api-3.5.0.jar`` -> ``hadoop-client-api`` (the name without version)."""
+    return re.sub(r"-\d[\w.\-]*\.jar$", "", jar)
+
+
+def fetch(root: Path | None = None, force: bool = False, quiet: bool = True) -> Path:
+    """Resolve the connector with Maven into :func:`cache_dir` and return that folder.
+
+    Refuses a set holding an artifact pyspark already ships (two versions of a class on one
+    classpath): the POM's exclusions must cover it."""
+    target = cache_dir(root)
+    if connector_jars(root) and not force:
+        return target
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise S3AFetchError("`mvn` not found, needed to fetch Spark's S3A connector from Maven "
+                            "Central: apt-get install -y maven")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".s3a-", dir=target.parent) as tmp:
+        staged = Path(tmp) / "jars"
+        cmd = [mvn, "-B", *(["-q"] if quiet else []), "-f", str(CONNECTOR_POM),
+               "dependency:copy-dependencies", "-DincludeScope=runtime",
+               f"-DoutputDirectory={staged}"]
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            raise S3AFetchError(f"fetching Spark's S3A connector failed (exit "
+                                f"{proc.returncode}): {' '.join(cmd)}\n"
+                                f"{(proc.stdout + proc.stderr).strip()[-4000:]}")
+        names = sorted(p.name for p in staged.glob("*.jar"))
+        shipped = {_artifact(p.name) for p in pyspark_jars_dir().glob("*.jar")}
+        clash = sorted(n for n in names if _artifact(n) in shipped)
+        if clash:
+            raise S3AFetchError(f"the S3A connector set holds jars pyspark already ships: "
+                                f"{', '.join(clash)}; exclude them in {CONNECTOR_POM}")
+        if not any(n.startswith("hadoop-aws-") for n in names):
+            raise S3AFetchError(f"no hadoop-aws jar among {names}")
+        (staged / _MANIFEST).write_text("\n".join(names) + "\n")
+        if target.exists():
+            shutil.rmtree(target)
+        os.replace(staged, target)
+    return target
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if args and args[0] not in ("fetch", "--force"):
+        print("usage: python -m listing.spark.s3a [fetch] [--force]", file=sys.stderr)
+        return 2
+    try:
+        folder = fetch(force="--force" in args)
+    except S3AFetchError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    print(folder)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
