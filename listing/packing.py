@@ -130,9 +130,11 @@ def pack_by_partition_key(files: list[PartitionedFile], fmt: Splitter, options: 
     :func:`pack_file_groups`'s groups.
 
     Declined when the files have no partition values, when there are fewer values than
-    the parallelism (tasks would idle), or when one value holds more than
-    ``KEY_GROUP_MAX_SPLITS`` times ``max_partition_bytes`` to read (Spark reads a value's
-    groups in one task under a key-grouped scan).
+    the parallelism (tasks would idle), when the values average fewer bytes to read than
+    ``open_cost_in_bytes`` (a task per value then costs more than the shuffle it saves:
+    1 M rows in 20 dates, 1.3 MB a date, joined 1.8x slower keyed), or when one value
+    holds more than ``KEY_GROUP_MAX_SPLITS`` times ``max_partition_bytes`` to read (Spark
+    reads a value's groups in one task under a key-grouped scan).
     """
     parallelism = max(1, options.min_partitions or min_partitions or 1)
 
@@ -152,7 +154,12 @@ def pack_by_partition_key(files: list[PartitionedFile], fmt: Splitter, options: 
         return by_size(f"key_grouped: {len(by_key)} partition values for {parallelism} "
                        "tasks")
     share = min(max(read_share, 1e-3), 1.0)
-    biggest = max(sum(int(f.length * share) for f in fs) for fs in by_key.values())
+    sizes = [sum(int(f.length * share) for f in fs) for fs in by_key.values()]
+    average = sum(sizes) // len(sizes)
+    if average < options.open_cost_in_bytes:
+        return by_size(f"key_grouped: partition values average {average:,} bytes to read, "
+                       "under open_cost_in_bytes")
+    biggest = max(sizes)
     if biggest > KEY_GROUP_MAX_SPLITS * options.max_partition_bytes:
         return by_size(f"key_grouped: a partition value holds {biggest:,} bytes to read, over "
                        f"{KEY_GROUP_MAX_SPLITS} x max_partition_bytes")

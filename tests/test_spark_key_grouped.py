@@ -72,7 +72,10 @@ def confs(spark):
 
 
 def listing(spark, root, key_grouped=True, engine="python"):
+    """A read of ``root``; these tables' values are far smaller than open_cost_in_bytes,
+    under which key grouping is declined (it would not pay), so the option is 0 here."""
     return (spark.read.format("listing").option("engine", engine)
+            .option("open_cost_in_bytes", "0")
             .option("key_grouped", str(key_grouped).lower()).load(root))
 
 
@@ -198,7 +201,7 @@ class WholeFiles:
         return [file]
 
 
-def files(values, size=MB):
+def files(values, size=8 * MB):
     return [PartitionedFile(f"s3://b/t/date={d}/f{i}.parquet", size, {"date": d})
             for i, d in enumerate(values)]
 
@@ -224,3 +227,8 @@ def test_pack_by_partition_key_declines_with_a_reason():
     flat = pack_by_partition_key([PartitionedFile("s3://b/t/f.parquet", 1)], WholeFiles(),
                                  opts, 1)
     assert flat.reason == "by size (key_grouped: the table has no partition columns)"
+    small = pack_by_partition_key(files(["a", "b", "c"], size=MB), WholeFiles(),
+                                  ListingOptions(key_grouped=True), 2)
+    assert not small.key_grouped
+    assert small.reason == ("by size (key_grouped: partition values average 1,048,576 bytes "
+                            "to read, under open_cost_in_bytes)")
