@@ -130,9 +130,10 @@ def pack_by_partition_key(files: list[PartitionedFile], fmt: Splitter, options: 
     :func:`pack_file_groups`'s groups.
 
     Declined when the files have no partition values, when there are fewer values than
-    the parallelism (tasks would idle), when the values average fewer bytes to read than
-    ``open_cost_in_bytes`` (a task per value then costs more than the shuffle it saves:
-    1 M rows in 20 dates, 1.3 MB a date, joined 1.8x slower keyed), or when one value
+    the parallelism (tasks would idle), when the values' files average fewer bytes than
+    ``open_cost_in_bytes`` (a Python task per value then costs more than the shuffle it
+    saves: the README's key-grouped bench; file bytes, not the bytes a projection reads, so
+    that the two sides of a self-join decide alike), or when one value
     holds more than ``KEY_GROUP_MAX_SPLITS`` times ``max_partition_bytes`` to read (Spark
     reads a value's groups in one task under a key-grouped scan).
     """
@@ -153,13 +154,12 @@ def pack_by_partition_key(files: list[PartitionedFile], fmt: Splitter, options: 
     if len(by_key) < parallelism:
         return by_size(f"key_grouped: {len(by_key)} partition values for {parallelism} "
                        "tasks")
-    share = min(max(read_share, 1e-3), 1.0)
-    sizes = [sum(int(f.length * share) for f in fs) for fs in by_key.values()]
-    average = sum(sizes) // len(sizes)
+    average = sum(f.length for f in files) // len(by_key)
     if average < options.open_cost_in_bytes:
-        return by_size(f"key_grouped: partition values average {average:,} bytes to read, "
+        return by_size(f"key_grouped: partition values average {average:,} bytes of files, "
                        "under open_cost_in_bytes")
-    biggest = max(sizes)
+    share = min(max(read_share, 1e-3), 1.0)
+    biggest = max(sum(int(f.length * share) for f in fs) for fs in by_key.values())
     if biggest > KEY_GROUP_MAX_SPLITS * options.max_partition_bytes:
         return by_size(f"key_grouped: a partition value holds {biggest:,} bytes to read, over "
                        f"{KEY_GROUP_MAX_SPLITS} x max_partition_bytes")

@@ -231,4 +231,4 @@ def test_pack_by_partition_key_declines_with_a_reason():
                                   ListingOptions(key_grouped=True), 2)
     assert not small.key_grouped
     assert small.reason == ("by size (key_grouped: partition values average 1,048,576 bytes "
-                            "to read, under open_cost_in_bytes)")
+                            "of files, under open_cost_in_bytes)")
