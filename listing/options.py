@@ -216,6 +216,10 @@ class ListingOptions:
     list_cache_ttl: float | None = None  # seconds a listing is reused (listing.list_cache)
     # LIST requests one scan's planning may have in flight at once (1: one after another)
     max_concurrent_requests: int = 8
+    # pack each task with files of one partition value, so Spark can be told the scan is
+    # key-grouped and skip the shuffle of a GROUP BY or join on partition columns (opt-in;
+    # listing.packing.pack_by_partition_key says when it is declined)
+    key_grouped: bool = False
 
     @classmethod
     def names(cls) -> set[str]:
@@ -255,4 +259,5 @@ _PARSERS: dict[str, Callable[[Any, str], Any]] = {
     "include_file_metadata": parse_bool,
     "list_cache_ttl": parse_duration,
     "max_concurrent_requests": parse_int,
+    "key_grouped": parse_bool,
 }

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
-from typing import Protocol
+from typing import Any, Protocol
 
 from listing.files import FileGroup, PartitionedFile
 from listing.options import ListingOptions
@@ -112,3 +113,69 @@ def _greedy_count(lengths: list[int], max_split: int, open_cost: int) -> int:
             count, size = count + 1, 0
         size += length + open_cost
     return count
+
+
+#: a partition value whose files hold more than this many ``max_partition_bytes`` (of the
+#: bytes a read fetches) keeps packing by size: under a key-grouped scan Spark reads all of
+#: one value's groups in one task
+KEY_GROUP_MAX_SPLITS = 4
+
+
+@dataclasses.dataclass(frozen=True)
+class KeyPacking:
+    """Groups packed for a ``key_grouped`` read, and whether each holds one partition value."""
+
+    groups: list[FileGroup]
+    key_grouped: bool
+    #: for ``explain()``: which packing was chosen, and why
+    reason: str
+
+
+def pack_by_partition_key(files: list[PartitionedFile], fmt: Splitter, options: ListingOptions,
+                          min_partitions: int | None = None, *, metadata_only: bool = False,
+                          read_share: float = 1.0) -> KeyPacking:
+    """Groups that each hold files of one value of the partition columns (a value's files
+    packed by :func:`pack_file_groups` as if on one core), when that pays; otherwise
+    :func:`pack_file_groups`'s groups.
+
+    Declined when the files have no partition values, when there are fewer values than
+    the parallelism (tasks would idle), when the values' files average fewer bytes than
+    ``open_cost_in_bytes`` (a Python task per value then costs more than the shuffle it
+    saves: the README's key-grouped bench; file bytes, not the bytes a projection reads, so
+    that the two sides of a self-join decide alike), or when one value
+    holds more than ``KEY_GROUP_MAX_SPLITS`` times ``max_partition_bytes`` to read (Spark
+    reads a value's groups in one task under a key-grouped scan).
+    """
+    parallelism = max(1, options.min_partitions or min_partitions or 1)
+
+    def by_size(reason: str) -> KeyPacking:
+        groups = pack_file_groups(files, fmt, options, min_partitions,
+                                  metadata_only=metadata_only, read_share=read_share)
+        return KeyPacking(groups, False, f"by size ({reason})")
+
+    if not files:
+        return KeyPacking([], False, "")
+    if not files[0].partition_values:
+        return by_size("key_grouped: the table has no partition columns")
+    by_key: dict[tuple[tuple[str, Any], ...], list[PartitionedFile]] = {}
+    for f in files:
+        by_key.setdefault(tuple(f.partition_values.items()), []).append(f)
+    if len(by_key) < parallelism:
+        return by_size(f"key_grouped: {len(by_key)} partition values for {parallelism} "
+                       "tasks")
+    average = sum(f.length for f in files) // len(by_key)
+    if average < options.open_cost_in_bytes:
+        return by_size(f"key_grouped: partition values average {average:,} bytes of files, "
+                       "under open_cost_in_bytes")
+    share = min(max(read_share, 1e-3), 1.0)
+    biggest = max(sum(int(f.length * share) for f in fs) for fs in by_key.values())
+    if biggest > KEY_GROUP_MAX_SPLITS * options.max_partition_bytes:
+        return by_size(f"key_grouped: a partition value holds {biggest:,} bytes to read, over "
+                       f"{KEY_GROUP_MAX_SPLITS} x max_partition_bytes")
+    one_core = dataclasses.replace(options, min_partitions=1)
+    groups: list[FileGroup] = []
+    for fs in by_key.values():
+        for g in pack_file_groups(fs, fmt, one_core, metadata_only=metadata_only,
+                                  read_share=read_share):
+            groups.append(FileGroup(len(groups), g.files))
+    return KeyPacking(groups, True, f"by partition value ({len(by_key)} values)")

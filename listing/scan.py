@@ -40,6 +40,10 @@ class ScanPlan:
     read: ReadSpec
     listing_plan: list[str] = field(default_factory=list)
     metrics: ScanMetrics = field(default_factory=ScanMetrics, compare=False)
+    #: every file group holds files of one partition value (the ``key_grouped`` option)
+    key_grouped: bool = False
+    #: which packing ``key_grouped`` chose, and why ("" when the option is off)
+    packing: str = ""
 
     @property
     def schema(self) -> pa.Schema:
@@ -82,6 +86,8 @@ class ScanPlan:
             f"  files: {len(self.files)} in {len(self.file_groups)} groups, "
             f"{m.get('bytes', 0):,} bytes",
         ]
+        if self.packing:
+            lines.append(f"  packing: {self.packing}")
         for g in self.file_groups[:8]:
             names = ", ".join(f.path.removeprefix(self.url)
                               + (f"[{f.byte_range[0]}:{f.byte_range[1]}]" if f.byte_range
@@ -99,7 +105,8 @@ class ScanPlan:
         m = self.metrics
         return (f"Files: {len(self.files)} in {len(self.file_groups)} groups "
                 f"({m.get('bytes', 0):,} bytes), LIST requests: {m.get('list_requests', 0)}, "
-                f"listing: {' / '.join(line.strip() for line in self.listing_plan) or '-'}")
+                f"listing: {' / '.join(line.strip() for line in self.listing_plan) or '-'}"
+                + (f", packing: {self.packing}" if self.packing else ""))
 
     def __repr__(self) -> str:
         return (f"ScanPlan({self.url}, files={len(self.files)}, "

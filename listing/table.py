@@ -32,7 +32,7 @@ from listing.gc_pause import gc_paused
 from listing.hive import discover_columns, is_hidden_below, partition_type
 from listing.list_cache import CACHE, CachedLister
 from listing.options import ListingOptions
-from listing.packing import WHOLE_FILES, pack_file_groups
+from listing.packing import WHOLE_FILES, KeyPacking, pack_by_partition_key, pack_file_groups
 from listing.planner import FileFilter, ListedFile, ListingRun, TableProfile
 from listing.pushdown import Pushdown
 from listing.scan import ScanMetrics, ScanPlan
@@ -230,11 +230,19 @@ class ListingTable:
         read_cols = data_cols + [n for n in file_names if n in needed]
         source = self.format.file_source(self.file_schema, read_cols, data_filter,
                                          storage=self.storage, batch_size=self.options.batch_size)
-        groups = pack_file_groups(files, self.format if split_files else WHOLE_FILES,
-                                  self.options, min_partitions,
-                                  metadata_only=(self.format.rows_from_metadata
-                                                 and not read_cols and data_filter is None),
-                                  read_share=self.read_share(read_cols))
+        metadata_only = (self.format.rows_from_metadata and not read_cols
+                         and data_filter is None)
+        packing = KeyPacking([], False, "")
+        splitter = self.format if split_files else WHOLE_FILES
+        if self.options.key_grouped:
+            packing = pack_by_partition_key(files, splitter, self.options, min_partitions,
+                                            metadata_only=metadata_only,
+                                            read_share=self.read_share(read_cols))
+            groups = packing.groups
+        else:
+            groups = pack_file_groups(files, splitter, self.options, min_partitions,
+                                      metadata_only=metadata_only,
+                                      read_share=self.read_share(read_cols))
         metrics = ScanMetrics({**(listing_metrics or {"list_requests": 0}),
                                "data_files_opened": 0, "file_groups": len(groups),
                                "bytes": sum(f.size for f in files)})
@@ -248,7 +256,8 @@ class ListingTable:
         return ScanPlan(url=str(self.url), storage=self.storage,
                         partition_filter=partition_filter, data_filter=data_filter,
                         files=files, file_groups=groups, read=read,
-                        listing_plan=list(listing_plan), metrics=metrics)
+                        listing_plan=list(listing_plan), metrics=metrics,
+                        key_grouped=packing.key_grouped, packing=packing.reason)
 
     def read_share(self, columns: Sequence[str]) -> float:
         """The share of a file's bytes a read of ``columns`` fetches, from the sampled

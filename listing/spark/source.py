@@ -13,6 +13,7 @@ shaped exactly as Spark's Arrow reader wants them.
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import json
 import logging
 import os
@@ -458,16 +459,36 @@ class GroupPartition(InputPartition):
     #: on the first partition: the plan's summary for the scan's description in Spark's
     #: plan (read by DescribedPythonTable.java from the pickled bytes, between the marks)
     summary: str
+    #: under a key-grouped plan: the group's partition value, between the marks
+    #: (read by KeyGroupedScans.java); "" otherwise
+    key: str
 
-    def __init__(self, spec: ReadSpec, group: FileGroup, summary: str = "") -> None:
+    def __init__(self, spec: ReadSpec, group: FileGroup, summary: str = "",
+                 key: str = "") -> None:
         super().__init__(group.index)
         self.spec = spec
         self.group = group
         self.summary = summary
+        self.key = key
 
 
 #: the marks around a scan's summary in its first pickled partition (DescribedPythonTable)
 SUMMARY_MARK, SUMMARY_END = "\x1elisting-scan:", "\x1e"
+#: the mark before a partition's key in its pickled bytes (KeyGroupedScans.java)
+KEY_MARK = "\x1elisting-key:"
+
+
+def key_marker(group: FileGroup) -> str:
+    """The partition value every file of ``group`` holds, marked for KeyGroupedScans.java
+    (JSON, ASCII-escaped so the end mark cannot occur inside); "" when a value is of a type
+    that class does not read (only strings, integers, booleans, dates and nulls)."""
+    values = group.files[0].partition_values
+    out: list[Any] = []
+    for v in values.values():
+        if isinstance(v, dt.datetime) or not (v is None or isinstance(v, (str, int, dt.date))):
+            return ""
+        out.append(v.isoformat() if isinstance(v, dt.date) else v)
+    return KEY_MARK + json.dumps({"names": list(values), "values": out}) + SUMMARY_END
 
 
 class PlainListingReader(DataSourceReader):
@@ -494,7 +515,8 @@ class PlainListingReader(DataSourceReader):
         plan = self.plan()
         log.info("%s", plan.explain())
         summary = SUMMARY_MARK + plan.summary().replace(SUMMARY_END, " ") + SUMMARY_END
-        return [GroupPartition(plan.read, group, summary if i == 0 else "")
+        return [GroupPartition(plan.read, group, summary if i == 0 else "",
+                               key_marker(group) if plan.key_grouped else "")
                 for i, group in enumerate(plan.file_groups)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:

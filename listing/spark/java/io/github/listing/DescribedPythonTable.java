@@ -16,6 +16,8 @@ import org.apache.spark.sql.connector.read.PartitionReaderFactory;
 import org.apache.spark.sql.connector.read.Scan;
 import org.apache.spark.sql.connector.read.ScanBuilder;
 import org.apache.spark.sql.connector.read.Statistics;
+import org.apache.spark.sql.connector.read.partitioning.Partitioning;
+import org.apache.spark.sql.connector.read.SupportsReportPartitioning;
 import org.apache.spark.sql.connector.read.SupportsReportStatistics;
 import org.apache.spark.sql.connector.read.SupportsPushDownFilters;
 import org.apache.spark.sql.connector.read.streaming.ContinuousStream;
@@ -54,6 +56,10 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * for it plans the scan's partitions at optimization time (Spark's file source lists when its
  * relation is created); the first {@code toBatch()} then reuses that planned batch, so one
  * query lists once.
+ *
+ * <p>With the {@code key_grouped} option the scan also reports the key-grouped partitioning
+ * its partitions state ({@link KeyGroupedScans}); that too is decided from the partitions
+ * planned at optimization time.
  */
 final class DescribedPythonTable extends PythonTable {
 
@@ -83,7 +89,8 @@ final class DescribedPythonTable extends PythonTable {
     if (!(inner instanceof SupportsPushDownFilters)) {
       return inner;
     }
-    return new Builder((SupportsPushDownFilters) inner, options.get("path"), fullSchema);
+    return new Builder((SupportsPushDownFilters) inner, options.get("path"), fullSchema,
+        KeyGroupedScans.requested(options));
   }
 
   /** Delegates push-down, remembering the filters the source kept (not handed back). */
@@ -91,12 +98,15 @@ final class DescribedPythonTable extends PythonTable {
     private final SupportsPushDownFilters inner;
     private final String path;
     private final StructType fullSchema;
+    private final boolean keyGrouped;
     private Filter[] kept = new Filter[0];
 
-    Builder(SupportsPushDownFilters inner, String path, StructType fullSchema) {
+    Builder(SupportsPushDownFilters inner, String path, StructType fullSchema,
+        boolean keyGrouped) {
       this.inner = inner;
       this.path = path;
       this.fullSchema = fullSchema;
+      this.keyGrouped = keyGrouped;
     }
 
     @Override
@@ -120,25 +130,31 @@ final class DescribedPythonTable extends PythonTable {
 
     @Override
     public Scan build() {
-      return new Described(inner.build(), path, kept, fullSchema);
+      return new Described(inner.build(), path, kept, fullSchema, keyGrouped);
     }
   }
 
   /** Spark's Python scan with a description naming the path and the filters kept. */
-  static final class Described implements Scan, SupportsMetadata, SupportsReportStatistics {
+  static final class Described
+      implements Scan, SupportsMetadata, SupportsReportStatistics, SupportsReportPartitioning {
     private static final Pattern BYTES = Pattern.compile("\\(([0-9,]+) bytes\\)");
 
     private final Scan inner;
     private final String extra;
     private final StructType fullSchema;
+    private final boolean keyGrouped;  // the key_grouped option: report partition keys
     private volatile String planned = "";  // what planning chose, once it has run
-    private Batch plannedForStatistics;  // handed to the first toBatch(), then forgotten
+    private Batch plannedEarly;  // planned at optimization; handed to the first toBatch()
+    private InputPartition[] earlyParts;
     private Statistics statistics;
+    private Partitioning partitioning;
     private volatile boolean streaming;  // a stream's scan: its reader factory is Spark's
 
-    Described(Scan inner, String path, Filter[] kept, StructType fullSchema) {
+    Described(Scan inner, String path, Filter[] kept, StructType fullSchema,
+        boolean keyGrouped) {
       this.inner = inner;
       this.fullSchema = fullSchema;
+      this.keyGrouped = keyGrouped;
       StringBuilder text = new StringBuilder();
       if (path != null) {
         text.append(' ').append(path);
@@ -160,13 +176,37 @@ final class DescribedPythonTable extends PythonTable {
     @Override
     public synchronized Statistics estimateStatistics() {
       if (statistics == null) {
-        Batch batch = inner.toBatch();
-        InputPartition[] parts = batch.planInputPartitions();
-        planned = summary(parts);
-        plannedForStatistics = batch;
+        InputPartition[] parts = planEarly();
         statistics = sized(parts.length == 0 ? OptionalLong.of(0) : bytesOf(planned));
       }
       return statistics;
+    }
+
+    /** The partitions, planned once at optimization time (statistics, partitioning). */
+    private synchronized InputPartition[] planEarly() {
+      if (earlyParts == null) {
+        Batch batch = inner.toBatch();
+        earlyParts = batch.planInputPartitions();
+        planned = summary(earlyParts);
+        plannedEarly = batch;
+      }
+      return earlyParts;
+    }
+
+    /** Key-grouped when asked for and every planned partition states its key; else unknown.
+     * Asked by Spark's optimizer (V2ScanPartitioningAndOrdering) after push-down. */
+    @Override
+    public synchronized Partitioning outputPartitioning() {
+      if (partitioning == null) {
+        if (keyGrouped && !streaming) {
+          InputPartition[] parts = planEarly();
+          partitioning = KeyGroupedScans.partitioning(
+              KeyGroupedScans.keys(parts, readSchema()), parts.length);
+        } else {
+          partitioning = KeyGroupedScans.partitioning(null, 0);
+        }
+      }
+      return partitioning;
     }
 
     /** Spark's file-scan estimate: file bytes times the share of a row's width read. */
@@ -203,8 +243,8 @@ final class DescribedPythonTable extends PythonTable {
     public Batch toBatch() {
       Batch plannedBatch;
       synchronized (this) {
-        plannedBatch = plannedForStatistics;
-        plannedForStatistics = null;
+        plannedBatch = plannedEarly;
+        plannedEarly = null;
       }
       Batch batch = plannedBatch != null ? plannedBatch : inner.toBatch();
       return new Batch() {
@@ -212,7 +252,9 @@ final class DescribedPythonTable extends PythonTable {
         public InputPartition[] planInputPartitions() {
           InputPartition[] parts = batch.planInputPartitions();
           planned = summary(parts);
-          return parts;
+          return keyGrouped
+              ? KeyGroupedScans.withKeys(parts, KeyGroupedScans.keys(parts, readSchema()))
+              : parts;
         }
 
         @Override

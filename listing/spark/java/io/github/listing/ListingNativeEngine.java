@@ -634,6 +634,13 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
         case "list_cache_ttl":
           throw new NotNative("option list_cache_ttl (the listing cache) is the Python "
               + "engine's");
+        case KeyGroupedScans.OPTION:
+          if (!Boolean.FALSE.equals(bool(value))) {
+            throw new NotNative("option key_grouped=" + value + " is honoured by the Python "
+                + "engine only (Spark's file source reports a partitioning for bucketed "
+                + "tables only)");
+          }
+          break;
         default:
           if (!IGNORED.contains(key)) {
             formatOptions.put(key, value);
