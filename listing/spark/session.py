@@ -22,7 +22,7 @@ from pyspark.sql import SparkSession
 
 from listing import formats
 from listing.spark.file_index import register_planner
-from listing.spark.guard import build_guard_jar, guard_conf, is_guard_active
+from listing.spark.guard import extension_jar, guard_conf, is_guard_active
 from listing.spark.partitions import register_partitions_function
 from listing.spark.source import (
     ListingDataSource,
@@ -53,8 +53,8 @@ def session(app_name: str = "listing", master: str | None = None,
             conf: dict[str, str] | None = None, guard: bool = True) -> SparkSession:
     """A SparkSession ready for the toolkit: Python workers run this interpreter and talk
     to the JVM over Unix sockets where the platform has them, filter pushdown is on, the
-    guard is installed (built on first use with the local JDK), and the ``listing`` source
-    is registered. ``conf`` overrides any of these settings."""
+    extension is installed (the wheel's jar; compiled on first use in a source checkout),
+    and the ``listing`` source is registered. ``conf`` overrides any of these settings."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     builder = SparkSession.builder.appName(app_name)
@@ -79,7 +79,7 @@ def session(app_name: str = "listing", master: str | None = None,
     for key, value in (conf or {}).items():
         settings[key] = value
     if guard:
-        for key, value in guard_conf(build_guard_jar()).items():
+        for key, value in guard_conf(extension_jar()).items():
             if key in _LIST_CONFS and settings.get(key):
                 value = f"{settings[key]},{value}"  # keep the caller's jars and extensions
             settings[key] = value
@@ -109,7 +109,7 @@ def register(spark: SparkSession) -> Registration:
         result.problems.append(
             "the stale-pushdown guard is not installed (spark.sql.extensions is a static "
             "conf: build the session with listing.session(), or add "
-            "listing.spark.guard.guard_conf(build_guard_jar()) to its builder)")
+            "listing.spark.guard.guard_conf(extension_jar()) to its builder)")
     if not result.pushdown:
         result.problems.append(f"{PUSHDOWN_CONF} is false; set it to true")
     _register_source(spark, result.prunes_with_spark_filters)
