@@ -36,6 +36,7 @@ __all__ = [
     "GUARD_RULE_CLASS",
     "ExtensionVersionError",
     "GuardBuildError",
+    "add_to_running_driver",
     "build_guard_jar",
     "extension_jar",
     "guard_conf",
@@ -171,6 +172,31 @@ def build_guard_jar(force: bool = False, cache_dir: Path | None = None) -> Path:
                            javac, jar)
     except JavacError as err:
         raise GuardBuildError(str(err)) from None
+
+
+def add_to_running_driver(jar_path: Path | str) -> bool:
+    """Put the jar on the class loader of a driver JVM that already runs (``spark-submit``
+    starts it before the script, so ``spark.jars`` set by the script reaches the executors
+    but not the driver, which loads ``spark.sql.extensions``). True when it did; False when
+    no JVM runs yet (``spark.jars`` then reaches it at start) or its loader takes no jars."""
+    from pyspark import SparkContext
+
+    if SparkContext._jvm is None and not os.environ.get("PYSPARK_GATEWAY_PORT"):
+        return False
+    SparkContext._ensure_initialized()  # connects to spark-submit's gateway; starts nothing
+    jvm = SparkContext._jvm
+    if jvm is None:
+        return False
+    loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
+    if loader.getClass().getName() not in _ADDABLE_LOADERS:
+        return False
+    loader.addURL(jvm.java.io.File(str(Path(jar_path).resolve())).toURI().toURL())
+    return True
+
+
+#: the driver class loaders spark-submit installs (both have a public addURL)
+_ADDABLE_LOADERS = {"org.apache.spark.util.MutableURLClassLoader",
+                    "org.apache.spark.util.ChildFirstURLClassLoader"}
 
 
 def guard_conf(jar_path: Path | str) -> dict[str, str]:

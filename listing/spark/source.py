@@ -44,6 +44,7 @@ from listing.scan import ScanPlan
 from listing.spark.dataframe import TableSpec
 from listing.spark.filters import from_spark
 from listing.spark.option_values import SPARK_FORMAT_NAMES, json_object, storage_value
+from listing.spark.progress import ListingProgress
 from listing.spark.skips import accumulator as skips_accumulator
 from listing.spark.types import arrow_schema, spark_schema, spark_struct
 from listing.storage import redact
@@ -449,8 +450,12 @@ class PlainListingReader(DataSourceReader):
 
     def plan(self) -> ScanPlan:
         where: list[Any] = list(self.pushed) + list(self.config.where or [])
-        return self.table.scan(columns=self.columns, where=where or None,
-                               limit=self.config.limit, min_partitions=self.min_partitions)
+        progress = ListingProgress(str(self.table.url))  # a long listing, in the driver log
+        plan = self.table.scan(columns=self.columns, where=where or None,
+                               limit=self.config.limit, min_partitions=self.min_partitions,
+                               progress=progress)
+        progress.done()
+        return plan
 
     def partitions(self) -> list[InputPartition]:
         plan = self.plan()
