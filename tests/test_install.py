@@ -203,6 +203,8 @@ def test_wheel_installs_one_top_level_package(installed: Installed) -> None:
     with zipfile.ZipFile(installed.wheel) as zf:
         dist_info = f"spark_listing-{installed.version}.dist-info"
         assert zf.read(f"{dist_info}/top_level.txt").decode().split() == ["listing"]
+        # the license the metadata names, as its text
+        assert "Apache License" in zf.read(f"{dist_info}/licenses/LICENSE").decode()[:200]
         entry_points = configparser.ConfigParser()
         entry_points.read_string(zf.read(f"{dist_info}/entry_points.txt").decode())
     assert dict(entry_points["pytest11"]) == {"listing_s3": "listing.testing.pytest_plugin"}
