@@ -104,3 +104,15 @@ def test_a_spark_scan_plans_with_progress(s3_server, monkeypatch, caplog):
     assert parts
     lines = [r.getMessage() for r in caplog.records if r.name == "listing.progress"]
     assert lines and lines[-1].startswith(f"listing {ds.root}") and "done, 6 keys" in lines[-1]
+
+
+def test_the_callers_jars_and_extensions_are_kept_and_ours_listed_once(monkeypatch):
+    from listing.spark.guard import GUARD_EXTENSION_CLASS, extension_jar
+
+    builder = RecordingBuilder()
+    monkeypatch.setattr(session_mod, "SparkSession", type("S", (), {"builder": builder}))
+    with pytest.raises(_Built):
+        session_mod.session(conf={"spark.jars": "/opt/other.jar",
+                                  "spark.sql.extensions": f"a.B, {GUARD_EXTENSION_CLASS}"})
+    assert builder.confs["spark.sql.extensions"] == f"a.B,{GUARD_EXTENSION_CLASS}"
+    assert builder.confs["spark.jars"] == f"/opt/other.jar,{extension_jar().resolve()}"

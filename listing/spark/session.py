@@ -95,8 +95,9 @@ def session(app_name: str = "listing", master: str | None = None,
                 if running.get(key) and not settings.get(key):
                     settings[key] = str(running.get(key))
         for key, value in guard_conf(jar).items():
-            if key in _LIST_CONFS and settings.get(key):
-                value = f"{settings[key]},{value}"  # keep the caller's jars and extensions
+            if key in _LIST_CONFS and settings.get(key):  # keep the caller's jars and
+                listed = [v.strip() for v in settings[key].split(",")]  # extensions, once
+                value = ",".join(listed + [value] if value not in listed else listed)
             settings[key] = value
     for key, value in settings.items():
         builder = builder.config(key, value)
