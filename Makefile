@@ -15,9 +15,12 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q -e ".[dev]"
 	@touch $(STAMP)
 
+# Spark needs a Java 17 runtime. An installed wheel ships the Spark extension compiled, so
+# users need `java` only; this source checkout (an editable install) compiles the extension
+# from java/ at first use, and `make test` builds wheels: here `javac` is needed too.
 check-java:
-	@command -v java >/dev/null 2>&1 || { echo "error: 'java' not found. Spark needs Java 17: apt-get install -y openjdk-17-jdk-headless"; exit 1; }
-	@command -v javac >/dev/null 2>&1 || { echo "error: 'javac' not found. The stale-pushdown guard is compiled at first use: apt-get install -y openjdk-17-jdk-headless"; exit 1; }
+	@command -v java >/dev/null 2>&1 || { echo "error: 'java' not found. Spark needs Java 17: apt-get install -y openjdk-17-jre-headless"; exit 1; }
+	@command -v javac >/dev/null 2>&1 || { echo "error: 'javac' not found. This source checkout compiles the listing Spark extension (java/) at first use, and building the wheel compiles it too: apt-get install -y openjdk-17-jdk-headless (an installed wheel needs java only)"; exit 1; }
 
 # Spark's S3A connector (hadoop-aws + AWS SDK v2 modules, listing/spark/connector/pom.xml),
 # fetched once with Maven into ~/.cache/spark-listing/s3a-<pom hash>/; listing.session() puts
@@ -36,7 +39,7 @@ test: lint check-java s3a
 # the installed layout (formats/ as listing/formats/, fixtures/ as listing/testing/), staged
 # in .lint/. Contracts and mypy settings: pyproject.toml.
 lint: $(STAMP)
-	$(PY) -m ruff check listing formats fixtures tests examples bench
+	$(PY) -m ruff check listing formats fixtures tests examples bench build_support
 	PY=$(PY) .ci/lint
 
 bench: $(STAMP) check-java s3a

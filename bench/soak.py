@@ -168,7 +168,7 @@ class Soak:
         if not args.no_spark:
             from listing.spark.session import session
 
-            self.spark = session(app_name="listing-soak",
+            self.spark = session(app_name="listing-soak", ui=False,
                                  conf={"spark.sql.shuffle.partitions": "2"})
             self.spark.sparkContext.setLogLevel("FATAL")  # failed tasks: judged, not logged
         self.add_rules()

@@ -165,7 +165,7 @@ def spark_section(server: Any, table_def: Any, local: Path, runs: int,
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from listing.spark.session import session
 
-    spark = session(app_name="bench-streaming",
+    spark = session(app_name="bench-streaming", ui=False,
                     conf={"spark.sql.shuffle.partitions": "2",
                           "spark.sql.streaming.noDataProgressEventInterval": "0",
                           "spark.ui.enabled": "false"})

@@ -216,7 +216,7 @@ def run(quick: bool, runs: int, data_dir: Path, log: Any = print,
     pruned_rows = total // DATES
     log(f"[throughput] data: {total:,} rows × 60 files per format in {data_dir} "
         f"({time.perf_counter() - t0:.1f} s)")
-    spark = session(app_name="listing-bench", master="local[2]",
+    spark = session(app_name="listing-bench", master="local[2]", ui=False,
                     conf={"spark.sql.shuffle.partitions": "2",
                           "spark.default.parallelism": "2"})
     spark.sparkContext.setLogLevel("ERROR")

@@ -113,7 +113,7 @@ def throughput(rows: int, runs: int, workdir: Path) -> dict[str, Any]:
     print(f"[write] data: {rows:,} rows, {table.nbytes / 2**20:,.0f} MB in Arrow, staged "
           f"{staging.stat().st_size / 2**20:,.0f} MB Parquet ({time.perf_counter() - t0:.1f} s)",
           file=sys.stderr, flush=True)
-    spark = session(app_name="listing-bench-write", master="local[2]",
+    spark = session(app_name="listing-bench-write", master="local[2]", ui=False,
                     conf={"spark.sql.shuffle.partitions": "2",
                           "spark.default.parallelism": "2"})
     spark.sparkContext.setLogLevel("ERROR")

@@ -86,11 +86,14 @@ def cmd_ls(args: argparse.Namespace) -> None:
     if not args.quiet:
         print(file=sys.stderr)
     partitions: Counter[str] = Counter()
+    sizes: Counter[str] = Counter()
     for f in plan.files:
-        partitions["/".join(f"{k}={v}" for k, v in f.partition_values.items())] += 1
+        name = "/".join(f"{k}={v}" for k, v in f.partition_values.items())
+        partitions[name] += 1
+        sizes[name] += f.size
     if args.partitions:
         for name, n in sorted(partitions.items()):
-            print(f"{name or '(unpartitioned)'}\t{n} files")
+            print(f"{name or '(unpartitioned)'}\t{n} files\t{sizes[name]:,} bytes")
     else:
         for f in plan.files:
             print(f"{f.size:>12,}  {f.path}")
@@ -156,6 +159,19 @@ def cmd_watch(args: argparse.Namespace) -> None:
 
 
 DEMO_WHERE = "date BETWEEN '2026-03-01' AND '2026-03-03' AND region = 'us' AND amount > 10"
+DEMO_START = "2025-01-01"  # the demo table's first day
+
+
+def demo_where(days: int) -> str:
+    """The demo's default filter: three days of March 2026 when the table reaches them,
+    else its last three days (the query always has rows)."""
+    import datetime as dt
+
+    last = dt.date.fromisoformat(DEMO_START) + dt.timedelta(days=days - 1)
+    if last >= dt.date(2026, 3, 3):
+        return DEMO_WHERE
+    first = max(last - dt.timedelta(days=2), dt.date.fromisoformat(DEMO_START))
+    return f"date BETWEEN '{first}' AND '{last}' AND region = 'us' AND amount > 10"
 
 
 def cmd_recover(args: argparse.Namespace) -> None:
@@ -181,7 +197,9 @@ def cmd_cleanup(args: argparse.Namespace) -> None:
 def cmd_demo(args: argparse.Namespace) -> None:
     from listing.demo import run
 
-    run(days=args.days, where=args.where)
+    if args.days < 1:
+        raise ListingError(f"--days {args.days}: the demo table needs at least one day")
+    run(days=args.days, where=args.where or demo_where(args.days))
 
 
 def _version() -> str:
@@ -264,9 +282,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="start a local S3 server, write a date-partitioned "
                                     "table, and run a pruned Spark query on it")
     p.add_argument("--days", type=int, default=730,
-                   help="days of data to write, from 2025-01-01 (default 730)")
-    p.add_argument("--where", default=DEMO_WHERE,
-                   help=f"the query's filter (default: {DEMO_WHERE})")
+                   help=f"days of data to write, from {DEMO_START} (default 730)")
+    p.add_argument("--where", help=f"the query's filter (default: {DEMO_WHERE}; on a "
+                                   "table ending before 2026-03-03, its last three days)")
     p.set_defaults(func=cmd_demo)
     return parser
 

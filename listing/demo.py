@@ -52,7 +52,11 @@ def run(days: int, where: str) -> None:
         print("".join(f"     {step}\n" for step in full.listing_plan), end="")
 
         print("\n== the same query through Spark (spark.read.format('listing'))")
-        spark = listing.session(app_name="listing-demo")
+        # no Python worker reuse: at spark.stop() pyspark 4.3's daemon prints a
+        # BrokenPipeError traceback for an idle reused worker whose JVM side has closed
+        # (a race: the worker answers the EOF, then fails to flush the answer)
+        spark = listing.session(app_name="listing-demo",
+                                conf={"spark.python.worker.reuse": "false"})
         with server.log.capture() as cap:
             df = (spark.read.format("listing")
                   .option("format", "parquet")

@@ -173,12 +173,6 @@ class StorageSpec:
             return _FS_CACHE.setdefault(key, fs)
 
     @property
-    def writable(self) -> bool:
-        """Whether tables may be written to this protocol (plain HTTP is read-only)."""
-        return self.filesystem_factory is not None or \
-            storage_options.protocol(self.protocol).writable
-
-    @property
     def settings(self) -> StorageSettings:
         return self.resolve()[0]
 

@@ -151,23 +151,22 @@ HDFS = (
 
 @dataclass(frozen=True)
 class Protocol:
-    """A storage protocol strings may name: its options, and whether tables are written."""
+    """A storage protocol strings may name (plain HTTP is none: a web server cannot be
+    listed, see :mod:`listing.url`), and its options."""
 
     names: tuple[str, ...]
     options: tuple[StorageOption, ...]
-    writable: bool
     meaning: str
 
 
 PROTOCOLS = (
-    Protocol(("s3", "s3a"), S3, True, "Amazon S3 and S3-compatible stores (s3fs)"),
-    Protocol(("file", "local"), SETTINGS, True, "local files"),
-    Protocol(("memory",), SETTINGS, True, "fsspec's in-memory store, for tests"),
-    Protocol(("gs", "gcs"), GCS, True, "Google Cloud Storage (gcsfs, installed separately)"),
-    Protocol(("abfs", "abfss", "az"), AZURE, True,
+    Protocol(("s3", "s3a"), S3, "Amazon S3 and S3-compatible stores (s3fs)"),
+    Protocol(("file", "local"), SETTINGS, "local files"),
+    Protocol(("memory",), SETTINGS, "fsspec's in-memory store, for tests"),
+    Protocol(("gs", "gcs"), GCS, "Google Cloud Storage (gcsfs, installed separately)"),
+    Protocol(("abfs", "abfss", "az"), AZURE,
              "Azure Blob Storage and ADLS Gen2 (adlfs, installed separately)"),
-    Protocol(("hdfs",), HDFS, True, "HDFS (pyarrow's libhdfs binding)"),
-    Protocol(("http", "https"), SETTINGS, False, "plain HTTP(S) servers, read-only"),
+    Protocol(("hdfs",), HDFS, "HDFS (pyarrow's libhdfs binding)"),
 )
 _BY_NAME = {name: p for p in PROTOCOLS for name in p.names}
 
@@ -185,7 +184,7 @@ def protocol(name: str) -> Protocol:
 
 _WRAPPERS = {"simplecache", "filecache", "blockcache", "cached", "zip", "tar", "reference",
              "dir", "libarchive", "jlab", "jupyter", "sftp", "ssh", "ftp", "git", "github",
-             "dbfs", "smb", "data"}
+             "dbfs", "smb", "data", "http", "https"}
 
 
 def check(name: str, options: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -267,7 +266,7 @@ def markdown_table() -> str:
     rows = ["| protocols | option | value | meaning |", "| --- | --- | --- | --- |"]
     for p in PROTOCOLS:
         names = ", ".join(f"`{n}://`" for n in p.names)
-        rows.append(f"| {names} | | | {p.meaning}{'' if p.writable else ' (not written)'} |")
+        rows.append(f"| {names} | | | {p.meaning} |")
         own = [o for o in p.options if o not in SETTINGS]
         for option in _flatten(tuple(own)):
             rows.append(f"| | `{option[0]}` | {option[1]} | {option[2]} |")

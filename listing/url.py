@@ -10,6 +10,8 @@ from listing.options import compile_glob
 from listing.redact import redact_url
 
 _GLOB_CHARS = "*?["
+#: protocols fsspec reads files from but cannot list a table under
+NOT_LISTABLE = frozenset({"http", "https"})
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,11 @@ class TableUrl:
             return cls("file", path.rstrip("/") or "/", _abs_glob(glob))
         protocol, _, rest = text.partition("://")
         protocol = {"s3a": "s3", "local": "file"}.get(protocol.lower(), protocol.lower())
+        if protocol in NOT_LISTABLE:
+            raise ListingError(
+                f"table URL {redact_url(url)!r}: {protocol}:// cannot be listed (a web server "
+                "has no LIST), so it cannot hold a table; use the store's own URL (s3://, "
+                "gs://, abfs://, …) or a local path")
         if protocol == "file":
             return cls("file", os.path.abspath(rest).rstrip("/") or "/", _abs_glob(glob))
         root = rest.strip("/")

@@ -15,7 +15,7 @@ A job runs in three steps (:class:`WriteJob`; Spark runs them as driver, tasks, 
 2. ``write_task(batches, task)``: every file goes under the hidden staging prefix
    ``<root>/_temporary/<job id>/task-<task>-<attempt>/…``, which readers skip (a ``_``
    segment); returns a :class:`TaskCommit` naming the staged files. Partition values
-   are checked first (hidden column names, NUL bytes, S3 keys over 1,024 bytes).
+   are checked first (column names readers hide, NUL bytes, S3 keys over 1,024 bytes).
 3. ``commit(tasks)``: publish, then remove, never the reverse. The job's manifest
    (``_temporary/<job id>/_manifest.json``: mode, partitions, the files to publish and
    the old files an overwrite removes) is written before anything visible changes;
@@ -76,12 +76,11 @@ from listing.errors import (
     ConcurrentWriteError,
     OptionError,
     PartitionValueError,
-    StorageConfigError,
     StorageError,
     TableExistsError,
 )
 from listing.formats.base import FileFormat, FileSink, FileWriter
-from listing.hive import DEFAULT_PARTITION_NAME, escape_path_name, is_hidden_below
+from listing.hive import DEFAULT_PARTITION_NAME, escape_path_name, is_hidden, is_hidden_below
 from listing.options import parse_int
 from listing.storage import (
     Lister,
@@ -510,9 +509,6 @@ class WriteJob:
             None if max_records_per_file in (None, "", 0, "0")
             else parse_int(max_records_per_file, "max_records_per_file", minimum=1))
         self.storage = StorageSpec(self.url.protocol, dict(storage_options or {}))
-        if not self.storage.writable:
-            raise StorageConfigError(f"cannot write to {self.url}: {self.url.protocol}:// is "
-                                     "read-only")
         protocol = _choice("commit_protocol", commit_protocol, COMMIT_PROTOCOLS)
         if protocol == "multipart" and not self.storage.is_s3:
             raise OptionError(f"commit_protocol='multipart' needs S3 (multipart uploads), "
@@ -1057,10 +1053,10 @@ def _partition_by(columns: Sequence[str] | str, schema: pa.Schema) -> list[str]:
                               f"({', '.join(schema.names)})")
         if name in out:
             raise OptionError(f"partition_by names {name!r} twice")
-        if not name or name.startswith(("_", ".")):
+        if not name or is_hidden(f"{escape_path_name(name)}=", directory=True):
             raise OptionError(f"partition_by column {name!r}: a directory name that starts "
-                              "with '_' or '.' (or is empty) is hidden from readers, so the "
-                              "rows would read back as none; rename the column")
+                              "with '.' (or is empty) is hidden from readers (Spark's and "
+                              "ours), so the rows would read back as none; rename the column")
         type_ = schema.field(name).type
         if not any(check(type_) for check in _PARTITION_TYPES):
             raise OptionError(f"partition_by column {name!r} has type {type_}, which cannot "

@@ -12,7 +12,7 @@ import sys
 def main(step: str, warehouse: str, root: str, storage_json: str, day: str) -> dict:
     import listing
 
-    spark = listing.session(app_name=f"catalog-{step}", conf={
+    spark = listing.session(app_name=f"catalog-{step}", ui=False, conf={
         "spark.sql.catalogImplementation": "hive",
         "spark.sql.warehouse.dir": f"{warehouse}/warehouse",
         "spark.hadoop.javax.jdo.option.ConnectionURL":

@@ -198,7 +198,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     where = f"({args.partition_filter}) AND ({args.data_filter})"
     phases = Phases(args.endpoint, args.bucket)
     t0 = time.monotonic()
-    spark = session(app_name="listing-distributed", master=args.master, conf={
+    spark = session(app_name="listing-distributed", master=args.master, ui=False, conf={
         "spark.executor.cores": "1",
         "spark.cores.max": str(args.executors),
         "spark.executor.memory": "512m",

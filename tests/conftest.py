@@ -18,7 +18,7 @@ def spark() -> Iterator[Any]:
     os.environ["PYSPARK_PYTHON"] = sys.executable
     from listing.spark.session import session
 
-    spark = session(app_name="listing-tests", conf={"spark.sql.shuffle.partitions": "2",
-                                                    "spark.default.parallelism": "2"})
+    spark = session(app_name="listing-tests", ui=False,
+                    conf={"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"})
     yield spark
     spark.stop()

@@ -30,7 +30,7 @@ def test_schema(table, capsys):
     assert "date: date32[day]  (partition)" in out and "amount: double" in out
 
 
-def test_ls_prints_matching_files_and_counts(table, capsys):
+def test_ls_prints_matching_files_and_counts(table, capsys, s3_server):
     ds, args = table
     assert main(["ls", *args, "--where", "date = '2025-01-03'"]) == 0
     out, err = capsys.readouterr()
@@ -38,7 +38,14 @@ def test_ls_prints_matching_files_and_counts(table, capsys):
     assert sorted(line.split()[-1] for line in out.splitlines()) == sorted(want)
     assert "1 LIST requests" in err and "listed" in err  # summary and progress
     assert main(["ls", *args, "--partitions", "-q"]) == 0
-    assert len(capsys.readouterr().out.splitlines()) == 40
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 40
+    first = [f for f in ds.files if str(f.partition_values["date"]) == "2025-01-01"
+             and f.partition_values["region"] == "eu"]
+    client = s3_server.client()  # the sizes as the store reports them
+    size = sum(client.head_object(Bucket=f.path.split("/")[2],
+                                  Key=f.path.split("/", 3)[3])["ContentLength"] for f in first)
+    assert f"date=2025-01-01/region=eu\t{len(first)} files\t{size:,} bytes" in lines
 
 
 def test_explain_hides_secrets(table, capsys):
@@ -86,6 +93,8 @@ def _closed_port() -> int:
                                 r"name"),
     ("nosuch://x/y", [], r"error: cannot open nosuch://x/y/: storage protocol 'nosuch' is not "
                          r"supported"),
+    ("https://example.com/data/", [], r"error: table URL 'https://example.com/data/': https:// "
+                                      r"cannot be listed"),
 ])
 def test_storage_failures_are_one_line_errors(table, capsys, url, options, message):
     import re
@@ -160,3 +169,20 @@ def test_watch_prints_new_files_and_resumes_from_its_offset_file(s3_server, s3_b
     out, err = capsys.readouterr()
     assert [line.split()[-1] for line in out.splitlines()] == [f"s3://{s3_bucket}/{key}"]
     assert "1 new files (0 late), 1 LIST requests" in err
+
+
+@pytest.mark.parametrize("days", [1, 30, 450])
+def test_demo_query_has_rows_for_any_number_of_days(s3_server, days):
+    """`listing demo --days 30` printed 0 rows: its filter named March 2026 only."""
+    from listing import ListingTable
+    from listing.cli import DEMO_WHERE, demo_where
+
+    bucket = s3_server.create_bucket(f"demo-{uuid.uuid4().hex[:8]}")
+    ds = datasets.daily(f"s3://{bucket}/events", s3_server.storage_options, days=days,
+                        files_per_partition=2, rows_per_file=20,
+                        put=datasets.fast_writer(s3_server))
+    where = demo_where(days)
+    assert (where == DEMO_WHERE) == (days == 450)
+    table = ListingTable.open(ds.root, storage_options=s3_server.storage_options)
+    assert table.to_arrow(where=where).num_rows > 0
+    s3_server.drop_bucket(bucket)

@@ -341,3 +341,20 @@ def test_build_is_deterministic_and_supports_custom_layouts(tmp_path):
 def test_fast_writer_rejects_non_s3_urls():
     with pytest.raises(ValueError, match="fast_writer"):
         fast_writer(S3Server())("file:///tmp/x", b"")
+
+
+def test_readme_describes_what_dataset_builders_return(tmp_path):
+    """The README once said the builders return "the files" (``len(ds)`` fails): every
+    ``ds.<name>`` it names exists on what a builder returns."""
+    import re
+    from pathlib import Path
+
+    from listing.testing import datasets as builders
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    assert "each returns the files it wrote" not in text
+    named = set(re.findall(r"`ds\.(\w+)", text))
+    assert {"files", "root", "num_rows", "paths", "to_table"} <= named
+    ds = builders.daily(str(tmp_path / "t"), days=1)
+    assert [n for n in sorted(named) if not hasattr(ds, n)] == []
+    assert {"path", "partition_values", "num_rows", "table"} <= set(vars(ds.files[0]))

@@ -38,7 +38,6 @@ def _client_names() -> dict[str, set[str]]:
     import botocore.config
     import s3fs
     from fsspec.implementations.arrow import HadoopFileSystem
-    from fsspec.implementations.http import HTTPFileSystem
     from fsspec.implementations.local import LocalFileSystem
 
     fsspec_common = {"skip_instance_cache", "use_listings_cache", "listings_expiry_time",
@@ -51,7 +50,6 @@ def _client_names() -> dict[str, set[str]]:
         "s3.config_kwargs": set(botocore.config.Config.OPTION_DEFAULTS),
         "file": _params(LocalFileSystem.__init__) | fsspec_common,
         "memory": fsspec_common,
-        "https": _params(HTTPFileSystem.__init__) | fsspec_common,
         "hdfs": _params(HadoopFileSystem.__init__) | fsspec_common,
     }
 
@@ -359,18 +357,6 @@ def test_every_secret_option_is_masked_where_options_are_shown(proto):
 
 def test_readme_option_table_is_the_allowlist():
     assert storage_options.markdown_table() in README.read_text()
-
-
-def test_writes_to_a_read_only_protocol_are_refused(tmp_path):
-    import pyarrow as pa
-
-    from listing.write import write_table
-
-    data = pa.table({"x": [1, 2]})
-    with pytest.raises(StorageConfigError, match="https:// is read-only"):
-        write_table("https://127.0.0.1:1/t/", data)
-    write_table(str(tmp_path / "t"), data)  # positive control: a writable store
-    assert ListingTable.open(str(tmp_path / "t")).to_arrow().num_rows == 2
 
 
 def test_the_environment_credential_chain_still_works(s3_table, monkeypatch):

@@ -1,25 +1,32 @@
-"""Build and install the JVM-side stale-pushdown guard (a Catalyst pre-CBO rule).
+"""Find (or, in a source checkout, build) and install the listing Spark extension.
 
 Why: in pyspark 4.3.0 the planned read of a Python data source (reader + partitions) is cached
 on the ``PythonDataSourceV2`` shared by every query on a DataFrame or temp view, and filter
 push-down overwrites it. A later unfiltered query, or a second scan of the same relation within
 one query (union, self-join), then silently reads another query's pruned partitions. The rule in
 ``java/io/github/listing/StalePushdownGuard.java`` gives each scan a private data source right
-before push-down. There is no Scala compiler here, so it is Java, compiled on first use with the
-local JDK against pyspark's own jars and cached by content.
+before push-down (the extension installs it with the other listing rules).
+
+The wheel ships the extension compiled (``listing/spark/listing-extension.jar``, built with
+the wheel against the pinned pyspark's jars): a session needs a JRE only, and the jar is
+used when the running Spark has the major.minor version it was built for. A source checkout
+(editable install) has no jar: there the sources in ``java/`` are compiled on first use with
+the local JDK, against pyspark's own jars, and cached by content.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
-import subprocess
-import tempfile
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pyspark
+
+from listing.spark.javac import JAR_NAME, JavacError, compile_jar, jar_spark_version
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -27,10 +34,14 @@ if TYPE_CHECKING:
 __all__ = [
     "GUARD_EXTENSION_CLASS",
     "GUARD_RULE_CLASS",
+    "ExtensionVersionError",
     "GuardBuildError",
+    "add_to_running_driver",
     "build_guard_jar",
+    "extension_jar",
     "guard_conf",
     "is_guard_active",
+    "running_spark_version",
 ]
 
 GUARD_EXTENSION_CLASS = "io.github.listing.ListingSparkExtensions"
@@ -43,13 +54,21 @@ Also its rule name: listing it in the runtime conf ``spark.sql.optimizer.exclude
 switches the guard off for later queries (a kill switch, and how the tests show the bug).
 """
 
-JAVA_SOURCES = Path(__file__).parent / "java"
+SHIPPED_JAR = Path(__file__).with_name(JAR_NAME)
+"""The jar a wheel ships (absent in a source checkout)."""
+JAVA_SOURCES = Path(__file__).resolve().parents[2] / "java"
+"""The Java sources of a source checkout (not in the wheel)."""
 DEFAULT_CACHE_DIR = Path.home() / ".cache" / "spark-listing"
 _JDK_HINT = "install a JDK 17 (e.g. apt-get install openjdk-17-jdk-headless) or set JAVA_HOME"
+_SPARK_JAR = re.compile(r"^spark-core_[\d.]+-(\d+\.\d+\.\d+[^/]*)\.jar$")
 
 
 class GuardBuildError(RuntimeError):
-    """The guard jar could not be built: no JDK tools, or the Java sources failed to compile."""
+    """No usable extension jar: none shipped and the Java sources could not be compiled."""
+
+
+class ExtensionVersionError(GuardBuildError):
+    """The shipped jar was built for another Spark version than the one running."""
 
 
 def pyspark_jars_dir() -> Path:
@@ -57,13 +76,63 @@ def pyspark_jars_dir() -> Path:
     return Path(pyspark.__file__).parent / "jars"
 
 
+def running_spark_version() -> str:
+    """The version of the Spark a session here runs: the active SparkContext's, else the
+    one in ``SPARK_HOME`` (spark-submit and pyspark start that one), else pyspark's."""
+    from pyspark import SparkContext
+
+    active = SparkContext._active_spark_context
+    if active is not None:
+        return str(active.version)
+    home = os.environ.get("SPARK_HOME")
+    if home and Path(home).resolve() != Path(pyspark.__file__).resolve().parent:
+        for jar in sorted((Path(home) / "jars").glob("spark-core_*.jar")):
+            match = _SPARK_JAR.match(jar.name)
+            if match:
+                return match.group(1)
+    return str(pyspark.__version__)
+
+
+def _major_minor(version: str) -> tuple[str, ...]:
+    return tuple(version.split(".")[:2])
+
+
+def extension_jar(spark_version: str | None = None) -> Path:
+    """The extension jar for the running Spark (or ``spark_version``).
+
+    An installed wheel's jar when it was built for that Spark's major.minor version (an
+    :class:`ExtensionVersionError` saying what to do otherwise); in a source checkout, the
+    sources compiled with the local JDK (:func:`build_guard_jar`).
+    """
+    version = spark_version or running_spark_version()
+    if SHIPPED_JAR.is_file():
+        built_for = jar_spark_version(SHIPPED_JAR) or "an unrecorded version"
+        if _major_minor(built_for) != _major_minor(version):
+            raise ExtensionVersionError(
+                f"the listing Spark extension in this install ({SHIPPED_JAR}) was built for "
+                f"Spark {built_for}, but this Spark is {version}"
+                + (f" (SPARK_HOME={os.environ['SPARK_HOME']})"
+                   if os.environ.get("SPARK_HOME") else "")
+                + f". Use a Spark {'.'.join(_major_minor(built_for))}.x (pip install "
+                f"'pyspark=={'.'.join(_major_minor(built_for))}.*'), or build spark-listing "
+                "from source against your Spark, or run without the extension: "
+                "listing.session(guard=False) (the source then lists whole tables unless "
+                "the filter comes as 'where' or through to_spark)")
+        return SHIPPED_JAR
+    if JAVA_SOURCES.is_dir():
+        return build_guard_jar()
+    raise GuardBuildError(f"this install of spark-listing has no extension jar ({SHIPPED_JAR}) "
+                          "and no Java sources to build it from: reinstall the wheel")
+
+
 def _java_sources() -> list[Path]:
     return sorted(JAVA_SOURCES.rglob("*.java"))
 
 
 def _cache_key() -> str:
-    """Hash of the Java sources and the pyspark version, so a change to either rebuilds."""
-    digest = hashlib.sha256(f"pyspark={pyspark.__version__}\n".encode())
+    """Hash of the Java sources and the pyspark version, so a change to either rebuilds
+    (and of the jar layout: its manifest records the Spark version)."""
+    digest = hashlib.sha256(f"pyspark={pyspark.__version__}\nmanifest=1\n".encode())
     for src in _java_sources():
         digest.update(src.relative_to(JAVA_SOURCES).as_posix().encode() + b"\0")
         digest.update(src.read_bytes() + b"\0")
@@ -79,42 +148,55 @@ def _jdk_tool(name: str) -> str:
             return str(candidate)
     found = shutil.which(name)
     if found is None:
-        raise GuardBuildError(f"`{name}` not found, needed for the Spark guard jar: {_JDK_HINT}")
+        raise GuardBuildError(f"`{name}` not found, needed to build the listing Spark extension "
+                              f"from source (a development install): {_JDK_HINT}")
     return found
 
 
-def _run(cmd: list[str], what: str) -> None:
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        output = (proc.stdout + proc.stderr).strip()
-        raise GuardBuildError(f"{what} failed (exit {proc.returncode}): {' '.join(cmd)}\n{output}")
-
-
 def build_guard_jar(force: bool = False, cache_dir: Path | None = None) -> Path:
-    """Compile the guard with ``javac --release 17`` and return the cached jar's path.
+    """Compile the sources of a checkout with ``javac --release 17`` (development installs
+    only: a wheel ships the jar) and return the cached jar's path.
 
     The jar is keyed by the sources and pyspark version, and published with an atomic rename,
     so concurrent builders (pytest-xdist workers, several sessions) never see a partial jar.
     """
     cache = Path(cache_dir) if cache_dir is not None else DEFAULT_CACHE_DIR
-    sources = _java_sources()
-    if not sources:
+    if not _java_sources():
         raise GuardBuildError(f"no Java sources under {JAVA_SOURCES}")
     target = cache / f"listing-guard-{_cache_key()}.jar"
     if target.is_file() and not force:
         return target
     javac, jar = _jdk_tool("javac"), _jdk_tool("jar")
-    cache.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=".build-", dir=cache) as tmp:
-        classes = Path(tmp) / "classes"
-        classes.mkdir()
-        classpath = str(pyspark_jars_dir() / "*")  # javac expands the wildcard itself
-        flags = ["--release", "17", "-nowarn", "-encoding", "UTF-8"]
-        _run([javac, *flags, "-cp", classpath, "-d", str(classes), *map(str, sources)], "javac")
-        staged = Path(tmp) / target.name
-        _run([jar, "--create", "--file", str(staged), "-C", str(classes), "."], "jar")
-        os.replace(staged, target)
-    return target
+    try:
+        return compile_jar(JAVA_SOURCES, pyspark_jars_dir(), pyspark.__version__, target,
+                           javac, jar)
+    except JavacError as err:
+        raise GuardBuildError(str(err)) from None
+
+
+def add_to_running_driver(jar_path: Path | str) -> bool:
+    """Put the jar on the class loader of a driver JVM that already runs (``spark-submit``
+    starts it before the script, so ``spark.jars`` set by the script reaches the executors
+    but not the driver, which loads ``spark.sql.extensions``). True when it did; False when
+    no JVM runs yet (``spark.jars`` then reaches it at start) or its loader takes no jars."""
+    from pyspark import SparkContext
+
+    if SparkContext._jvm is None and not os.environ.get("PYSPARK_GATEWAY_PORT"):
+        return False
+    SparkContext._ensure_initialized()  # connects to spark-submit's gateway; starts nothing
+    jvm = SparkContext._jvm
+    if jvm is None:
+        return False
+    loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
+    if loader.getClass().getName() not in _ADDABLE_LOADERS:
+        return False
+    loader.addURL(jvm.java.io.File(str(Path(jar_path).resolve())).toURI().toURL())
+    return True
+
+
+#: the driver class loaders spark-submit installs (both have a public addURL)
+_ADDABLE_LOADERS = {"org.apache.spark.util.MutableURLClassLoader",
+                    "org.apache.spark.util.ChildFirstURLClassLoader"}
 
 
 def guard_conf(jar_path: Path | str) -> dict[str, str]:
@@ -169,3 +251,7 @@ def _connect_server_has_guard(spark: SparkSession) -> bool:
     names = {name.strip() for name in configured.split(",")}
     return GUARD_EXTENSION_CLASS in names and GUARD_RULE_CLASS not in {
         name.strip() for name in excluded.split(",")}
+
+
+if __name__ == "__main__":  # the jar's path, for spark-submit --jars or a Connect server
+    sys.stdout.write(f"{extension_jar()}\n")

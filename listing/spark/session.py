@@ -18,11 +18,17 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
+from pyspark import SparkConf
 from pyspark.sql import SparkSession
 
 from listing import formats
 from listing.spark.file_index import register_planner
-from listing.spark.guard import build_guard_jar, guard_conf, is_guard_active
+from listing.spark.guard import (
+    add_to_running_driver,
+    extension_jar,
+    guard_conf,
+    is_guard_active,
+)
 from listing.spark.partitions import register_partitions_function
 from listing.spark.s3a import connector_jars
 from listing.spark.source import (
@@ -51,12 +57,15 @@ class Registration:
 
 
 def session(app_name: str = "listing", master: str | None = None,
-            conf: dict[str, str] | None = None, guard: bool = True) -> SparkSession:
+            conf: dict[str, str] | None = None, guard: bool = True,
+            ui: bool = True) -> SparkSession:
     """A SparkSession ready for the toolkit: Python workers run this interpreter and talk
     to the JVM over Unix sockets where the platform has them, filter pushdown is on, the
-    guard is installed (built on first use with the local JDK), Spark's S3A connector is on
-    the classpath when it was fetched (:mod:`listing.spark.s3a`; never fetched here), and
-    the ``listing`` source is registered. ``conf`` overrides any of these settings."""
+    extension is installed (the wheel's jar; compiled on first use in a source checkout),
+    Spark's S3A connector is on the classpath when it was fetched (:mod:`listing.spark.s3a`;
+    never fetched here), and the ``listing`` source is registered. Spark's UI and console
+    progress bar stay as Spark sets them; ``ui=False`` turns both off (tests). ``conf``
+    overrides any of these settings."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     builder = SparkSession.builder.appName(app_name)
@@ -65,14 +74,14 @@ def session(app_name: str = "listing", master: str | None = None,
     settings = {
         "spark.pyspark.python": os.environ["PYSPARK_PYTHON"],
         PUSHDOWN_CONF: "true",
-        "spark.ui.enabled": "false",
-        "spark.ui.showConsoleProgress": "false",
         # errors raised in Python workers (a bad option, file or value) reach the user with
         # our message on the first line instead of under a worker traceback
         "spark.sql.execution.pyspark.udf.hideTraceback.enabled": "true",
         # secrets given as storage.* options must not show in plans or the UI
         "spark.redaction.regex": r"(?i)secret|password|token|access[.]?key|storage\.key",
     }
+    if not ui:
+        settings.update({"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false"})
     if hasattr(socket, "AF_UNIX"):
         # the JVM talks to Python workers over TCP loopback by default, and a task's last
         # small writes then wait out a delayed ACK: a Python read's task took 40 ms more,
@@ -84,9 +93,16 @@ def session(app_name: str = "listing", master: str | None = None,
     if s3a:  # Spark's S3A connector, fetched by `make s3a` / python -m listing.spark.s3a
         settings["spark.jars"] = ",".join(filter(None, (settings.get("spark.jars"), s3a)))
     if guard:
-        for key, value in guard_conf(build_guard_jar()).items():
-            if key in _LIST_CONFS and settings.get(key):
-                value = f"{settings[key]},{value}"  # keep the caller's jars and extensions
+        jar = extension_jar()
+        if add_to_running_driver(jar):  # spark-submit started the driver JVM: keep its
+            running = SparkConf()       # --jars and extensions, joined with ours below
+            for key in _LIST_CONFS:
+                if running.get(key) and not settings.get(key):
+                    settings[key] = str(running.get(key))
+        for key, value in guard_conf(jar).items():
+            if key in _LIST_CONFS and settings.get(key):  # keep the caller's jars and
+                listed = [v.strip() for v in settings[key].split(",")]  # extensions, once
+                value = ",".join(listed + [value] if value not in listed else listed)
             settings[key] = value
     for key, value in settings.items():
         builder = builder.config(key, value)
@@ -114,7 +130,7 @@ def register(spark: SparkSession) -> Registration:
         result.problems.append(
             "the stale-pushdown guard is not installed (spark.sql.extensions is a static "
             "conf: build the session with listing.session(), or add "
-            "listing.spark.guard.guard_conf(build_guard_jar()) to its builder)")
+            "listing.spark.guard.guard_conf(extension_jar()) to its builder)")
     if not result.pushdown:
         result.problems.append(f"{PUSHDOWN_CONF} is false; set it to true")
     _register_source(spark, result.prunes_with_spark_filters)

@@ -45,6 +45,7 @@ from listing.scan import ScanPlan
 from listing.spark.dataframe import TableSpec
 from listing.spark.filters import from_spark
 from listing.spark.option_values import SPARK_FORMAT_NAMES, json_object, storage_value
+from listing.spark.progress import ListingProgress
 from listing.spark.skips import accumulator as skips_accumulator
 from listing.spark.types import arrow_schema, spark_schema, spark_struct
 from listing.storage import redact
@@ -276,19 +277,20 @@ def _partition_cols(value: str | None) -> list[tuple[str, str | None]] | None:
 
 
 def ship_by_value(cls: type) -> None:
-    """Make cloudpickle send ``cls``'s module by value when Spark's Python workers could
-    not import it (a user's script or project folder on the driver's ``sys.path`` only).
-    Classes from installed packages (and this toolkit) still travel by reference."""
-    module = sys.modules.get(cls.__module__)
-    path = getattr(module, "__file__", None)
-    if module is None or path is None or cls.__module__ == "__main__":
-        return  # __main__ is pickled by value already
-    if cls.__module__.split(".")[0] == "listing":
-        return
+    """Make cloudpickle send the modules of ``cls`` and its base classes by value when
+    Spark's Python workers could not import them (a user's script or project folder on the
+    driver's ``sys.path`` only). Installed packages (and this toolkit) travel by reference."""
     installed = {sysconfig.get_paths()[k] for k in ("purelib", "platlib", "stdlib")}
-    if not any(os.path.abspath(path).startswith(os.path.abspath(p) + os.sep)
-               for p in installed):
-        cloudpickle.register_pickle_by_value(module)
+    for klass in cls.__mro__:  # a user's format may subclass another of the user's
+        module = sys.modules.get(klass.__module__)
+        path = getattr(module, "__file__", None)
+        if module is None or path is None or klass.__module__ == "__main__":
+            continue  # __main__ is pickled by value already
+        if klass.__module__.split(".")[0] in ("listing", "builtins"):
+            continue
+        if not any(os.path.abspath(path).startswith(os.path.abspath(p) + os.sep)
+                   for p in installed):
+            cloudpickle.register_pickle_by_value(module)
 
 
 # --- the data source ----------------------------------------------------------------------
@@ -314,18 +316,25 @@ class ListingDataSource(DataSource):
 
     def __init__(self, options: dict[str, str]) -> None:
         super().__init__(options)
+        # Spark builds the source in a fresh Python worker as often as in a reused one: the
+        # driver's formats travel on the class and must be known before an option names one
+        self.register_user_formats()
         self.config = SourceConfig.parse(dict(options))
         self._table: ListingTable | None = None
+
+    @classmethod
+    def register_user_formats(cls) -> None:
+        """Register the formats the driver shipped with this class in this process."""
+        for fmt_name, factory in cls.user_formats.items():
+            formats.register(fmt_name, factory)
 
     def __repr__(self) -> str:
         storage = redact(self.config.storage_options)
         return f"ListingDataSource({self.config.url}, storage={storage})"
 
     def _open(self, data_schema: pa.Schema | None) -> ListingTable:
-        # Spark may unpickle this source in another worker than the one that built it:
-        # the formats travel on the class, so register them wherever a table is opened
-        for fmt_name, factory in self.user_formats.items():
-            formats.register(fmt_name, factory)
+        # Spark may unpickle this source in another worker than the one that built it
+        self.register_user_formats()
         return self.config.open(data_schema, self.filesystems)
 
     def table(self, data_schema: pa.Schema | None = None) -> ListingTable:
@@ -341,8 +350,7 @@ class ListingDataSource(DataSource):
         (:mod:`listing.spark.writer`)."""
         from listing.spark.writer import ListingWriter
 
-        for fmt_name, factory in self.user_formats.items():
-            formats.register(fmt_name, factory)
+        self.register_user_formats()
         return ListingWriter(dict(self.options), schema, overwrite, self.session_write_conf)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:  # noqa: N802
@@ -508,8 +516,12 @@ class PlainListingReader(DataSourceReader):
 
     def plan(self) -> ScanPlan:
         where: list[Any] = list(self.pushed) + list(self.config.where or [])
-        return self.table.scan(columns=self.columns, where=where or None,
-                               limit=self.config.limit, min_partitions=self.min_partitions)
+        progress = ListingProgress(str(self.table.url))  # a long listing, in the driver log
+        plan = self.table.scan(columns=self.columns, where=where or None,
+                               limit=self.config.limit, min_partitions=self.min_partitions,
+                               progress=progress)
+        progress.done()
+        return plan
 
     def partitions(self) -> list[InputPartition]:
         plan = self.plan()

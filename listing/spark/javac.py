@@ -1,0 +1,69 @@
+"""Compile the listing Spark extension's Java sources into a jar (standard library only).
+
+Used twice: by the wheel build (``build_support/listing_build.py`` loads this file by path,
+before the package's dependencies exist) to ship the jar, and by
+:func:`listing.spark.guard.build_guard_jar` in a source checkout. The jar's manifest
+records the Spark version whose jars it was compiled against (``Listing-Spark-Version``).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+import zipfile
+from pathlib import Path
+
+__all__ = ["JAR_NAME", "SPARK_VERSION_ATTRIBUTE", "JavacError", "compile_jar", "jar_spark_version"]
+
+JAR_NAME = "listing-extension.jar"
+SPARK_VERSION_ATTRIBUTE = "Listing-Spark-Version"
+
+
+class JavacError(RuntimeError):
+    """``javac`` or ``jar`` failed, or the sources are missing."""
+
+
+def _run(cmd: list[str], what: str) -> None:
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    except FileNotFoundError:
+        raise JavacError(f"`{cmd[0]}` not found") from None
+    if proc.returncode != 0:
+        output = (proc.stdout + proc.stderr).strip()
+        raise JavacError(f"{what} failed (exit {proc.returncode}): {' '.join(cmd)}\n{output}")
+
+
+def compile_jar(sources: Path, spark_jars: Path, spark_version: str, target: Path,
+                javac: str = "javac", jar: str = "jar") -> Path:
+    """Compile every ``*.java`` under ``sources`` with ``javac --release 17`` against the
+    jars in ``spark_jars`` and write the jar to ``target`` (atomically: a concurrent reader
+    never sees a partial jar)."""
+    files = sorted(sources.rglob("*.java"))
+    if not files:
+        raise JavacError(f"no Java sources under {sources}")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".build-", dir=target.parent) as tmp:
+        classes = Path(tmp) / "classes"
+        classes.mkdir()
+        flags = ["--release", "17", "-nowarn", "-encoding", "UTF-8"]
+        classpath = str(spark_jars / "*")  # javac expands the wildcard itself
+        _run([javac, *flags, "-cp", classpath, "-d", str(classes), *map(str, files)], "javac")
+        manifest = Path(tmp) / "MANIFEST.MF"
+        manifest.write_text(f"{SPARK_VERSION_ATTRIBUTE}: {spark_version}\n")
+        staged = Path(tmp) / target.name
+        _run([jar, "--create", "--file", str(staged), "--manifest", str(manifest),
+              "-C", str(classes), "."], "jar")
+        os.replace(staged, target)
+    return target
+
+
+def jar_spark_version(path: Path) -> str | None:
+    """The Spark version ``path`` was compiled against (None: not recorded)."""
+    with zipfile.ZipFile(path) as zf:
+        text = zf.read("META-INF/MANIFEST.MF").decode("utf-8", "replace")
+    for line in text.splitlines():
+        name, _, value = line.partition(":")
+        if name.strip() == SPARK_VERSION_ATTRIBUTE:
+            return value.strip()
+    return None

@@ -1,0 +1,151 @@
+"""Installed and run as a user does: the wheel, a fresh virtualenv, a JRE, ``spark-submit``.
+
+Builds the wheel from a copy of the repository, installs it with a plain ``pip install``
+(its declared dependencies, no extras) into a new virtualenv, and runs
+``tests/clean_install_job.py`` with that virtualenv's ``spark-submit`` on a standalone
+cluster (master and worker from the wheel's ``listing.testing.spark_cluster``), with a PATH
+that has ``java`` and no ``javac`` (nor any other JDK tool) and no JAVA_HOME. The job
+registers its own format, reads an S3 table (moto, served by this process) with a filter,
+writes a partitioned table and runs one streaming trigger. Nothing comes from the
+repository or the development virtualenv: the job file is copied to a folder of its own.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from listing.testing import datasets
+
+pytestmark = pytest.mark.clean_install
+
+ROOT = Path(__file__).resolve().parents[1]
+JOB = Path(__file__).with_name("clean_install_job.py")
+DAY = "2025-01-03"
+BUILD_TIMEOUT = 300.0
+INSTALL_TIMEOUT = 400.0
+JOB_TIMEOUT = 420.0  # cluster start-up and the job on a busy 2-core machine
+IGNORE = shutil.ignore_patterns(".venv", ".git", "build", "dist", ".lint", "*.egg-info",
+                                "__pycache__", ".pytest_cache", ".ruff_cache", ".mypy_cache",
+                                ".hypothesis", "spark-warehouse")
+
+#: run by the new virtualenv's python: a cluster, then the job through spark-submit
+ORCHESTRATE = """
+import sys
+from pathlib import Path
+
+from listing.testing.spark_cluster import JVM_OPTS, StandaloneCluster, log_tail, run_bounded
+
+work, job, timeout, args = Path(sys.argv[1]), sys.argv[2], float(sys.argv[3]), sys.argv[4:]
+submit = str(Path(sys.executable).parent / "spark-submit")
+with StandaloneCluster(work / "cluster", workers=1, cores_per_worker=2,
+                       python=sys.executable) as cluster:
+    code = run_bounded(
+        [submit, "--master", cluster.master_url,
+         "--conf", f"spark.driver.extraJavaOptions={JVM_OPTS}",
+         "--conf", f"spark.executor.extraJavaOptions={JVM_OPTS}",
+         "--conf", "spark.executor.memory=1g", job, *args],
+        env=cluster.driver_env(), timeout=timeout, log=work / "driver.log", cwd=work)
+    print("MASTER", cluster.master_url)
+    if code != 0:
+        print(f"spark-submit exited with {code}\\n--- driver ---\\n"
+              f"{log_tail(work / 'driver.log', 80)}\\n{cluster.diagnostics(30)}")
+    sys.exit(code)
+"""
+
+
+def run(cmd: list[str | Path], cwd: Path, env: dict[str, str],
+        timeout: float) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run([str(c) for c in cmd], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=timeout, check=False)
+    if proc.returncode != 0:
+        pytest.fail(f"{' '.join(map(str, cmd))} exited with {proc.returncode}\n--- stdout ---\n"
+                    f"{proc.stdout[-8000:]}\n--- stderr ---\n{proc.stderr[-4000:]}",
+                    pytrace=False)
+    return proc
+
+
+def jre_only_path(folder: Path) -> str:
+    """A PATH of one folder linking every program of this PATH but the JDK's tools: the
+    JDK's bin folder contributes ``java`` only."""
+    java = shutil.which("java")
+    assert java, "the test needs java"
+    jdk_bin = Path(java).resolve().parent
+    folder.mkdir()
+    for entry in os.environ.get("PATH", os.defpath).split(os.pathsep):
+        if not entry or not Path(entry).is_dir():
+            continue
+        for program in Path(entry).iterdir():
+            target = program.resolve()
+            if (folder / program.name).exists() or not os.access(target, os.X_OK):
+                continue
+            if target.parent == jdk_bin and program.name != "java":
+                continue
+            (folder / program.name).symlink_to(target)
+    return str(folder)
+
+
+def user_env(venv: Path, tools: str) -> dict[str, str]:
+    drop = ("PYTHON", "PYSPARK", "SPARK_", "JAVA_HOME", "VIRTUAL_ENV", "AWS_", "PYTEST_")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(drop)}
+    env.update(PATH=f"{venv / 'bin'}{os.pathsep}{tools}", PYTHONDONTWRITEBYTECODE="1",
+               AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing",
+               AWS_DEFAULT_REGION="us-east-1", AWS_EC2_METADATA_DISABLED="true")
+    return env
+
+
+def test_wheel_in_a_fresh_venv_runs_a_spark_submit_job_with_java_only(s3_server, tmp_path):
+    base = getattr(sys, "_base_executable", sys.executable)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
+    shutil.copytree(ROOT, tmp_path / "src", ignore=IGNORE)
+    run([sys.executable, "-m", "build", "--wheel", "--outdir", tmp_path / "dist",
+         tmp_path / "src"], tmp_path, env, BUILD_TIMEOUT)
+    wheel = next((tmp_path / "dist").glob("spark_listing-*.whl"))
+    venv = tmp_path / "venv"
+    run([base, "-m", "venv", venv], tmp_path, env, 120)
+    run([venv / "bin" / "python", "-m", "pip", "install", "-q", wheel], tmp_path, env,
+        INSTALL_TIMEOUT)
+
+    bucket = s3_server.create_bucket(f"clean-{uuid.uuid4().hex[:8]}")
+    root = f"s3://{bucket}"
+    ds = datasets.daily(f"{root}/events", s3_server.storage_options, days=4,
+                        put=datasets.fast_writer(s3_server))
+    s3_server.put_objects_fast(bucket, {
+        f"pipe/day={d}/part-0.pipe": f"id|note\n1|{d} a\n2|{d} b\n".encode()
+        for d in ("2025-01-02", DAY)})
+
+    work = tmp_path / "user"  # the user's own folder: the job and nothing of the repository
+    work.mkdir()
+    job = work / "job.py"
+    shutil.copy(JOB, job)
+    uenv = user_env(venv, jre_only_path(tmp_path / "tools"))
+    storage = json.dumps(s3_server.storage_options)
+    proc = run([venv / "bin" / "python", "-c", ORCHESTRATE, work, job, str(JOB_TIMEOUT),
+                root, storage, DAY], work, uenv, JOB_TIMEOUT + 120)
+    log = (work / "driver.log").read_text(errors="replace")
+    lines = [line for line in log.splitlines() if line.startswith("RESULT ")]
+    assert lines, f"no RESULT line in the driver log:\n{log[-6000:]}"
+    got = json.loads(lines[-1].removeprefix("RESULT "))
+
+    site = venv / "lib"
+    assert got["javac"] is None  # positive control for the PATH: java only
+    assert got["listing_file"].startswith(str(site)) and got["jar"].startswith(str(site))
+    assert got["guarded"] is True  # the wheel's jar, loaded by a driver spark-submit started
+    master = next(ln for ln in proc.stdout.splitlines() if ln.startswith("MASTER "))
+    assert got["master"] == master.removeprefix("MASTER ")
+    assert got["pipe"] == [[1, f"{DAY} a"], [2, f"{DAY} b"]]
+
+    def rows(keep) -> int:
+        return sum(f.table.num_rows for f in ds.files if keep(f.partition_values))
+
+    assert got["picked_rows"] == rows(lambda v: str(v["date"]) == DAY and v["region"] == "eu")
+    assert got["written_rows"] == rows(lambda v: str(v["date"]) <= DAY)
+    assert got["written_regions"] == ["eu", "us"]
+    assert got["streamed_rows"] == rows(lambda v: v["region"] == "us")
