@@ -929,15 +929,7 @@ def read_failure(path: str, err: BaseException, what: str) -> BaseException:
 def _s3_write_call(fs: Any, operation: str, url: str, method: str, **kwargs: Any) -> int:
     """One S3 write request (botocore's retries); returns the retries it took. Failures
     leave as :class:`ListingError` naming ``operation`` and ``url``."""
-    try:
-        resp = _s3_call(fs, method, **kwargs)
-    except Exception as err:  # noqa: BLE001 - classified, never swallowed
-        failure = storage_failure(operation, url, err, settings_of(fs),
-                                  getattr(fs, "_listing_secrets", ()))
-        if failure is err:
-            raise
-        raise failure from None
-    return _retry_attempts(resp)
+    return _retry_attempts(s3_request(fs, operation, url, method, **kwargs))
 
 
 def s3_put(fs: Any, path: str, data: bytes) -> int:

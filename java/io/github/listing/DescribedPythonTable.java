@@ -67,6 +67,28 @@ final class DescribedPythonTable extends PythonTable {
   static final String MARK = "\u001elisting-scan:";
   static final byte END = 0x1e;
 
+  /** The UTF-8 text between {@code mark} and the next {@link #END} byte in pickled partition
+   * bytes (a pickled str is its UTF-8 bytes), or null when the mark or the end is missing. */
+  static String between(byte[] bytes, String mark) {
+    byte[] m = mark.getBytes(StandardCharsets.UTF_8);
+    outer:
+    for (int i = 0; i + m.length <= bytes.length; i++) {
+      for (int j = 0; j < m.length; j++) {
+        if (bytes[i + j] != m[j]) {
+          continue outer;
+        }
+      }
+      int start = i + m.length;
+      for (int end = start; end < bytes.length; end++) {
+        if (bytes[end] == END) {
+          return new String(bytes, start, end - start, StandardCharsets.UTF_8);
+        }
+      }
+      return null;
+    }
+    return null;
+  }
+
   /** The table's schema before column pruning narrowed it: the width a file's bytes hold. */
   private final StructType fullSchema;
 
@@ -269,24 +291,8 @@ final class DescribedPythonTable extends PythonTable {
       if (parts.length == 0 || !(parts[0] instanceof PythonInputPartition)) {
         return "";
       }
-      byte[] bytes = ((PythonInputPartition) parts[0]).pickedPartition();
-      byte[] mark = MARK.getBytes(StandardCharsets.UTF_8);
-      outer:
-      for (int i = 0; i + mark.length <= bytes.length; i++) {
-        for (int j = 0; j < mark.length; j++) {
-          if (bytes[i + j] != mark[j]) {
-            continue outer;
-          }
-        }
-        int start = i + mark.length;
-        for (int end = start; end < bytes.length; end++) {
-          if (bytes[end] == END) {
-            return " " + new String(bytes, start, end - start, StandardCharsets.UTF_8);
-          }
-        }
-        return "";
-      }
-      return "";
+      String text = between(((PythonInputPartition) parts[0]).pickedPartition(), MARK);
+      return text == null ? "" : " " + text;
     }
 
     @Override

@@ -204,26 +204,14 @@ final class KeyGroupedScans {
 
   /** The JSON between {@link #MARK} and the end byte in a pickled partition, or null. */
   static JsonNode marked(byte[] bytes) {
-    byte[] mark = MARK.getBytes(StandardCharsets.UTF_8);
-    outer:
-    for (int i = 0; i + mark.length <= bytes.length; i++) {
-      for (int j = 0; j < mark.length; j++) {
-        if (bytes[i + j] != mark[j]) {
-          continue outer;
-        }
-      }
-      int start = i + mark.length;
-      for (int end = start; end < bytes.length; end++) {
-        if (bytes[end] == DescribedPythonTable.END) {
-          try {
-            return JSON.readTree(new String(bytes, start, end - start, StandardCharsets.UTF_8));
-          } catch (java.io.IOException e) {
-            return null;
-          }
-        }
-      }
+    String text = DescribedPythonTable.between(bytes, MARK);
+    if (text == null) {
       return null;
     }
-    return null;
+    try {
+      return JSON.readTree(text);
+    } catch (java.io.IOException e) {
+      return null;
+    }
   }
 }
