@@ -68,8 +68,10 @@ def run(days: int, where: str) -> None:
         print(f"   load() opened the table in a planning worker: {_counts(cap)}")
         with server.log.capture() as cap:
             rows = sorted(df.collect(), key=lambda r: (r.date, r.id))
-        print(f"   {len(rows)} rows; server saw: {_counts(cap)} (the pruned listing, then "
-              "one GET per file: small files are read whole)")
+        why = ("the pruned listing, then one GET per file: small files are read whole"
+               + ("; Spark's own reader (S3A) also asks each file's status, one HEAD a file"
+                  if cap.count("HEAD") else ""))
+        print(f"   {len(rows)} rows; server saw: {_counts(cap)} ({why})")
         for row in rows[:10]:
             print(f"   {row.asDict()}")
         if len(rows) > 10:

@@ -202,7 +202,7 @@ def test_storage_options_map_to_per_bucket_s3a_settings(spark, s3_server, parque
 @pytest.mark.parametrize(("option", "value", "named"), [
     ("retry_max_backoff", "20s", "storage option retry_max_backoff"),
     ("retry_mode", "adaptive", "storage option retry_mode=adaptive"),
-    ("config_kwargs", {"signature_version": "s3v4"}, "config_kwargs.signature_version"),
+    ("config_kwargs", {"tcp_keepalive": True}, "config_kwargs.tcp_keepalive"),
 ])
 def test_options_s3a_cannot_honour_stay_python_and_say_why(spark, s3_server, parquet_table,
                                                            option, value, named):

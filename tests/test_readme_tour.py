@@ -39,7 +39,11 @@ def test_the_tour_runs_and_prunes(spark, s3_server):
     want = sum(f.num_rows for f in ds.files if str(f.partition_values["date"]) == "2026-03-01"
                and f.partition_values["region"] == "us")
     assert want > 0 and f"\n{want}\n" in printed  # the Spark count
-    # the Python API's and listing.explain's plans: the filter prunes the listing exactly
-    assert printed.count("partition filter (exact): date = ") >= 2, printed[-3000:]
+    # the Python API's plan, and listing.explain's: the filter prunes the listing exactly
+    # (on the Python engine a second plan; handed to Spark's S3A reader, its fed file index)
+    pruned = printed.count("partition filter (exact): date = ")
+    assert pruned >= 1, printed[-3000:]
+    assert pruned >= 2 or ("engine: native" in printed
+                           and "files: from the listing planner" in printed), printed[-3000:]
     assert re.search(rf"\|\s*us\s*\|\s*{want}\s*\|", printed), printed[-2000:]  # SQL
     spark.catalog.dropTempView("events")

@@ -108,6 +108,7 @@ def test_a_spark_scan_plans_with_progress(s3_server, monkeypatch, caplog):
 
 def test_the_callers_jars_and_extensions_are_kept_and_ours_listed_once(monkeypatch):
     from listing.spark.guard import GUARD_EXTENSION_CLASS, extension_jar
+    from listing.spark.s3a import connector_jars
 
     builder = RecordingBuilder()
     monkeypatch.setattr(session_mod, "SparkSession", type("S", (), {"builder": builder}))
@@ -115,4 +116,6 @@ def test_the_callers_jars_and_extensions_are_kept_and_ours_listed_once(monkeypat
         session_mod.session(conf={"spark.jars": "/opt/other.jar",
                                   "spark.sql.extensions": f"a.B, {GUARD_EXTENSION_CLASS}"})
     assert builder.confs["spark.sql.extensions"] == f"a.B,{GUARD_EXTENSION_CLASS}"
-    assert builder.confs["spark.jars"] == f"/opt/other.jar,{extension_jar().resolve()}"
+    s3a = [str(j) for j in connector_jars()]  # Spark's S3A connector, when fetched
+    assert builder.confs["spark.jars"] == ",".join(
+        ["/opt/other.jar", *s3a, str(extension_jar().resolve())])
