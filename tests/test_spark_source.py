@@ -173,10 +173,29 @@ def test_user_schema_projects_without_reading_footers(spark, s3_server, events):
 
 
 def test_secrets_do_not_show_in_spark_plans(spark, s3_server, events):
-    df = (reader(spark, s3_server).option("storage.token", "tok-SECRET-123")
+    """The token reaches the relation Spark reads with (positive control), and no plan,
+    explain output or SQL status-store entry of the query shows it."""
+    import io
+    from contextlib import redirect_stdout
+
+    df = (reader(spark, s3_server, engine="python").option("storage.token", "tok-SECRET-123")
           .load(events.root).where("date = '2025-01-02'"))
-    text = df._jdf.queryExecution().toString()
-    assert "tok-SECRET-123" not in text
+    assert df.count() == rows_where(events, lambda v: v["date"] == dt.date(2025, 1, 2))
+    relation = df._jdf.queryExecution().analyzed().children().apply(0)
+    assert relation.getClass().getSimpleName() == "DataSourceV2Relation"
+    assert relation.options().get("storage.token") == "tok-SECRET-123"
+    out = io.StringIO()
+    with redirect_stdout(out):
+        df.explain(True)
+        df.explain("formatted")
+    texts = [out.getvalue(), str(df._jdf.queryExecution().toString())]
+    executions = spark._jsparkSession.sharedState().statusStore().executionsList()
+    for i in range(executions.size()):
+        e = executions.apply(i)
+        texts += [str(e.description()), str(e.details()), str(e.physicalPlanDescription())]
+    assert "BatchScan listing" in texts[0]  # the scan is described, options and all
+    for text in texts:
+        assert "tok-SECRET-123" not in text
 
 
 def test_unguarded_session_does_not_prune_and_stays_correct(spark, s3_server, events):
