@@ -70,7 +70,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from listing import formats, multipart
+from listing import formats
 from listing.errors import (
     CommitError,
     ConcurrentWriteError,
@@ -87,6 +87,7 @@ from listing.storage import (
     ObjectMeta,
     RequestCounter,
     StorageSpec,
+    multipart,
     s3_copy,
     s3_delete,
     s3_error_code,

@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from listing.s3_pages import COLUMNS, columns_of, parse_list_page
 from listing.storage import Lister, StorageSpec
+from listing.storage.s3_pages import COLUMNS, columns_of, parse_list_page
 
 # keys a user may well have: spaces, XML's and URLs' special characters, non-ASCII
 ODD_KEYS = ["t/plain/part-0.parquet", "t/sp ace/part 1.parquet", "t/amp&er/a&b.parquet",

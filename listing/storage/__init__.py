@@ -55,7 +55,7 @@ from listing.errors import (
 from listing.files import PartitionedFile
 from listing.options import parse_duration, parse_int
 from listing.redact import redact, redact_url
-from listing.s3_pages import columns_of, listing_columns, use_fast_list_pages
+from listing.storage.s3_pages import columns_of, listing_columns, use_fast_list_pages
 
 log = logging.getLogger("listing.storage")
 
