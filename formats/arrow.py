@@ -29,7 +29,9 @@ from listing.formats.base import (
 from listing.formats.conform import unify_schemas
 from listing.formats.text import CHUNK
 from listing.options import parse_bool
-from listing.storage import StorageSpec, open_input, read_failure
+from listing.storage.errors import raise_as, read_failure
+from listing.storage.reading import open_input
+from listing.storage.spec import StorageSpec
 
 MAGIC = b"ARROW1"
 
@@ -76,10 +78,7 @@ class IpcFile:
             return ipc.open_stream(raw, options=options)
         except Exception as err:  # noqa: BLE001 - classified, never swallowed
             kind = "file" if magic == MAGIC else "stream"
-            failure = read_failure(self.path, err, f"not a readable Arrow IPC {kind}")
-            if failure is err:
-                raise
-            raise failure from None
+            raise_as(read_failure(self.path, err, f"not a readable Arrow IPC {kind}"), err)
 
     def _check_stream_prefix(self, head: bytes) -> None:
         """Reject garbage before pyarrow trusts its first four bytes as a metadata length

@@ -31,13 +31,9 @@ from listing.files import PartitionedFile
 from listing.formats.conform import conform_batch
 from listing.options import parse_like
 from listing.pushdown import Pushdown
-from listing.storage import (
-    StorageSpec,
-    check_unchanged,
-    counting,
-    current_version,
-    read_failure,
-)
+from listing.storage.errors import raise_as, read_failure
+from listing.storage.reading import check_unchanged, counting, current_version
+from listing.storage.spec import StorageSpec
 
 __all__ = ["CorruptFileError", "FileFormat", "FileOpener", "FileSink", "FileSource", "FileWriter",
            "MissingFileError"]
@@ -264,9 +260,7 @@ class FileOpener:
                     self.count("files_changed")
                     batches = self.read_batches(file)
                     continue
-                if failure is err:
-                    raise
-                raise failure from None
+                raise_as(failure, err)
             batch = conform_batch(batch, read_schema, file.path)
             if arrow_filter is not None:
                 batch = batch.filter(arrow_filter)

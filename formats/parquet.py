@@ -21,7 +21,9 @@ from listing.formats.base import (
 )
 from listing.formats.conform import unify_schemas
 from listing.pushdown import Pushdown
-from listing.storage import StorageSpec, open_input, read_failure
+from listing.storage.errors import raise_as, read_failure
+from listing.storage.reading import open_input
+from listing.storage.spec import StorageSpec
 
 
 def open_parquet(fs: Any, file: PartitionedFile) -> pq.ParquetFile:
@@ -30,10 +32,7 @@ def open_parquet(fs: Any, file: PartitionedFile) -> pq.ParquetFile:
         handle = open_input(fs, file, whole_if_small=True)
         return pq.ParquetFile(handle, pre_buffer=True)
     except Exception as err:  # noqa: BLE001 - classified, never swallowed
-        failure = read_failure(file.path, err, "not a readable Parquet file")
-        if failure is err:
-            raise
-        raise failure from None
+        raise_as(read_failure(file.path, err, "not a readable Parquet file"), err)
 
 
 class ParquetFormat(FileFormat):

@@ -28,7 +28,9 @@ from listing.files import PartitionedFile
 from listing.formats.base import COMPRESSIONS, FileFormat, FileOpener
 from listing.formats.conform import canonical_type, unify_schemas
 from listing.options import parse_bool, parse_int
-from listing.storage import StorageSpec, open_input, read_failure
+from listing.storage.errors import raise_as, read_failure
+from listing.storage.reading import open_input
+from listing.storage.spec import StorageSpec
 
 #: raw bytes fetched per request while inside a range (one GET per chunk on S3)
 CHUNK = 4 << 20
@@ -317,10 +319,7 @@ class TextFormat(FileFormat):
             try:
                 data = read_sample(fs, f, nbytes, self.compression(f.path))
             except Exception as err:  # noqa: BLE001 - classified, never swallowed
-                failure = read_failure(f.path, err, f"cannot sample as {self.name}")
-                if failure is err:
-                    raise
-                raise failure from None
+                raise_as(read_failure(f.path, err, f"cannot sample as {self.name}"), err)
             return f.path, self.sample_schema(data, f)
 
         if not parse_bool(self.options.get("merge_schema", False), "merge_schema") \

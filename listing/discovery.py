@@ -36,7 +36,7 @@ from listing.files import PartitionedFile
 from listing.hive import HiveLayout
 from listing.options import parse_duration, parse_int, parse_size, parse_timestamp
 from listing.planner import ListingRun
-from listing.storage import Lister, ObjectMeta, RequestCounter
+from listing.storage.listing import Lister, ObjectMeta, RequestCounter
 
 if TYPE_CHECKING:
     from listing.table import ListingTable, Where

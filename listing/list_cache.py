@@ -21,7 +21,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from listing.storage import Lister, ObjectMeta, Page, RequestCounter, StorageSpec
+from listing.storage.listing import Lister, ObjectMeta, Page, RequestCounter
+from listing.storage.spec import StorageSpec
 
 #: keys the whole process keeps at most; the oldest listings go first
 MAX_CACHED_KEYS = 2_000_000

@@ -29,3 +29,29 @@ def redact(options: Any) -> Any:
 def redact_url(text: str) -> str:
     """``text`` with any ``user:password@`` part of a URL in it replaced by ``***@``."""
     return _URL_USERINFO.sub("***@", text)
+
+
+def secret_values(options: Any) -> tuple[str, ...]:
+    """Values of the secret-looking options (as :func:`redact` decides), to scrub from
+    messages that quote a client's error text."""
+    found: list[str] = []
+
+    def walk(value: Any, hidden: Any) -> None:
+        if isinstance(value, dict) and isinstance(hidden, dict):
+            for k, v in value.items():
+                walk(v, hidden.get(k))
+        elif hidden == "***" and value is not None and value != "***" and len(str(value)) >= 4:
+            found.append(str(value))
+
+    walk(options, redact(options))
+    return tuple(found)
+
+
+def scrub(text: str, secrets: Any = ()) -> str:
+    """One line, with URL credentials and the given secret values (or those of an options
+    dict) replaced."""
+    values = secret_values(secrets) if isinstance(secrets, dict) else tuple(secrets)
+    text = redact_url(" ".join(str(text).split()))
+    for value in values:
+        text = text.replace(value, "***")
+    return text

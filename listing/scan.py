@@ -15,7 +15,8 @@ import pyarrow as pa
 
 from listing.expressions import Expr
 from listing.files import FileGroup, PartitionedFile
-from listing.storage import StorageSpec, redact
+from listing.redact import redact
+from listing.storage.spec import StorageSpec
 from listing.stream import ReadSpec, read_groups
 
 

@@ -36,7 +36,8 @@ from listing.packing import WHOLE_FILES, KeyPacking, pack_by_partition_key, pack
 from listing.planner import FileFilter, ListedFile, ListingRun, TableProfile
 from listing.pushdown import Pushdown
 from listing.scan import ScanMetrics, ScanPlan
-from listing.storage import Lister, Page, RequestCounter, StorageSpec
+from listing.storage.listing import Lister, Page, RequestCounter
+from listing.storage.spec import StorageSpec
 from listing.stream import ReadSpec
 from listing.url import TableUrl
 

@@ -55,16 +55,13 @@ import dataclasses
 import datetime as dt
 import json
 import logging
-import os
 import re
-import shutil
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -76,25 +73,15 @@ from listing.errors import (
     ConcurrentWriteError,
     OptionError,
     PartitionValueError,
-    StorageError,
     TableExistsError,
 )
 from listing.formats.base import FileFormat, FileSink, FileWriter
 from listing.hive import DEFAULT_PARTITION_NAME, escape_path_name, is_hidden, is_hidden_below
 from listing.options import parse_int
-from listing.storage import (
-    Lister,
-    ObjectMeta,
-    RequestCounter,
-    StorageSpec,
-    multipart,
-    s3_copy,
-    s3_delete,
-    s3_error_code,
-    s3_get,
-    s3_put,
-    s3_request,
-)
+from listing.storage import multipart
+from listing.storage.listing import ObjectMeta
+from listing.storage.spec import StorageSpec
+from listing.storage.store import MAX_S3_KEY_BYTES, Finish, Store, open_store, store_class
 from listing.url import TableUrl
 
 __all__ = ["MODES", "PARTITION_OVERWRITE_MODES", "StagedFile", "TaskCommit", "WriteJob",
@@ -112,7 +99,6 @@ PUBLISHING, PUBLISHED = "publishing", "published"
 #: (seconds; a younger one may still be committing); jobs past their commit point are
 #: always finished
 RECOVER_AFTER = 3600.0
-MAX_S3_KEY_BYTES = 1024
 #: the overwrite lock, hidden at the table's root (created with If-None-Match / O_EXCL)
 LOCK_FILE = "_overwrite.lock"
 #: files a task keeps open at once (each holds up to a part, or on S3's staged-copy commit
@@ -123,7 +109,6 @@ MAX_OPEN_FILES = 32
 #: uploads the commit completes), ``copy`` (staged files copied or renamed into place),
 #: ``auto`` (multipart on S3, copy elsewhere)
 COMMIT_PROTOCOLS = ("auto", "multipart", "copy")
-COPY_THREADS = 16
 _METRICS = ("files_written", "rows_written", "bytes_written", "files_committed",
             "files_deleted", "staged_deleted", "put_requests", "copy_requests",
             "delete_requests", "list_requests", "get_requests", "post_requests", "renames",
@@ -196,7 +181,7 @@ class _Manifest:
         return json.dumps(dataclasses.asdict(self)).encode()
 
     @classmethod
-    def read(cls, store: _Store, path: str) -> _Manifest | None:
+    def read(cls, store: Store, path: str) -> _Manifest | None:
         data = store.read(path)
         if data is None:
             return None
@@ -220,7 +205,7 @@ def _job_of(path: str) -> str | None:
     return match.group(1) if match else None
 
 
-def _lock_holder(store: _Store, path: str) -> tuple[str, float] | None:
+def _lock_holder(store: Store, path: str) -> tuple[str, float] | None:
     """(job id, creation time) of the overwrite lock at ``path``, or None if unlocked."""
     data = store.read(path)
     if data is None:
@@ -275,209 +260,21 @@ def partition_path(values: Sequence[tuple[str, Any]]) -> str:
     return "".join(out)
 
 
-# --- storage operations, counted -------------------------------------------------------------
+# --- listing what a job wrote --------------------------------------------------------------
 
-class _Store:
-    """Create, move, delete and list files on one storage, counting what it costs."""
-
-    def __init__(self, spec: StorageSpec, metrics: dict[str, int],
-                 part_size: int | None = None) -> None:
-        self.spec = spec
-        self.metrics = metrics
-        self.fs = spec.filesystem()
-        self.local = spec.protocol == "file"
-        self.part_size = part_size  # S3: stream files as multipart uploads of this part size
-
-    def add(self, name: str, n: int = 1) -> None:
-        self.metrics[name] = self.metrics.get(name, 0) + n
-
-    def create(self, path: str) -> tuple[pa.NativeFile, _Finish]:
-        """An output stream for ``path`` and a function that finishes the file (after the
-        writer closed the stream) and returns its size and, for a multipart upload left
-        for the commit, the upload."""
-        if self.local:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            return pa.OSFile(path, "wb"), lambda: (os.path.getsize(path), None)
-        if self.part_size is not None:
-            upload = multipart.MultipartFile(self.fs, path, self.part_size, self.metrics)
-
-            def done() -> tuple[int, multipart.Upload | None]:
-                upload.close()
-                return upload.size, (path, upload.upload_id, list(upload.parts))
-            return pa.PythonFile(cast(Any, upload), mode="w"), done
-        buffer = pa.BufferOutputStream()
-
-        def finish() -> tuple[int, multipart.Upload | None]:
-            data = buffer.getvalue().to_pybytes()
-            self.put(path, data)
-            return len(data), None
-        return buffer, finish
-
-    def complete(self, uploads: Sequence[multipart.Upload]) -> None:
-        """Complete multipart uploads (idempotent)."""
-        if uploads:
-            self.add("post_requests", multipart.complete(self.fs, uploads))
-
-    def abort_uploads(self, uploads: Iterable[multipart.Upload]) -> None:
-        uploads = list(uploads)
-        if uploads:
-            self.add("delete_requests", multipart.abort(self.fs, uploads))
-            self.add("uploads_aborted", len(uploads))
-
-    def list_uploads(self, prefix: str) -> list[tuple[str, str, float]]:
-        """Multipart uploads in progress under ``prefix`` (S3 only; elsewhere none)."""
-        if not self.spec.is_s3:
-            return []
-        self.add("list_requests")
-        return multipart.list_uploads(self.fs, prefix)
-
-    def put(self, path: str, data: bytes) -> None:
-        if self.local:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            with open(path, "wb") as f:
-                f.write(data)
-            return
-        self.add("put_requests")
-        if self.spec.is_s3:
-            self.add("retries", s3_put(self.fs, path, data))
-        else:
-            self.fs.pipe_file(path, data)
-
-    def read(self, path: str) -> bytes | None:
-        """The whole file at ``path``, or None when there is none."""
-        if self.local:
-            try:
-                with open(path, "rb") as f:
-                    return f.read()
-            except FileNotFoundError:
-                return None
-        if self.spec.is_s3:
-            self.add("get_requests")
-            return s3_get(self.fs, path)
-        try:
-            data: bytes = self.fs.cat_file(path)
-        except FileNotFoundError:
-            return None
-        return data
-
-    def put_if_absent(self, path: str, data: bytes) -> bool | None:
-        """Create ``path`` only if it does not exist (S3: ``If-None-Match: *``; local:
-        ``O_EXCL``): True if created, False if it existed, None where the store cannot."""
-        if self.local:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            try:
-                fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-            except FileExistsError:
-                return False
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            return True
-        if not self.spec.is_s3:
-            return None
-        bucket, _, key = path.partition("/")
-        self.add("put_requests")
-        try:
-            s3_request(self.fs, "writing", f"s3://{path}", "put_object", Bucket=bucket,
-                       Key=key, Body=data, IfNoneMatch="*")
-        except StorageError as err:
-            if s3_error_code(err) in ("PreconditionFailed", "412",
-                                      "ConditionalRequestConflict"):
-                return False
-            raise
-        return True
-
-    def put_atomic(self, path: str, data: bytes) -> None:
-        """Write ``path`` whole or not at all (local files: a temporary file renamed)."""
-        if not self.local:
-            self.put(path, data)
-            return
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        tmp = f"{path}.{uuid.uuid4().hex}.tmp"
-        with open(tmp, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-
-    def publish(self, pairs: Sequence[tuple[str, str]]) -> None:
-        """Make each staged ``src`` the file ``dst``; idempotent: a pair already published
-        (a re-run commit) is published again or, on local files, left as it is. On object
-        stores the staged copy stays (deleted with the staging prefix)."""
-        if self.local:
-            for src, dst in pairs:
-                if not os.path.exists(src) and os.path.exists(dst):
-                    continue  # moved by an earlier run of this commit
-                os.makedirs(os.path.dirname(dst), exist_ok=True)
-                os.replace(src, dst)
-                self.add("renames")
-            return
-        if self.spec.is_s3:
-            with ThreadPoolExecutor(COPY_THREADS) as pool:
-                retries = list(pool.map(lambda p: s3_copy(self.fs, p[0], p[1]), pairs))
-            self.add("copy_requests", len(pairs))
-            self.add("retries", sum(retries))
-            return
-        for src, dst in pairs:
-            self.fs.copy(src, dst)
-            self.add("copy_requests")
-
-    def delete(self, paths: Sequence[str]) -> None:
-        if not paths:
-            return
-        if self.local:
-            for path in paths:
-                try:
-                    os.remove(path)
-                except FileNotFoundError:
-                    pass
-            return
-        if self.spec.is_s3:
-            requests, retries = s3_delete(self.fs, list(paths))
-            self.add("delete_requests", requests)
-            self.add("retries", retries)
-            return
-        self.fs.rm(list(paths))
-        self.add("delete_requests")
-
-    def list_files(self, prefix: str, visible_below: str | None = None) -> list[str]:
-        """Every file under ``prefix``; with ``visible_below``, only those whose path below
-        it has no hidden segment (``_temporary/…``, ``_SUCCESS``, ``.crc``)."""
-        paths = [f.path for f in self.list_meta(prefix)]
-        if visible_below is not None:
-            paths = [p for p in paths if not is_hidden_below(visible_below, p)]
-        return paths
-
-    def list_meta(self, prefix: str) -> list[ObjectMeta]:
-        """Every file under ``prefix``, with its size and modification time."""
-        counter = RequestCounter()
-        lister = Lister(self.spec, counter)
-        try:
-            return [f for page in lister.pages(prefix, delimiter=False) for f in page.files]
-        finally:
-            if not self.local:
-                self.add("list_requests", counter.list)
-                self.add("retries", counter.retries)
-
-    def prune_dirs(self, paths: Iterable[str], stop: str) -> None:
-        """Local files: remove the directories left empty by deleting ``paths``, up to
-        ``stop`` (exclusive); object stores have no directories."""
-        if not self.local:
-            return
-        stop = stop.rstrip("/")
-        for d in sorted({os.path.dirname(p) for p in paths}, key=len, reverse=True):
-            while d.startswith(stop + "/"):
-                try:
-                    os.rmdir(d)
-                except OSError:
-                    break
-                d = os.path.dirname(d)
+def _list_files(store: Store, prefix: str, visible_below: str | None = None) -> list[str]:
+    """Every file under ``prefix``; with ``visible_below``, only those whose path below it
+    has no hidden segment (``_temporary/…``, ``_SUCCESS``, ``.crc``)."""
+    paths = [f.path for f in store.find(prefix)]
+    if visible_below is not None:
+        paths = [p for p in paths if not is_hidden_below(visible_below, p)]
+    return paths
 
 
 # --- one job ---------------------------------------------------------------------------------
 
-_Finish = Callable[[], tuple[int, "multipart.Upload | None"]]
-
-
 class _OpenFile:
-    def __init__(self, writer: FileWriter, finish: _Finish, staged: str,
+    def __init__(self, writer: FileWriter, finish: Finish, staged: str,
                  final: str, partition: str) -> None:
         self.writer, self.finish = writer, finish
         self.staged, self.final, self.partition = staged, final, partition
@@ -511,12 +308,13 @@ class WriteJob:
             else parse_int(max_records_per_file, "max_records_per_file", minimum=1))
         self.storage = StorageSpec(self.url.protocol, dict(storage_options or {}))
         protocol = _choice("commit_protocol", commit_protocol, COMMIT_PROTOCOLS)
-        if protocol == "multipart" and not self.storage.is_s3:
+        if protocol == "multipart" and not store_class(self.storage).supports_multipart:
             raise OptionError(f"commit_protocol='multipart' needs S3 (multipart uploads), "
                               f"not {self.url.protocol}://; use 'copy' or 'auto'")
         #: S3's zero-copy commit: files stream to their final keys as multipart uploads
         self.part_size: int | None = None
-        if protocol == "multipart" or (protocol == "auto" and self.storage.is_s3):
+        if protocol == "multipart" or (protocol == "auto"
+                                       and store_class(self.storage).supports_multipart):
             self.part_size = (multipart.PART_SIZE if part_size in (None, "")
                               else parse_int(part_size, "part_size",
                                              minimum=multipart.MIN_PART_SIZE))
@@ -548,8 +346,8 @@ class WriteJob:
                                                    if what != "running")
         if self.mode not in ("error", "ignore"):
             return
-        store = _Store(self.storage, self.setup_metrics)
-        if store.list_files(self.prefix, visible_below=self.prefix):
+        store = open_store(self.storage, self.setup_metrics)
+        if _list_files(store, self.prefix, visible_below=self.prefix):
             if self.mode == "error":
                 raise TableExistsError(f"{self.url} already holds files (mode='error'); use "
                                        "mode='append' or 'overwrite'")
@@ -563,7 +361,7 @@ class WriteJob:
         metrics: dict[str, int] = {}
         if self.skip:
             return TaskCommit(task, attempt, (), metrics)
-        store = _Store(self.storage, metrics, self.part_size)
+        store = open_store(self.storage, metrics, self.part_size)
         stage_dir = f"{self.staging}task-{task:05d}-{attempt}/"
         open_files: dict[str, _OpenFile] = {}
         counters: dict[str, int] = {}
@@ -591,9 +389,9 @@ class WriteJob:
             return _OpenFile(self.sink.open(out), finish, staged, final, partition)
 
         key_room = None
-        if self.storage.is_s3:  # the longest staged key, less its partition path
+        if store.max_key_bytes is not None:  # the longest staged key, less its partition
             longest = f"{stage_dir}{self._file_name(task, 999)}".partition("/")[2]
-            key_room = MAX_S3_KEY_BYTES - len(longest.encode())
+            key_room = store.max_key_bytes - len(longest.encode())
         try:
             for batch in batches:
                 for partition, part in self._split(self._conform(batch), key_room):
@@ -709,7 +507,7 @@ class WriteJob:
             if f.final in finals:
                 raise CommitError(f"job {self.job_id}: two tasks wrote {f.final}")
             finals[f.final] = f
-        store = _Store(self.storage, metrics)
+        store = open_store(self.storage, metrics)
         partitions = sorted({f.partition for f in staged})
         try:
             manifest = _Manifest.read(store, self.manifest_path)
@@ -749,7 +547,7 @@ class WriteJob:
                            [self.url.to_url(f.final) for f in staged], partitions,
                            sum(f.rows for f in staged), metrics)
 
-    def _plan(self, store: _Store, staged: Sequence[StagedFile],
+    def _plan(self, store: Store, staged: Sequence[StagedFile],
               partitions: Sequence[str]) -> _Manifest:
         """The job's manifest: its new files, and the old files an overwrite removes."""
         new = {f.final for f in staged}
@@ -757,9 +555,9 @@ class WriteJob:
         if self.mode == "overwrite":
             if self.partition_overwrite_mode == "dynamic" and self.partition_by:
                 for partition in partitions:
-                    old += store.list_files(self.prefix + partition, visible_below=self.prefix)
+                    old += _list_files(store, self.prefix + partition, visible_below=self.prefix)
             else:
-                old = store.list_files(self.prefix, visible_below=self.prefix)
+                old = _list_files(store, self.prefix, visible_below=self.prefix)
         had_success = store.read(self.prefix + SUCCESS_FILE) is not None
         return _Manifest(self.job_id, self.mode, self.partition_overwrite_mode,
                          list(partitions),
@@ -773,7 +571,7 @@ class WriteJob:
         """The table's overwrite lock: held by the one overwrite committing."""
         return f"{self.prefix}{LOCK_FILE}"
 
-    def _lock(self, store: _Store) -> None:
+    def _lock(self, store: Store) -> None:
         """Take the table's overwrite lock, or raise :class:`ConcurrentWriteError` naming
         the job that holds it (two overwrites committing at once would both survive)."""
         body = json.dumps({"job_id": self.job_id, "created": time.time()}).encode()
@@ -788,20 +586,20 @@ class WriteJob:
             f"{self.url.to_url(self.lock_path)}). Nothing visible changed; retry once it "
             f"is done, or, if that job was killed, run `listing recover {self.url}`")
 
-    def _unlock(self, store: _Store) -> None:
+    def _unlock(self, store: Store) -> None:
         """Release the overwrite lock if this job holds it."""
         holder = _lock_holder(store, self.lock_path)
         if holder is not None and holder[0] == self.job_id:
             store.delete([self.lock_path])
 
-    def _unlock_quietly(self, store: _Store) -> None:
+    def _unlock_quietly(self, store: Store) -> None:
         try:
             self._unlock(store)
         except Exception as err:  # noqa: BLE001 - the first error is the one to raise
             log.warning("job %s could not release the lock of %s: %s", self.job_id,
                         self.url, err)
 
-    def _roll_forward(self, store: _Store, manifest: _Manifest) -> None:
+    def _roll_forward(self, store: Store, manifest: _Manifest) -> None:
         """Finish a published job: remove the old files it replaces (raises on failure),
         then write ``_SUCCESS`` and clean the staging prefix (failures logged, counted)."""
         try:
@@ -829,7 +627,7 @@ class WriteJob:
             log.warning("job %s is committed to %s; could not clean its staging prefix "
                         "(recover does): %s", manifest.job_id, self.url, err)
 
-    def _roll_back(self, store: _Store, manifest: _Manifest) -> None:
+    def _roll_back(self, store: Store, manifest: _Manifest) -> None:
         """Undo an unpublished job: delete the new files it published (never an old one:
         every new name holds the job id), restore ``_SUCCESS`` if the table had one, clean
         the staging prefix."""
@@ -843,11 +641,11 @@ class WriteJob:
         _invalidate_listings(self.storage, self.prefix)
         self._clean_staging(store, lock=manifest.mode == "overwrite")
 
-    def _clean_staging(self, store: _Store, manifest: bool = True, lock: bool = False) -> None:
+    def _clean_staging(self, store: Store, manifest: bool = True, lock: bool = False) -> None:
         """Delete everything under the job's staging prefix and abort the job's multipart
         uploads still in progress (failed task attempts), its manifest (if it has one)
         last."""
-        paths = [p for p in store.list_files(self.staging) if p != self.manifest_path]
+        paths = [p for p in _list_files(store, self.staging) if p != self.manifest_path]
         store.delete(paths)
         store.abort_uploads((path, upload_id, [])
                             for path, upload_id, _ in store.list_uploads(self.prefix)
@@ -857,7 +655,7 @@ class WriteJob:
             self._unlock(store)
         if manifest:
             store.delete([self.manifest_path])
-        self._remove_local_staging()
+        store.remove_dir(self.staging, f"{self.prefix}{STAGING_DIR}")
 
     def abort(self) -> dict[str, int]:
         """Undo the job (Spark calls it after a failed task or commit): before its commit
@@ -865,7 +663,7 @@ class WriteJob:
         never touched) and the staging prefix deleted; a job already committed is finished
         instead (it cannot be undone). Returns what it cost."""
         metrics: dict[str, int] = {}
-        store = _Store(self.storage, metrics)
+        store = open_store(self.storage, metrics)
         manifest = _Manifest.read(store, self.manifest_path)
         if manifest is not None and manifest.state == PUBLISHED:
             log.warning("abort of job %s on %s: the job is already committed; finishing it",
@@ -896,7 +694,7 @@ class WriteJob:
         jobs that will never complete them. A running job whose upload is aborted fails
         its commit and rolls back. Returns the paths whose uploads were aborted."""
         table = TableUrl.parse(url)
-        store = _Store(StorageSpec(table.protocol, dict(storage_options or {})), {})
+        store = open_store(StorageSpec(table.protocol, dict(storage_options or {})), {})
         old: list[multipart.Upload] = [
             (path, upload_id, []) for path, upload_id, age in store.list_uploads(table.prefix)
             if age >= older_than]
@@ -920,10 +718,10 @@ class WriteJob:
         table = TableUrl.parse(url)
         spec = StorageSpec(table.protocol, dict(storage_options or {}))
         metrics: dict[str, int] = {}
-        store = _Store(spec, metrics)
+        store = open_store(spec, metrics)
         staging_root = f"{table.prefix}{STAGING_DIR}/"
         jobs: dict[str, list[ObjectMeta]] = {}
-        for meta in store.list_meta(staging_root):
+        for meta in store.find(staging_root):
             jobs.setdefault(meta.path[len(staging_root):].partition("/")[0], []).append(meta)
         done: list[tuple[str, str]] = []
         now = time.time()
@@ -968,15 +766,6 @@ class WriteJob:
             done.append((job_id, what))
             log.info("recover %s: job %s %s", table, job_id, what)
         return done
-
-    def _remove_local_staging(self) -> None:
-        if self.storage.protocol != "file":
-            return
-        shutil.rmtree(self.staging, ignore_errors=True)
-        try:
-            os.rmdir(f"{self.prefix}{STAGING_DIR}")  # only when no other job stages there
-        except OSError:
-            pass
 
 
 # --- the Python API --------------------------------------------------------------------------

@@ -182,11 +182,11 @@ class InFlight:
     """Wraps the one S3 call every listing goes through: how many run at once."""
 
     def __init__(self, monkeypatch, delay=0.02):
-        import listing.storage as storage
+        import listing.storage.listing as storage
 
         self.now = self.most = self.calls = 0
         self.lock = threading.Lock()
-        real = storage._s3_call
+        real = storage.s3_call
 
         def call(fs, method, **kwargs):
             with self.lock:
@@ -200,7 +200,7 @@ class InFlight:
                 with self.lock:
                     self.now -= 1
 
-        monkeypatch.setattr(storage, "_s3_call", call)
+        monkeypatch.setattr(storage, "s3_call", call)
 
 
 @pytest.mark.parametrize("where", [None, "n IN (1, 4)",

@@ -199,7 +199,7 @@ def test_keys_decode_as_botocore_decodes_them(keys):
     escapes, escapes of ``/``, ``%25``, line breaks)."""
     from urllib.parse import quote, quote_plus, unquote_plus
 
-    from listing.storage import decode_keys
+    from listing.storage.listing import decode_keys
 
     for encode in (lambda k: quote(k, safe="/"), lambda k: quote_plus(k, safe="/"),
                    lambda k: k):
@@ -217,7 +217,7 @@ def test_keys_decode_as_botocore_decodes_them(keys):
 def test_tricky_pages_decode_key_by_key_alike(keys):
     from urllib.parse import unquote_plus
 
-    from listing.storage import decode_keys
+    from listing.storage.listing import decode_keys
 
     assert decode_keys(keys) == [unquote_plus(k) for k in keys]
 
@@ -232,14 +232,14 @@ def test_times_parse_as_botocore_parses_them(when, form):
     the same instant as botocore's own parser."""
     from botocore.utils import parse_timestamp
 
-    from listing.storage import _fast_timestamp
+    from listing.storage.client import fast_timestamp
 
     when = when.replace(microsecond=0 if form != "iso-ms" else when.microsecond // 1000 * 1000,
                         tzinfo=dt.UTC)
     text = (email.utils.format_datetime(when, usegmt=True) if form == "http"
             else when.strftime("%Y-%m-%dT%H:%M:%S") + (
                 f".{when.microsecond // 1000:03d}Z" if form == "iso-ms" else "Z"))
-    assert _fast_timestamp(text) == parse_timestamp(text) == when
+    assert fast_timestamp(text) == parse_timestamp(text) == when
 
 
 @pytest.mark.parametrize("text", ["Sun, 01 Mar 2026 10:00:00 UTC", "Sun, 1 Mar 2026 10:00:00 GMT",
@@ -248,15 +248,15 @@ def test_times_parse_as_botocore_parses_them(when, form):
 def test_other_times_are_left_to_botocore(text):
     from botocore.utils import parse_timestamp
 
-    from listing.storage import _fast_timestamp
+    from listing.storage.client import fast_timestamp
 
     try:
         expected = parse_timestamp(text)
     except ValueError:
         with pytest.raises(ValueError):
-            _fast_timestamp(text)
+            fast_timestamp(text)
     else:
-        assert _fast_timestamp(text) == expected
+        assert fast_timestamp(text) == expected
 
 
 def test_a_get_reads_its_last_modified_without_botocore_parser(s3_server, s3_bucket,

@@ -335,7 +335,7 @@ def test_listing_recover_rolls_back_a_local_job_killed_mid_publish(tmp_path, mon
     publishing one of its files shows old plus part of new; ``listing recover`` restores
     exactly the old table."""
     from listing.cli import main
-    from listing.write import _Store
+    from listing.storage.store import LocalStore
 
     root = str(tmp_path / "t")
     write_table(root, OLD, partition_by=["k"])
@@ -343,13 +343,13 @@ def test_listing_recover_rolls_back_a_local_job_killed_mid_publish(tmp_path, mon
     job = WriteJob(root, NEW.schema, partition_by=["k"], mode="overwrite")
     job.setup()
     task = job.write_task(NEW.to_batches())
-    real = _Store.publish
+    real = LocalStore.publish
 
     def publish_one_then_die(self, pairs):
         real(self, pairs[:1])
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(_Store, "publish", publish_one_then_die)
+    monkeypatch.setattr(LocalStore, "publish", publish_one_then_die)
     with pytest.raises(KeyboardInterrupt):
         job.commit([task])
     monkeypatch.undo()

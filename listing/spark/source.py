@@ -41,6 +41,7 @@ from listing.formats.conform import conform_batch
 from listing.hive import DEFAULT_PARTITION_NAME, unescape_path_name
 from listing.options import ListingOptions
 from listing.pushdown import Pushdown
+from listing.redact import redact
 from listing.scan import ScanPlan
 from listing.spark.dataframe import TableSpec
 from listing.spark.filters import from_spark
@@ -48,7 +49,6 @@ from listing.spark.option_values import SPARK_FORMAT_NAMES, json_object, storage
 from listing.spark.progress import ListingProgress
 from listing.spark.skips import accumulator as skips_accumulator
 from listing.spark.types import arrow_schema, spark_schema, spark_struct
-from listing.storage import redact
 from listing.stream import ReadSpec, read_group
 from listing.table import ListingTable
 

@@ -28,7 +28,7 @@ from pyspark.sql.types import StructType
 from listing.discovery import DiscoverySettings, FileDiscovery
 from listing.spark.source import GroupPartition, read_partition, resolve_columns
 from listing.spark.types import arrow_schema
-from listing.storage import StorageSpec
+from listing.storage.spec import StorageSpec
 from listing.table import ListingTable
 
 log = logging.getLogger("listing.spark")

@@ -17,7 +17,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from listing.errors import StorageError
-from listing.storage import s3_error_code, s3_request
+from listing.storage.client import s3_request
+from listing.storage.errors import s3_error_code
 
 __all__ = ["MIN_PART_SIZE", "PART_SIZE", "MultipartFile", "Upload", "abort", "complete",
            "list_uploads"]

@@ -1,0 +1,225 @@
+"""Listing keys: the counting :class:`Lister` and its pages of :class:`ObjectMeta`.
+
+Listing is done page by page by us rather than by fsspec's helpers, because the planner
+needs requests that fsspec does not expose (a partial-key prefix, ``StartAfter``, an early
+stop) and because every page sent must be counted (:class:`RequestCounter`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import re
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from itertools import repeat
+from typing import Any, NamedTuple
+from urllib.parse import unquote_plus
+
+from listing.errors import StorageError
+from listing.storage.client import s3_call
+from listing.storage.errors import raise_as, retry_attempts, storage_failure
+from listing.storage.s3_pages import columns_of
+from listing.storage.spec import StorageSpec
+
+log = logging.getLogger("listing.storage")
+
+PAGE_SIZE = 1000
+
+
+class ObjectMeta(NamedTuple):
+    """One listed object: fsspec path (no protocol), size, and what identifies its version.
+    (A tuple: a long listing makes one per key, at a third of a frozen dataclass's cost.)"""
+
+    path: str
+    size: int
+    last_modified: dt.datetime | None = None
+    etag: str | None = None
+
+
+_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
+
+
+def decode_keys(keys: list[str]) -> list[str]:
+    """S3's URL-encoded keys decoded as botocore decodes each (``unquote_plus``), a page at
+    a time: a page's escapes are few and plain (``%3D`` in every Hive key), so each is
+    replaced throughout the page at once. A page with any other escape (non-ASCII, ``%25``,
+    a line break) or a ``%`` that starts none is decoded key by key."""
+    joined = "\n".join(keys)
+    percent = joined.count("%")
+    if not percent:
+        return joined.replace("+", " ").split("\n") if "+" in joined else keys
+    # the escapes of the first key that has any are usually all the page holds (``%3D``):
+    # counted, not collected; else every escape of the page
+    first = next(key for key in keys if "%" in key)
+    escapes = set(_ESCAPE.findall(first))
+    if sum(joined.count(e) for e in escapes) != percent:
+        found = _ESCAPE.findall(joined)
+        escapes = set(found) if len(found) == percent else set()
+    chars = {e: chr(int(e[1:], 16)) for e in escapes}
+    # with every "%" starting an escape and none decoding to "%", no replacement can
+    # make a new escape, so the order of the replacements does not matter
+    if not chars or any(c > "\x7f" or c in "%\n" for c in chars.values()):
+        return [unquote_plus(key) for key in keys]
+    joined = joined.replace("+", " ")  # before the escapes, as unquote_plus does
+    for escape, char in chars.items():
+        joined = joined.replace(escape, char)
+    return joined.split("\n")
+
+
+@dataclass
+class Page:
+    files: list[ObjectMeta]
+    dirs: list[str]  # common prefixes, with trailing slash
+    truncated: bool = False  # more pages follow
+
+
+@dataclass
+class RequestCounter:
+    """Requests this process sent for one operation (a scan, an open), and the retries
+    the client needed for them."""
+
+    list: int = 0
+    get: int = 0
+    retries: int = 0
+
+
+class Lister:
+    """Lists keys under a (possibly partial) key prefix, one counted request per page.
+
+    A page that fails after the client's retries ends the listing with an error (never a
+    partial list): :class:`StorageError` naming the prefix, :class:`TableNotFoundError`
+    for a missing bucket, :class:`StorageConfigError` for a request the client refuses.
+    """
+
+    def __init__(self, spec: StorageSpec, counter: RequestCounter | None = None,
+                 progress: Callable[[int, int], None] | None = None) -> None:
+        self.spec = spec
+        self.fs = spec.filesystem()
+        self.counter = counter or RequestCounter()
+        self.progress = progress  # called with (requests, keys) after every page
+        self.keys = 0
+        # the planner may list several prefixes at once from its threads: counts, keys and
+        # progress calls are updated under this lock (s3fs runs every request on its own
+        # event loop thread; our threads only wait for them)
+        self._lock = threading.Lock()
+
+    @property
+    def splits_ranges(self) -> bool:
+        """Whether one flat listing may be sent as several key ranges at once: the store
+        lists in key order from ``StartAfter`` (S3), so a range costs its own pages; other
+        stores list everything in one request and filter. A subclass that answers or keeps
+        whole listings (the listing cache) says no."""
+        return self.spec.is_s3
+
+    def _count(self, requests: int = 0, retries: int = 0) -> None:
+        with self._lock:
+            self.counter.list += requests
+            self.counter.retries += retries
+
+    def pages(self, prefix: str, *, delimiter: bool, start_after: str | None = None,
+              stop_after: str | None = None) -> Iterator[Page]:
+        """Pages of objects whose path starts with ``prefix``.
+
+        ``start_after``/``stop_after`` bound the key range (exclusive/inclusive); stores
+        that list in key order use them to skip pages, others filter.
+        """
+        pages = (self._s3_pages if self.spec.is_s3 else self._fs_pages)(
+            prefix, delimiter, start_after, stop_after)
+        for page in pages:
+            with self._lock:
+                self.keys += len(page.files) + len(page.dirs)
+                if self.progress is not None:
+                    self.progress(self.counter.list, self.keys)
+            yield page
+
+    def _s3_pages(self, prefix: str, delimiter: bool, start_after: str | None,
+                  stop_after: str | None) -> Iterator[Page]:
+        bucket, _, key_prefix = prefix.partition("/")
+        # URL-encoded keys (any key then fits in XML), decoded here and not by botocore:
+        # its decoding key by key was a tenth of a page's CPU (see decode_keys)
+        kwargs: dict[str, Any] = {"Bucket": bucket, "Prefix": key_prefix, "MaxKeys": PAGE_SIZE,
+                                  "EncodingType": "url"}
+        if delimiter:
+            kwargs["Delimiter"] = "/"
+        if start_after and start_after.startswith(bucket + "/"):
+            kwargs["StartAfter"] = start_after[len(bucket) + 1:]
+        while True:
+            self._count(requests=1)
+            try:
+                resp = s3_call(self.fs, "list_objects_v2", **kwargs)
+            except Exception as err:  # noqa: BLE001 - classified, never swallowed
+                raise_as(storage_failure("listing", f"s3://{prefix}", err, self.spec.settings,
+                                         self.spec.options), err)
+            retries = retry_attempts(resp)
+            if retries:
+                self._count(retries=retries)
+                log.info("LIST s3://%s took %d retries", prefix, retries)
+            keys, times, etags, sizes = columns_of(resp)
+            dirs = [p["Prefix"] for p in resp.get("CommonPrefixes", [])]
+            if resp.get("EncodingType") == "url":
+                keys, dirs = decode_keys(keys), decode_keys(dirs)
+            head = bucket + "/"
+            paths = [head + key for key in keys]
+            # tuples made as ObjectMeta by tuple.__new__ (its own __new__ is a Python
+            # function: a third of the cost, a page a thousand times)
+            files = list(map(tuple.__new__, repeat(ObjectMeta),
+                             zip(paths, sizes, times, etags, strict=True)))
+            dirs = [head + d for d in dirs]
+            last = max(paths + dirs, default=None)
+            if any(key.endswith("/") for key in keys):  # zero-byte folder markers: no files
+                files = [f for f in files if not f.path.endswith("/")]
+            done = stop_after is not None and last is not None and last > stop_after
+            if stop_after is not None:
+                files = [f for f in files if f.path <= stop_after]
+                dirs = [d for d in dirs if d <= stop_after]
+            more = bool(resp.get("IsTruncated")) and not done
+            yield Page(files, dirs, more)
+            if not more:
+                return
+            kwargs["ContinuationToken"] = resp["NextContinuationToken"]
+            kwargs.pop("StartAfter", None)
+
+    def _fs_pages(self, prefix: str, delimiter: bool, start_after: str | None,
+                  stop_after: str | None) -> Iterator[Page]:
+        parent, _, name_prefix = prefix.rpartition("/")
+        parent = parent or "/"
+        self._count(requests=1)
+        try:
+            if delimiter:
+                entries = self.fs.ls(parent, detail=True)
+            else:
+                found = self.fs.find(parent, detail=True, withdirs=False)
+                entries = list(found.values())
+        except FileNotFoundError:
+            return
+        except OSError as err:
+            raise StorageError(f"listing {self.spec.protocol}://{prefix} failed: {err}") from None
+        files, dirs = [], []
+        for e in entries:
+            path = self.fs._strip_protocol(e["name"])
+            if not path.startswith(prefix) and not (path + "/").startswith(prefix):
+                continue
+            if start_after is not None and path <= start_after:
+                continue
+            if stop_after is not None and path > stop_after:
+                continue
+            if e.get("type") == "directory":
+                dirs.append(path.rstrip("/") + "/")
+            else:
+                files.append(ObjectMeta(path, int(e.get("size") or 0), entry_mtime(e),
+                                        e.get("ETag") or e.get("etag")))
+        files.sort(key=lambda f: f.path)
+        dirs.sort()
+        yield Page(files, dirs)
+
+
+def entry_mtime(entry: dict) -> dt.datetime | None:
+    """The modification time in an fsspec ``info``/``ls`` entry, or None."""
+    value = entry.get("LastModified") or entry.get("mtime") or entry.get("created")
+    if isinstance(value, int | float):
+        return dt.datetime.fromtimestamp(value, tz=dt.UTC)
+    return value if isinstance(value, dt.datetime) else None
+
+

@@ -1,0 +1,415 @@
+"""The :class:`Store` protocol: everything the toolkit does to one storage, counted.
+
+One implementation per kind of store, chosen once by :func:`open_store` from the spec's
+protocol (nothing outside this package branches on it):
+
+- :class:`S3Store`: S3's API through the s3fs client (botocore's retries): conditional
+  and counted requests, server-side copies, batched deletes, multipart uploads;
+- :class:`LocalStore`: this machine's files through the OS (atomic renames, ``O_EXCL``);
+- :class:`FsspecStore`: any other fsspec filesystem (memory, gcs, abfs…) through fsspec's
+  generic calls.
+
+Paths are fsspec paths (no protocol). Requests sent are added to ``metrics``
+(``put_requests``, ``get_requests``, ``copy_requests``, ``delete_requests``,
+``list_requests``, ``post_requests``, ``retries``; local files: ``renames``); every
+failure leaves as a :class:`~listing.errors.ListingError`
+(:mod:`listing.storage.errors`).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, ClassVar, Protocol, cast
+
+import pyarrow as pa
+
+from listing.errors import StorageError
+from listing.files import PartitionedFile
+from listing.storage import multipart
+from listing.storage.client import s3_call, s3_request, secrets_of, settings_of, sync
+from listing.storage.errors import (
+    error_code,
+    raise_as,
+    retry_attempts,
+    s3_error_code,
+    storage_failure,
+)
+from listing.storage.listing import Lister, ObjectMeta, RequestCounter
+from listing.storage.reading import open_input
+from listing.storage.spec import StorageSpec
+
+__all__ = ["COPY_THREADS", "MAX_S3_KEY_BYTES", "Finish", "FsspecStore", "LocalStore", "S3Store",
+           "Store", "open_store", "store_class"]
+
+#: server-side copies sent at once by :meth:`S3Store.publish`
+COPY_THREADS = 16
+#: S3's longest key, in UTF-8 bytes
+MAX_S3_KEY_BYTES = 1024
+
+#: finishes a file after its writer closed the stream: its size and, for a multipart
+#: upload left for the commit, the upload
+Finish = Callable[[], tuple[int, "multipart.Upload | None"]]
+
+
+class Store(Protocol):
+    """List, read, write, copy and delete files on one storage, counting the requests."""
+
+    spec: StorageSpec
+    fs: Any
+    metrics: dict[str, int]
+    #: files can stream as multipart uploads completed later (zero-copy commits)
+    supports_multipart: ClassVar[bool]
+    #: the longest path below a bucket the store keeps, in UTF-8 bytes (None: no limit)
+    max_key_bytes: ClassVar[int | None]
+
+    def add(self, name: str, n: int = 1) -> None:
+        """Add ``n`` to the metric ``name``."""
+
+    def open(self, file: PartitionedFile, readahead: int = 0,
+             whole_if_small: bool = False) -> Any:
+        """``file`` opened for reading as listed (S3: every GET pinned to the listed ETag;
+        :func:`listing.storage.reading.open_input`)."""
+
+    def find(self, prefix: str) -> list[ObjectMeta]:
+        """Every file under ``prefix`` (a flat listing, counted)."""
+
+    def read(self, path: str) -> bytes | None:
+        """The whole file at ``path``, or None when there is none."""
+
+    def put(self, path: str, data: bytes) -> None:
+        """Write ``data`` as the file ``path``."""
+
+    def put_if_absent(self, path: str, data: bytes) -> bool | None:
+        """Create ``path`` only if it does not exist: True if created, False if it existed,
+        None where the store cannot tell (no conditional writes)."""
+
+    def put_atomic(self, path: str, data: bytes) -> None:
+        """Write ``path`` whole or not at all."""
+
+    def create(self, path: str) -> tuple[pa.NativeFile, Finish]:
+        """An output stream for ``path`` and the function that finishes the file."""
+
+    def publish(self, pairs: Sequence[tuple[str, str]]) -> None:
+        """Make each ``src`` the file ``dst`` (a copy, or on local files a rename);
+        idempotent: a pair already published is published again or left as it is."""
+
+    def delete(self, paths: Sequence[str]) -> None:
+        """Delete the files ``paths`` (a missing one is no error)."""
+
+    def prune_dirs(self, paths: Iterable[str], stop: str) -> None:
+        """Remove the directories left empty by deleting ``paths``, up to ``stop``."""
+
+    def remove_dir(self, path: str, parent: str) -> None:
+        """Remove the directory ``path`` and what it holds, then ``parent`` if empty."""
+
+    def complete(self, uploads: Sequence[multipart.Upload]) -> None:
+        """Complete multipart uploads (idempotent)."""
+
+    def abort_uploads(self, uploads: Iterable[multipart.Upload]) -> None:
+        """Abort multipart uploads (those already gone are skipped)."""
+
+    def list_uploads(self, prefix: str) -> list[tuple[str, str, float]]:
+        """Multipart uploads in progress under ``prefix``: (path, upload id, age)."""
+
+
+def open_store(spec: StorageSpec, metrics: dict[str, int] | None = None,
+               part_size: int | None = None) -> Store:
+    """The store for ``spec``, counting into ``metrics``. ``part_size``: S3 only, files
+    made by :meth:`Store.create` stream as multipart uploads of parts this size."""
+    metrics = {} if metrics is None else metrics
+    if spec.is_s3:
+        return S3Store(spec, metrics, part_size)
+    return store_class(spec)(spec, metrics)
+
+
+def store_class(spec: StorageSpec) -> type[S3Store | LocalStore | FsspecStore]:
+    """The :class:`Store` implementation serving ``spec`` (its class attributes tell what
+    the store can do before one is opened)."""
+    if spec.is_s3:
+        return S3Store
+    return LocalStore if spec.is_local else FsspecStore
+
+
+class _Counted:
+    """What every store shares: its filesystem, its metrics, reading and listing."""
+
+    supports_multipart: ClassVar[bool] = False
+    max_key_bytes: ClassVar[int | None] = None
+    #: whether listing requests are added to ``metrics`` (local listings cost none)
+    _counts_listing: ClassVar[bool] = True
+
+    def __init__(self, spec: StorageSpec, metrics: dict[str, int]) -> None:
+        self.spec = spec
+        self.metrics = metrics
+        self.fs = spec.filesystem()
+
+    def add(self, name: str, n: int = 1) -> None:
+        self.metrics[name] = self.metrics.get(name, 0) + n
+
+    def open(self, file: PartitionedFile, readahead: int = 0,
+             whole_if_small: bool = False) -> Any:
+        return open_input(self.fs, file, readahead, whole_if_small)
+
+    def find(self, prefix: str) -> list[ObjectMeta]:
+        counter = RequestCounter()
+        lister = Lister(self.spec, counter)
+        try:
+            return [f for page in lister.pages(prefix, delimiter=False) for f in page.files]
+        finally:
+            if self._counts_listing:
+                self.add("list_requests", counter.list)
+                self.add("retries", counter.retries)
+
+    def put(self, path: str, data: bytes) -> None:
+        raise NotImplementedError
+
+    def create(self, path: str) -> tuple[pa.NativeFile, Finish]:
+        """A buffer, put as the file ``path`` in one request when finished."""
+        buffer = pa.BufferOutputStream()
+
+        def finish() -> tuple[int, multipart.Upload | None]:
+            data = buffer.getvalue().to_pybytes()
+            self.put(path, data)
+            return len(data), None
+        return buffer, finish
+
+    def put_atomic(self, path: str, data: bytes) -> None:
+        self.put(path, data)  # object stores: a PUT is atomic
+
+    def prune_dirs(self, paths: Iterable[str], stop: str) -> None:
+        """Object stores have no directories."""
+
+    def remove_dir(self, path: str, parent: str) -> None:
+        """Object stores have no directories."""
+
+    def complete(self, uploads: Sequence[multipart.Upload]) -> None:
+        if uploads:
+            raise StorageError(f"{self.spec.protocol}:// has no multipart uploads to complete")
+
+    def abort_uploads(self, uploads: Iterable[multipart.Upload]) -> None:
+        if list(uploads):
+            raise StorageError(f"{self.spec.protocol}:// has no multipart uploads to abort")
+
+    def list_uploads(self, prefix: str) -> list[tuple[str, str, float]]:
+        return []
+
+
+class LocalStore(_Counted):
+    """This machine's files, written with the OS's own calls: renames publish, ``O_EXCL``
+    creates only if absent, a temporary file renamed writes atomically."""
+
+    _counts_listing = False
+
+    def read(self, path: str) -> bytes | None:
+        try:
+            with open(path, "rb") as f:
+                return f.read()
+        except FileNotFoundError:
+            return None
+
+    def put(self, path: str, data: bytes) -> None:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as f:
+            f.write(data)
+
+    def put_if_absent(self, path: str, data: bytes) -> bool | None:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            return False
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        return True
+
+    def put_atomic(self, path: str, data: bytes) -> None:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.{uuid.uuid4().hex}.tmp"
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+
+    def create(self, path: str) -> tuple[pa.NativeFile, Finish]:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        return pa.OSFile(path, "wb"), lambda: (os.path.getsize(path), None)
+
+    def publish(self, pairs: Sequence[tuple[str, str]]) -> None:
+        for src, dst in pairs:
+            if not os.path.exists(src) and os.path.exists(dst):
+                continue  # moved by an earlier run of this commit
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+            os.replace(src, dst)
+            self.add("renames")
+
+    def delete(self, paths: Sequence[str]) -> None:
+        for path in paths:
+            try:
+                os.remove(path)
+            except FileNotFoundError:
+                pass
+
+    def prune_dirs(self, paths: Iterable[str], stop: str) -> None:
+        """Remove the directories left empty by deleting ``paths``, up to ``stop``
+        (exclusive)."""
+        stop = stop.rstrip("/")
+        for d in sorted({os.path.dirname(p) for p in paths}, key=len, reverse=True):
+            while d.startswith(stop + "/"):
+                try:
+                    os.rmdir(d)
+                except OSError:
+                    break
+                d = os.path.dirname(d)
+
+    def remove_dir(self, path: str, parent: str) -> None:
+        shutil.rmtree(path, ignore_errors=True)
+        try:
+            os.rmdir(parent)  # only when nothing else is in it
+        except OSError:
+            pass
+
+
+class FsspecStore(_Counted):
+    """Any other fsspec filesystem, through its generic calls (one request each, as far as
+    the filesystem tells); no conditional writes."""
+
+    def read(self, path: str) -> bytes | None:
+        try:
+            data: bytes = self.fs.cat_file(path)
+        except FileNotFoundError:
+            return None
+        return data
+
+    def put(self, path: str, data: bytes) -> None:
+        self.add("put_requests")
+        self.fs.pipe_file(path, data)
+
+    def put_if_absent(self, path: str, data: bytes) -> bool | None:
+        return None
+
+    def publish(self, pairs: Sequence[tuple[str, str]]) -> None:
+        for src, dst in pairs:
+            self.fs.copy(src, dst)
+            self.add("copy_requests")
+
+    def delete(self, paths: Sequence[str]) -> None:
+        if paths:
+            self.fs.rm(list(paths))
+            self.add("delete_requests")
+
+
+class S3Store(_Counted):
+    """S3 through the s3fs client, one botocore request at a time (its retries, counted):
+    ``If-None-Match`` creates only if absent, server-side copies publish, DeleteObjects
+    deletes 1000 keys a request; with a ``part_size``, files stream as multipart uploads
+    the commit completes."""
+
+    supports_multipart: ClassVar[bool] = True
+    max_key_bytes: ClassVar[int | None] = MAX_S3_KEY_BYTES
+
+    def __init__(self, spec: StorageSpec, metrics: dict[str, int],
+                 part_size: int | None = None) -> None:
+        super().__init__(spec, metrics)
+        self.part_size = part_size
+
+    def _request(self, operation: str, path: str, method: str, **kwargs: Any) -> dict[str, Any]:
+        """One request to ``bucket/key`` ``path``; its retries counted."""
+        resp = s3_request(self.fs, operation, f"s3://{path}", method, **kwargs)
+        self.add("retries", retry_attempts(resp))
+        return resp
+
+    def read(self, path: str) -> bytes | None:
+        """The whole object (one GET), or None when it does not exist."""
+        self.add("get_requests")
+        bucket, _, key = path.partition("/")
+        try:
+            resp = s3_call(self.fs, "get_object", Bucket=bucket, Key=key)
+            return bytes(sync(self.fs, resp["Body"].read))
+        except Exception as err:  # noqa: BLE001 - classified, never swallowed
+            if error_code(err) in ("NoSuchKey", "404"):
+                return None
+            raise_as(storage_failure("reading", f"s3://{path}", err, settings_of(self.fs),
+                                     secrets_of(self.fs)), err)
+
+    def put(self, path: str, data: bytes) -> None:
+        bucket, _, key = path.partition("/")
+        self.add("put_requests")
+        self._request("writing", path, "put_object", Bucket=bucket, Key=key, Body=data)
+
+    def put_if_absent(self, path: str, data: bytes) -> bool | None:
+        """``If-None-Match: *``."""
+        bucket, _, key = path.partition("/")
+        self.add("put_requests")
+        try:
+            s3_request(self.fs, "writing", f"s3://{path}", "put_object", Bucket=bucket,
+                       Key=key, Body=data, IfNoneMatch="*")
+        except StorageError as err:
+            if s3_error_code(err) in ("PreconditionFailed", "412",
+                                      "ConditionalRequestConflict"):
+                return False
+            raise
+        return True
+
+    def create(self, path: str) -> tuple[pa.NativeFile, Finish]:
+        if self.part_size is None:
+            return super().create(path)
+        upload = multipart.MultipartFile(self.fs, path, self.part_size, self.metrics)
+
+        def done() -> tuple[int, multipart.Upload | None]:
+            upload.close()
+            return upload.size, (path, upload.upload_id, list(upload.parts))
+        return pa.PythonFile(cast(Any, upload), mode="w"), done
+
+    def _copy(self, src: str, dst: str) -> int:
+        """Server-side copy of one object up to 5 GB (one request); returns retries."""
+        bucket, _, key = dst.partition("/")
+        src_bucket, _, src_key = src.partition("/")
+        resp = s3_request(self.fs, "copying to", f"s3://{dst}", "copy_object", Bucket=bucket,
+                          Key=key, CopySource={"Bucket": src_bucket, "Key": src_key})
+        return retry_attempts(resp)
+
+    def publish(self, pairs: Sequence[tuple[str, str]]) -> None:
+        """Server-side copies, :data:`COPY_THREADS` at once; the staged objects stay."""
+        with ThreadPoolExecutor(COPY_THREADS) as pool:
+            retries = list(pool.map(lambda p: self._copy(p[0], p[1]), pairs))
+        self.add("copy_requests", len(pairs))
+        self.add("retries", sum(retries))
+
+    def delete(self, paths: Sequence[str]) -> None:
+        """1000 keys per DeleteObjects request; a key the store refuses to delete is an
+        error naming it."""
+        by_bucket: dict[str, list[str]] = {}
+        for path in paths:
+            bucket, _, key = path.partition("/")
+            by_bucket.setdefault(bucket, []).append(key)
+        for bucket, keys in by_bucket.items():
+            for i in range(0, len(keys), 1000):
+                chunk = keys[i:i + 1000]
+                self.add("delete_requests")
+                resp = self._request("deleting", f"{bucket}/{chunk[0]}", "delete_objects",
+                                     Bucket=bucket, Delete={"Objects": [{"Key": k}
+                                                                        for k in chunk],
+                                                            "Quiet": True})
+                errors = resp.get("Errors") or []
+                if errors:
+                    first = errors[0]
+                    raise StorageError(f"deleting s3://{bucket}/{first.get('Key')} failed: "
+                                       f"{first.get('Code')}: {first.get('Message')} "
+                                       f"({len(errors)} keys not deleted)")
+
+    def complete(self, uploads: Sequence[multipart.Upload]) -> None:
+        if uploads:
+            self.add("post_requests", multipart.complete(self.fs, uploads))
+
+    def abort_uploads(self, uploads: Iterable[multipart.Upload]) -> None:
+        uploads = list(uploads)
+        if uploads:
+            self.add("delete_requests", multipart.abort(self.fs, uploads))
+            self.add("uploads_aborted", len(uploads))
+
+    def list_uploads(self, prefix: str) -> list[tuple[str, str, float]]:
+        self.add("list_requests")
+        return multipart.list_uploads(self.fs, prefix)
