@@ -77,6 +77,7 @@ from listing.errors import (
 )
 from listing.formats.base import FileFormat, FileSink, FileWriter
 from listing.hive import DEFAULT_PARTITION_NAME, escape_path_name, is_hidden, is_hidden_below
+from listing.list_cache import CACHE
 from listing.options import parse_int
 from listing.storage import multipart
 from listing.storage.listing import ObjectMeta
@@ -219,8 +220,6 @@ def _lock_holder(store: Store, path: str) -> tuple[str, float] | None:
 
 def _invalidate_listings(spec: StorageSpec, prefix: str) -> None:
     """Drop this process's cached listings of the table (its files changed)."""
-    from listing.list_cache import CACHE
-
     CACHE.invalidate(spec, prefix)
 
 

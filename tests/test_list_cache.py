@@ -74,3 +74,30 @@ def test_without_the_option_every_scan_lists(s3_server, s3_bucket):
         plan = table.scan()
     assert cap.count("LIST") >= 1 and "list_cache_hits" not in plan.metrics
     assert CACHE.lookup(table.storage, table.url.prefix, ttl=3600) is None  # nothing kept
+
+
+def test_a_commit_in_this_process_drops_the_cached_listing(s3_server, s3_bucket):
+    """A write job's commit (listing.write) invalidates this process's cached listings of
+    its table: the next scan lists again and sees the new file, within the TTL. Positive
+    control: a file put by other means stays unseen until refresh()."""
+    from listing.write import write_table
+
+    opts = s3_server.storage_options
+    ds = datasets.daily(f"s3://{s3_bucket}/events", opts, days=2,
+                        put=datasets.fast_writer(s3_server))
+    table = ListingTable.open(ds.root, storage_options=opts, list_cache_ttl="5m")
+    table.refresh()
+    before = len(table.scan().files)
+    extra = datasets.encode(pa.table({"id": [1], "amount": [1.0], "name": ["x"]}), "parquet")
+    s3_server.put_objects_fast(s3_bucket, {"events/date=2025-01-01/region=us/late.parquet":
+                                           extra})
+    with s3_server.log.capture() as cap:
+        assert len(table.scan().files) == before  # the cached listing answers
+    assert cap.count("LIST") == 0
+    new = pa.table({"id": [2], "amount": [2.0], "name": ["y"], "date": ["2025-01-02"],
+                    "region": ["eu"]})
+    write_table(ds.root, new, partition_by=["date", "region"], storage_options=opts)
+    with s3_server.log.capture() as cap:
+        after = table.scan()
+    assert cap.count("LIST") >= 1 and after.metrics["list_cache_hits"] == 0
+    assert len(after.files) == before + 2  # the written file, and the one put before
