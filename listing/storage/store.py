@@ -296,9 +296,19 @@ class FsspecStore(_Counted):
             self.add("copy_requests")
 
     def delete(self, paths: Sequence[str]) -> None:
-        if paths:
+        """One batch; when a path is missing (the batch fails on it), path by path."""
+        if not paths:
+            return
+        self.add("delete_requests")
+        try:
             self.fs.rm(list(paths))
-            self.add("delete_requests")
+        except FileNotFoundError:
+            for path in paths:
+                self.add("delete_requests")
+                try:
+                    self.fs.rm_file(path)
+                except FileNotFoundError:
+                    pass
 
 
 class S3Store(_Counted):
