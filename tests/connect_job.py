@@ -21,7 +21,7 @@ def main(root: str, storage_json: str, day: str) -> dict:
 
     import listing
     from listing import ListingTable
-    from listing.spark.guard import build_guard_jar, guard_conf
+    from listing.spark.extension import build_guard_jar, guard_conf
 
     builder = SparkSession.builder.remote("local[2]")
     confs = {**guard_conf(build_guard_jar()), "spark.sql.python.filterPushdown.enabled": "true"}

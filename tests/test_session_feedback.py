@@ -107,7 +107,7 @@ def test_a_spark_scan_plans_with_progress(s3_server, monkeypatch, caplog):
 
 
 def test_the_callers_jars_and_extensions_are_kept_and_ours_listed_once(monkeypatch):
-    from listing.spark.guard import GUARD_EXTENSION_CLASS, extension_jar
+    from listing.spark.extension import GUARD_EXTENSION_CLASS, extension_jar
     from listing.spark.s3a import connector_jars
 
     builder = RecordingBuilder()

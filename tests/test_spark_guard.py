@@ -19,7 +19,7 @@ from pyspark import cloudpickle
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.datasource import DataSource, DataSourceReader, EqualTo, Filter, InputPartition
 
-from listing.spark.guard import (
+from listing.spark.extension import (
     GUARD_EXTENSION_CLASS,
     GUARD_RULE_CLASS,
     GuardBuildError,
