@@ -21,10 +21,11 @@ def main(root: str, storage_json: str, day: str) -> dict:
 
     import listing
     from listing import ListingTable
-    from listing.spark.extension import build_guard_jar, guard_conf
+    from listing.spark.extension import build_extension_jar, extension_conf
 
     builder = SparkSession.builder.remote("local[2]")
-    confs = {**guard_conf(build_guard_jar()), "spark.sql.python.filterPushdown.enabled": "true"}
+    confs = {**extension_conf(build_extension_jar()),
+             "spark.sql.python.filterPushdown.enabled": "true"}
     for key, value in confs.items():  # static confs: they reach the server as it starts
         builder = builder.config(key, value)
     with warnings.catch_warnings():  # the client then fails to re-set them: harmless

@@ -54,7 +54,7 @@ def test_another_spark_is_a_clear_error_saying_what_to_do(shipped: Path,
 
 
 def test_no_jar_and_no_sources_asks_for_a_reinstall(shipped: Path) -> None:
-    with pytest.raises(extension.GuardBuildError, match="no extension jar"):
+    with pytest.raises(extension.ExtensionBuildError, match="no extension jar"):
         extension.extension_jar("4.3.0")
 
 
