@@ -13,7 +13,7 @@ import uuid
 import pyarrow as pa
 import pytest
 
-from listing.spark.source import counted
+from listing.spark.reader import counted
 from listing.testing import datasets
 
 
