@@ -19,7 +19,7 @@ from typing import Any
 
 from listing.errors import FilterError
 from listing.expressions import And, Compare, Expr, In, IsNull, Like, Not, Or, like_escape
-from listing.spark.source import SourceConfig
+from listing.spark.source import SourceConfig, open_table
 
 #: the option ListingNativeEngine.MARK puts on a handed-off relation ("native parquet")
 NATIVE_MARK = "listing.engine"
@@ -180,7 +180,7 @@ def _explain_scan(node: Any, filters: list[Any], translate: Any, why: Any) -> st
     reason = why(java_options)
     options = dict(java_options)
     config = SourceConfig.parse(options)
-    table = config.open()
+    table = open_table(config)
     output = node.output()
     columns = [output.apply(i).name() for i in range(output.size())]
     where: list[Any] = list(config.where or [])

@@ -38,6 +38,7 @@ from listing.spark.dataframe import TableSpec
 from listing.spark.option_values import SPARK_FORMAT_NAMES, json_object, storage_value
 from listing.spark.reader import ListingReader, PlainListingReader, split_row_counts
 from listing.spark.skips import accumulator as skips_accumulator
+from listing.spark.stream_reader import ListingStreamReader
 from listing.spark.types import arrow_schema, spark_schema, spark_struct
 from listing.storage import redact
 from listing.table import ListingTable
@@ -283,6 +284,41 @@ def ship_by_value(cls: type) -> None:
             cloudpickle.register_pickle_by_value(module)
 
 
+def open_table(config: SourceConfig, schema: StructType | None = None,
+               filesystems: dict[str, Any] | None = None) -> ListingTable:
+    """The table a relation's options name: the one way the source, the hand-off's file index
+    (:mod:`listing.spark.file_index`) and :func:`listing.explain` open one.
+
+    With Spark's ``schema`` (a user's), no data file is read to plan: its data columns are
+    the table's, its types those of the partition columns it names; a column that is
+    neither is an :class:`OptionError`. ``filesystems``: the callers' own filesystems a
+    ``to_spark`` spec names by token (shipped on the source class).
+    """
+    if schema is None:
+        return config.open(None, filesystems)
+    requested = arrow_schema(schema)
+    parts = {n.lower() for n, _ in (config.partition_cols or [])}
+    data = pa.schema([f for f in requested if f.name.lower() not in parts])
+    table = config.open(config.table_schema or data, filesystems)
+    known = set(table.schema.names)
+    missing = [n for n in schema.fieldNames() if n not in known]
+    if missing:
+        raise OptionError(f"schema columns {missing} are neither data nor partition columns "
+                          f"of {config.url} (partition columns: "
+                          f"{', '.join(table.partition_names) or 'none'})")
+    # Spark types partition columns as the user's schema says (a value that does not
+    # parse as that type is a PartitionValueError naming it and its path, at scan)
+    by_lower = {f.name.lower(): f.type for f in requested}
+    wanted = [(n, by_lower.get(n.lower(), t)) for n, t in table.partition_cols]
+    if any(spark_schema(pa.schema([(n, w)])) != spark_schema(pa.schema([(n, t)]))
+           for (n, w), (_, t) in zip(wanted, table.partition_cols, strict=True)):
+        # the same table with those types: no request (its sampled profile is kept)
+        table = ListingTable(table.url, table.storage, table.format, wanted,
+                             table.file_schema, table.profile, table.options,
+                             table.open_metrics, table.column_bytes)
+    return table
+
+
 # --- the data source ----------------------------------------------------------------------
 
 class ListingDataSource(DataSource):
@@ -322,14 +358,13 @@ class ListingDataSource(DataSource):
         storage = redact(self.config.storage_options)
         return f"ListingDataSource({self.config.url}, storage={storage})"
 
-    def _open(self, data_schema: pa.Schema | None) -> ListingTable:
-        # Spark may unpickle this source in another worker than the one that built it
-        self.register_user_formats()
-        return self.config.open(data_schema, self.filesystems)
-
-    def table(self, data_schema: pa.Schema | None = None) -> ListingTable:
+    def table(self, schema: StructType | None = None) -> ListingTable:
+        """The relation's table, opened once (:func:`open_table`; with the first caller's
+        ``schema``, Spark's: the user's, or the one :meth:`schema` answered)."""
         if self._table is None:
-            self._table = self._open(data_schema)
+            # Spark may unpickle this source in another worker than the one that built it
+            self.register_user_formats()
+            self._table = open_table(self.config, schema, self.filesystems)
         return self._table
 
     def schema(self) -> StructType:
@@ -345,16 +380,14 @@ class ListingDataSource(DataSource):
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:  # noqa: N802
         """``spark.readStream.format("listing")`` (:mod:`listing.spark.stream_reader`)."""
-        from listing.spark.stream_reader import ListingStreamReader
-
-        return ListingStreamReader(self._table_for(schema), schema, self.config.where,
+        return ListingStreamReader(self.table(schema), schema, self.config.where,
                                    self.config.stream_options, self.default_parallelism,
                                    self.skips)
 
     def reader(self, schema: StructType) -> DataSourceReader:
         self._check_python_engine()
         schema, counts = split_row_counts(schema)
-        return ListingReader(self._table_for(schema), schema, self.config.where,
+        return ListingReader(self.table(schema), schema, self.config.where,
                              self.config.limit, self.default_parallelism, self.skips,
                              row_counts=counts)
 
@@ -367,33 +400,6 @@ class ListingDataSource(DataSource):
                               "reader; this session reads with the Python engine: use "
                               "engine=auto or engine=python")
 
-    def _table_for(self, schema: StructType) -> ListingTable:
-        """With a user schema, open the table with it: no data file is read to plan."""
-        if self._table is not None:
-            return self._table
-        requested = arrow_schema(schema)
-        parts = {n.lower() for n, _ in (self.config.partition_cols or [])}
-        data = pa.schema([f for f in requested if f.name.lower() not in parts])
-        table = self._open(self.config.table_schema or data)
-        known = set(table.schema.names)
-        missing = [n for n in schema.fieldNames() if n not in known]
-        if missing:
-            raise OptionError(f"schema columns {missing} are neither data nor partition columns "
-                              f"of {self.config.url} (partition columns: "
-                              f"{', '.join(table.partition_names) or 'none'})")
-        # Spark types partition columns as the user's schema says (a value that does not
-        # parse as that type is a PartitionValueError naming it and its path, at scan)
-        by_lower = {f.name.lower(): f.type for f in requested}
-        wanted = [(n, by_lower.get(n.lower(), t)) for n, t in table.partition_cols]
-        if any(spark_schema(pa.schema([(n, w)])) != spark_schema(pa.schema([(n, t)]))
-               for (n, w), (_, t) in zip(wanted, table.partition_cols, strict=True)):
-            # the same table with those types: no request (its sampled profile is kept)
-            table = ListingTable(table.url, table.storage, table.format, wanted,
-                                 table.file_schema, table.profile, table.options,
-                                 table.open_metrics, table.column_bytes)
-        self._table = table
-        return table
-
 
 class UnguardedListingDataSource(ListingDataSource):
     """Registered when the stale-pushdown guard is not installed: no ``pushFilters``, so
@@ -403,7 +409,7 @@ class UnguardedListingDataSource(ListingDataSource):
     def reader(self, schema: StructType) -> DataSourceReader:
         self._check_python_engine()
         schema, counts = split_row_counts(schema)
-        return PlainListingReader(self._table_for(schema), schema, self.config.where,
+        return PlainListingReader(self.table(schema), schema, self.config.where,
                                   self.config.limit, self.default_parallelism, self.skips,
                                   row_counts=counts)
 
