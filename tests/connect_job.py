@@ -42,8 +42,8 @@ def main(root: str, storage_json: str, day: str) -> dict:
         df.select("amount").explain()
     out["explain"] = text.getvalue()
     table = ListingTable.open(root, storage_options=json.loads(storage_json))
-    out["to_spark_ids"] = sorted(
-        r.id for r in table.to_spark(spark, columns=["id"], where=f"date = '{day}'").collect())
+    by_day = listing.to_spark(table, spark, columns=["id"], where=f"date = '{day}'")
+    out["to_spark_ids"] = sorted(r.id for r in by_day.collect())
     spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW connect_events USING listing OPTIONS ("
               f"path '{root}', storage_options '{storage_json}')")
     out["sql_count"] = spark.sql(

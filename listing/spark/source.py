@@ -17,6 +17,7 @@ import logging
 import os
 import sys
 import sysconfig
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import pyarrow as pa
@@ -34,14 +35,14 @@ from listing.errors import OptionError
 from listing.expressions import Compare, Expr, IsNull, Or, conjunction
 from listing.hive import DEFAULT_PARTITION_NAME, unescape_path_name
 from listing.options import ListingOptions
-from listing.spark.dataframe import TableSpec
+from listing.spark.dataframe import FILESYSTEMS, TableSpec, table_options
 from listing.spark.option_values import SPARK_FORMAT_NAMES, json_object, storage_value
 from listing.spark.reader import ListingReader, PlainListingReader, split_row_counts
 from listing.spark.skips import accumulator as skips_accumulator
 from listing.spark.stream_reader import ListingStreamReader
 from listing.spark.types import arrow_schema, spark_schema, spark_struct
 from listing.storage import redact
-from listing.table import ListingTable
+from listing.table import ListingTable, Where
 
 log = logging.getLogger("listing.spark")
 
@@ -150,7 +151,7 @@ class SourceConfig:
         fmt = opts.get("format", "parquet")
         cols: list[Any] | None = _partition_cols(opts.get("partition_cols"))
         schema, sizes, filesystem = None, None, None
-        if "table_spec" in opts:  # written by ListingTable.to_spark: data, never code
+        if "table_spec" in opts:  # written by to_spark: data, never code
             spec = TableSpec.parse(opts["table_spec"])
             fmt, cols, schema = spec.format, list(spec.partition_cols), spec.schema
             sizes, filesystem = spec.column_bytes, spec.filesystem
@@ -415,12 +416,31 @@ class UnguardedListingDataSource(ListingDataSource):
 
 
 class TableSource(UnguardedListingDataSource):
-    """The source behind ``ListingTable.to_spark``: everything it prunes with arrives as
+    """The source behind :func:`to_spark`: everything it prunes with arrives as
     options, so it needs no pushdown and no guard, and never clashes with ``listing``."""
 
     @classmethod
     def name(cls) -> str:
         return "listing_table"
+
+
+def to_spark(table: ListingTable, spark: Any, columns: Sequence[str] | None = None,
+             where: Where = None, limit: int | None = None) -> Any:
+    """A DataFrame reading only ``columns`` of ``table``'s files matching ``where``
+    (``listing.to_spark``: the Spark edge's, so the table knows nothing of Spark).
+
+    The filter and limit travel with the relation (not through pushdown), so they prune
+    with or without the stale-pushdown guard. A limit also stops each task early.
+    """
+    if limit is not None and (not isinstance(limit, int) or limit < 0):
+        raise OptionError(f"limit must be a non-negative int, got {limit!r}")
+    projection = [table.schema.field(n) for n in table.projection(columns)]
+    filters = table.bind(where)  # errors surface here, in the driver
+    options = table_options(table, filters, limit)  # registers an instance's format class
+    register_table_source(spark, FILESYSTEMS)
+    reader = spark.read.format("listing_table").options(**options)
+    df = reader.schema(spark_struct(pa.schema(projection))).load()
+    return df.limit(limit) if limit is not None else df
 
 
 def register_table_source(spark: Any, filesystems: dict[str, Any] | None = None) -> None:
