@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import logging
 import os
 import sys
 import sysconfig
@@ -43,8 +42,6 @@ from listing.spark.stream_reader import ListingStreamReader
 from listing.spark.types import arrow_schema, spark_schema, spark_struct
 from listing.storage import redact
 from listing.table import ListingTable, Where
-
-log = logging.getLogger("listing.spark")
 
 #: Spark's camel-case option names, as they arrive (lower-cased), mapped to ours.
 SPARK_NAMES = {
