@@ -217,7 +217,7 @@ def _throughput_md(sec: dict[str, Any]) -> list[str]:
         f"figure is the median of {sec['runs']} rounds, of "
         f"{sec.get('short_runs', sec['runs'])} for a query whose first round took under "
         f"{sec.get('short_s', 0):g} s on every reader. `to_spark` = "
-        "`ListingTable.open(path).to_spark(spark, columns=…, where=…)`; `source` = "
+        "`listing.to_spark(ListingTable.open(path), spark, columns=…, where=…)`; `source` = "
         "`spark.read.format(\"listing\")…load(path)` + `select`/`where` (columns "
         "narrowed by the session extension's pruning rule); native = "
         "`spark.read.parquet` / `spark.read.csv` with schema. Ratio = ours / native "

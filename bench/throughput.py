@@ -10,7 +10,7 @@ Readers, all in one ``local[2]`` session built by ``listing.spark.session.sessio
 
 - ``native``: ``spark.read.parquet(root)`` / ``spark.read.csv(root, header, schema)``,
   ``basePath`` set; Spark prunes columns and partitions itself;
-- ``to_spark``: ``ListingTable.open(root).to_spark(spark, columns=…, where=…)``: the
+- ``to_spark``: ``listing.to_spark(ListingTable.open(root), spark, columns=…, where=…)``: the
   projection travels with the relation;
 - ``source``: ``spark.read.format("listing")…load(root)`` then ``select``/``where`` as a
   user would write it, with the default ``engine=auto``: on these local trees the session
@@ -152,6 +152,7 @@ def _queries() -> list[TQuery]:
 
 def _frame(spark: Any, reader: str, fmt: str, root: Path, q: TQuery) -> Any:
     """The DataFrame ``reader`` builds for ``q`` (building it is part of the timing)."""
+    import listing
     from listing import ListingTable
 
     if reader == "native":
@@ -165,7 +166,7 @@ def _frame(spark: Any, reader: str, fmt: str, root: Path, q: TQuery) -> Any:
     if reader == "to_spark":
         table = ListingTable.open(str(root), format=fmt,
                                   schema=SCHEMA if fmt == "csv" else None)
-        return table.to_spark(spark, columns=q.columns or [], where=q.where)
+        return listing.to_spark(table, spark, columns=q.columns or [], where=q.where)
     df = spark.read.format("listing").option("format", fmt)
     if reader == "source_python":
         df = df.option("engine", "python")

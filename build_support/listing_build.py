@@ -4,7 +4,7 @@ A wheel carries ``listing/spark/listing-extension.jar``, compiled by ``javac`` (
 needed to build the wheel, never to use it) against the jars of the pyspark the project
 depends on: building a wheel asks for that pyspark (``get_requires_for_build_wheel``), and
 :class:`BuildPy` compiles the sources in ``java/`` into the wheel's build directory.
-Editable installs (a source checkout) skip it: there ``listing.spark.guard`` compiles the
+Editable installs (a source checkout) skip it: there ``listing.spark.extension`` compiles the
 sources on first use. Every other hook is setuptools' own.
 """
 

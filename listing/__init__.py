@@ -30,7 +30,7 @@ __all__ = [
     "Expr", "FileGroup", "FileReadError", "FilterError", "ListingError", "ListingTable",
     "OptionError", "PartitionLayoutError", "PartitionValueError", "PartitionedFile",
     "Pushdown", "ScanPlan", "StorageError", "TableNotFoundError", "col", "explain", "register",
-    "session", "skipped_files",
+    "session", "skipped_files", "to_spark",
 ]
 
 
@@ -44,6 +44,10 @@ def __getattr__(name: str) -> Any:
         from listing.spark.explain import explain
 
         return explain
+    if name == "to_spark":
+        from listing.spark.source import to_spark
+
+        return to_spark
     if name == "skipped_files":
         from listing.spark.skips import skipped_files
 

@@ -3,7 +3,9 @@
 Starts a moto S3 server on loopback, writes a date-partitioned Parquet table over HTTP,
 plans a pruned scan (printing explain() and its request counts), runs the same query
 through Spark's ``listing`` source, and prints the rows, Spark's plan and the requests
-the server saw, next to what a full listing would have cost.
+the server saw, next to what a full listing would have cost. Run it through the command
+(``listing demo``, ``python -m listing.cli demo``): the command depends on the demo, never
+the reverse.
 """
 
 from __future__ import annotations
@@ -98,9 +100,3 @@ def run(days: int, where: str) -> None:
             print(f"   new: {f.path}")
         print(f"   one trigger: {_counts(cap)} (spark.readStream.format('listing') triggers "
               "list the same way)")
-
-
-if __name__ == "__main__":
-    from listing.cli import main
-
-    main(["demo"])

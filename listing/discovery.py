@@ -28,18 +28,19 @@ import time
 import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
+
+import pyarrow as pa
 
 from listing.errors import OptionError
-from listing.expressions import conjunction, split_by_columns
+from listing.expressions import Bound, conjunction, split_by_columns
 from listing.files import PartitionedFile
 from listing.hive import HiveLayout
-from listing.options import parse_duration, parse_int, parse_size, parse_timestamp
-from listing.planner import ListingRun
+from listing.options import ListingOptions, parse_duration, parse_int, parse_size, parse_timestamp
+from listing.planner import FileFilter, ListingRun, TableProfile
+from listing.storage import StorageSpec
 from listing.storage.listing import Lister, ObjectMeta, RequestCounter
-
-if TYPE_CHECKING:
-    from listing.table import ListingTable, Where
+from listing.url import TableUrl
 
 #: files seen by a "latest" start within this much of the listing are remembered, so a file
 #: written while the start listing ran is neither lost nor read twice (clock skew margin)
@@ -224,10 +225,31 @@ class _Listed:
         return cls(key, meta, None if m is None else _micros(m))
 
 
-class FileDiscovery:
-    """New files of one table, trigger after trigger (see the module doc)."""
+class DiscoveredTable(Protocol):
+    """What discovery reads of the table it serves: :class:`listing.table.ListingTable` is
+    one (``ListingTable.discovery`` builds a :class:`FileDiscovery`), and discovery, below
+    the table, never imports it."""
 
-    def __init__(self, table: ListingTable, where: Where = None,
+    url: TableUrl
+    storage: StorageSpec
+    partition_cols: list[tuple[str, pa.DataType]]
+    profile: TableProfile | None
+    options: ListingOptions
+
+    @property
+    def partition_names(self) -> list[str]: ...
+
+    @property
+    def file_filter(self) -> FileFilter: ...
+
+    def bind(self, where: Any) -> list[Bound]: ...
+
+
+class FileDiscovery:
+    """New files of one table, trigger after trigger (see the module doc). ``where``: a
+    filter as the table's ``bind`` takes it (SQL text, expressions, bound predicates)."""
+
+    def __init__(self, table: DiscoveredTable, where: Any = None,
                  settings: DiscoverySettings | None = None) -> None:
         self.table = table
         self.settings = settings or DiscoverySettings()

@@ -301,14 +301,6 @@ class ListingTable:
         return FileFilter(self.url, self.options, self.format.matches, self.format.name_endings)
 
     # --- conveniences ---------------------------------------------------------------------
-    def to_spark(self, spark: Any, columns: Sequence[str] | None = None, where: Where = None,
-                 limit: int | None = None) -> Any:
-        """A Spark DataFrame of ``columns`` of the files matching ``where`` (see
-        :func:`listing.spark.dataframe.to_spark`, which this calls)."""
-        from listing.spark.dataframe import to_spark  # the Spark edge, imported on use
-
-        return to_spark(self, spark, columns, where, limit)
-
     def discovery(self, where: Where = None, **options: Any) -> FileDiscovery:
         """New files, trigger after trigger, without re-listing the table: the Python side
         of ``spark.readStream.format("listing")`` (options as there: ``lookback``,

@@ -15,7 +15,7 @@ import tempfile
 import listing
 from listing import formats
 from listing.formats.csv import CsvFormat
-from listing.spark.guard import SHIPPED_JAR, is_guard_active
+from listing.spark.extension import SHIPPED_JAR, is_guard_active
 
 
 class PipeFormat(CsvFormat):

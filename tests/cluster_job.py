@@ -156,8 +156,8 @@ def spark_payload(spark: Any, options: dict[str, str]) -> tuple[bytes, dict[str,
     from pyspark.sql.datasource import DataSourceRegistration
     from pyspark.sql.worker.plan_data_source_read import write_read_func_and_partitions
 
+    from listing.spark.partition import GroupPartition
     from listing.spark.session import register
-    from listing.spark.source import GroupPartition
 
     captured: list[type] = []
     original = DataSourceRegistration.register
@@ -189,6 +189,7 @@ def spark_payload(spark: Any, options: dict[str, str]) -> tuple[bytes, dict[str,
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
+    import listing
     from listing import ListingTable
     from listing.spark.session import session
     from listing.testing.spark_cluster import JVM_OPTS
@@ -239,7 +240,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         # by itself, from the session's default parallelism
         table = ListingTable.open(args.root, storage_options=storage)
         phases.start("table-query")
-        table_result = run_tasks(table.to_spark(spark, columns=COLUMNS, where=where))
+        table_result = run_tasks(listing.to_spark(table, spark, columns=COLUMNS, where=where))
 
         phases.start("payload")
         options = {"path": args.root, "where": where, "storage.endpoint_url": args.endpoint,

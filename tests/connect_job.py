@@ -21,10 +21,11 @@ def main(root: str, storage_json: str, day: str) -> dict:
 
     import listing
     from listing import ListingTable
-    from listing.spark.guard import build_guard_jar, guard_conf
+    from listing.spark.extension import build_extension_jar, extension_conf
 
     builder = SparkSession.builder.remote("local[2]")
-    confs = {**guard_conf(build_guard_jar()), "spark.sql.python.filterPushdown.enabled": "true"}
+    confs = {**extension_conf(build_extension_jar()),
+             "spark.sql.python.filterPushdown.enabled": "true"}
     for key, value in confs.items():  # static confs: they reach the server as it starts
         builder = builder.config(key, value)
     with warnings.catch_warnings():  # the client then fails to re-set them: harmless
@@ -41,8 +42,8 @@ def main(root: str, storage_json: str, day: str) -> dict:
         df.select("amount").explain()
     out["explain"] = text.getvalue()
     table = ListingTable.open(root, storage_options=json.loads(storage_json))
-    out["to_spark_ids"] = sorted(
-        r.id for r in table.to_spark(spark, columns=["id"], where=f"date = '{day}'").collect())
+    by_day = listing.to_spark(table, spark, columns=["id"], where=f"date = '{day}'")
+    out["to_spark_ids"] = sorted(r.id for r in by_day.collect())
     spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW connect_events USING listing OPTIONS ("
               f"path '{root}', storage_options '{storage_json}')")
     out["sql_count"] = spark.sql(

@@ -13,7 +13,7 @@ import pyspark
 import pytest
 from pyspark import SparkContext
 
-from listing.spark import guard
+from listing.spark import extension
 from listing.spark.javac import SPARK_VERSION_ATTRIBUTE, jar_spark_version
 
 
@@ -30,41 +30,41 @@ def fake_jar(path: Path, spark_version: str | None) -> Path:
 def shipped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """An install with a jar and no Java sources (as from the wheel)."""
     jar = tmp_path / "listing-extension.jar"
-    monkeypatch.setattr(guard, "SHIPPED_JAR", jar)
-    monkeypatch.setattr(guard, "JAVA_SOURCES", tmp_path / "no-sources")
+    monkeypatch.setattr(extension, "SHIPPED_JAR", jar)
+    monkeypatch.setattr(extension, "JAVA_SOURCES", tmp_path / "no-sources")
     return jar
 
 
 def test_the_shipped_jar_serves_the_spark_minor_it_was_built_for(shipped: Path) -> None:
     fake_jar(shipped, "4.3.0")
     assert jar_spark_version(shipped) == "4.3.0"
-    assert guard.extension_jar("4.3.0") == shipped
-    assert guard.extension_jar("4.3.2") == shipped  # patch releases keep the binary API
+    assert extension.extension_jar("4.3.0") == shipped
+    assert extension.extension_jar("4.3.2") == shipped  # patch releases keep the binary API
 
 
 @pytest.mark.parametrize("built_for", ["4.2.1", None])
 def test_another_spark_is_a_clear_error_saying_what_to_do(shipped: Path,
                                                           built_for: str | None) -> None:
     fake_jar(shipped, built_for)
-    with pytest.raises(guard.ExtensionVersionError) as err:
-        guard.extension_jar("4.3.0")
+    with pytest.raises(extension.ExtensionVersionError) as err:
+        extension.extension_jar("4.3.0")
     message = str(err.value)
     assert f"built for Spark {built_for or 'an unrecorded version'}" in message
     assert "this Spark is 4.3.0" in message and "listing.session(guard=False)" in message
 
 
 def test_no_jar_and_no_sources_asks_for_a_reinstall(shipped: Path) -> None:
-    with pytest.raises(guard.GuardBuildError, match="no extension jar"):
-        guard.extension_jar("4.3.0")
+    with pytest.raises(extension.ExtensionBuildError, match="no extension jar"):
+        extension.extension_jar("4.3.0")
 
 
 def test_a_source_checkout_compiles_the_sources(monkeypatch: pytest.MonkeyPatch,
                                                 tmp_path: Path) -> None:
     """Positive control for the fallback: no shipped jar, the checkout's sources."""
-    monkeypatch.setattr(guard, "SHIPPED_JAR", tmp_path / "absent.jar")
-    assert guard.JAVA_SOURCES.is_dir()
-    jar = guard.extension_jar()
-    assert jar.parent == guard.DEFAULT_CACHE_DIR
+    monkeypatch.setattr(extension, "SHIPPED_JAR", tmp_path / "absent.jar")
+    assert extension.JAVA_SOURCES.is_dir()
+    jar = extension.extension_jar()
+    assert jar.parent == extension.DEFAULT_CACHE_DIR
     assert jar_spark_version(jar) == pyspark.__version__
 
 
@@ -74,6 +74,6 @@ def test_running_spark_is_spark_home_s_when_it_is_another_spark(
     (tmp_path / "jars").mkdir()
     (tmp_path / "jars" / "spark-core_2.13-4.2.1.jar").write_bytes(b"")
     monkeypatch.setenv("SPARK_HOME", str(tmp_path))
-    assert guard.running_spark_version() == "4.2.1"
+    assert extension.running_spark_version() == "4.2.1"
     monkeypatch.delenv("SPARK_HOME")
-    assert guard.running_spark_version() == pyspark.__version__
+    assert extension.running_spark_version() == pyspark.__version__

@@ -244,10 +244,10 @@ def test_catalog_table_and_to_spark_hand_off(spark, parquet_events, tmp_path):
     finally:
         spark.sql("DROP TABLE native_events")
     table = listing.ListingTable.open(ds.root)
-    whole = table.to_spark(spark, columns=["id", "date"])
+    whole = listing.to_spark(table, spark, columns=["id", "date"])
     assert engine_of(whole) == "native" and whole.columns == ["id", "date"]
     assert whole.count() == ds.num_rows
-    pruned = table.to_spark(spark, columns=["id"], where="region = 'eu'")
+    pruned = listing.to_spark(table, spark, columns=["id"], where="region = 'eu'")
     assert engine_of(pruned) == "python"
     assert pruned.count() == sum(f.num_rows for f in ds.files
                                  if f.partition_values["region"] == "eu")
@@ -257,7 +257,8 @@ def test_to_spark_csv_stays_python(spark, tmp_path):
     """Spark's CSV reader maps columns by position: to_spark's projected relation would
     read the wrong columns, so it keeps our reader (which maps them by header name)."""
     ds = datasets.daily(str(tmp_path / "csv"), format="csv", days=2, rows_per_file=4)
-    df = listing.ListingTable.open(ds.root, format="csv").to_spark(spark, columns=["name"])
+    df = listing.to_spark(listing.ListingTable.open(ds.root, format="csv"), spark,
+                          columns=["name"])
     assert engine_of(df) == "python"
     assert sorted(r.name for r in df.collect()) == sorted(
         n for f in ds.files for n in f.table.column("name").to_pylist())

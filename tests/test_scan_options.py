@@ -12,6 +12,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+import listing
 from listing import ListingTable, formats
 from listing.errors import FileReadError
 from listing.files import PartitionedFile, whole_file
@@ -317,7 +318,7 @@ def test_a_parquet_count_is_packed_by_file_and_a_csv_count_by_bytes(tmp_path):
 def test_to_spark_count_without_columns(spark, tmp_path):
     for d, n in (("2026-01-01", 3), ("2026-01-02", 5)):
         write(f"{tmp_path}/date={d}/a.parquet", n)
-    assert ListingTable.open(str(tmp_path)).to_spark(spark, columns=[]).count() == 8
+    assert listing.to_spark(ListingTable.open(str(tmp_path)), spark, columns=[]).count() == 8
 
 
 def test_a_parquet_file_split_into_ranges_reads_each_row_group_once(tmp_path):

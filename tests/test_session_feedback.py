@@ -107,15 +107,15 @@ def test_a_spark_scan_plans_with_progress(s3_server, monkeypatch, caplog):
 
 
 def test_the_callers_jars_and_extensions_are_kept_and_ours_listed_once(monkeypatch):
-    from listing.spark.guard import GUARD_EXTENSION_CLASS, extension_jar
+    from listing.spark.extension import EXTENSION_CLASS, extension_jar
     from listing.spark.s3a import connector_jars
 
     builder = RecordingBuilder()
     monkeypatch.setattr(session_mod, "SparkSession", type("S", (), {"builder": builder}))
     with pytest.raises(_Built):
         session_mod.session(conf={"spark.jars": "/opt/other.jar",
-                                  "spark.sql.extensions": f"a.B, {GUARD_EXTENSION_CLASS}"})
-    assert builder.confs["spark.sql.extensions"] == f"a.B,{GUARD_EXTENSION_CLASS}"
+                                  "spark.sql.extensions": f"a.B, {EXTENSION_CLASS}"})
+    assert builder.confs["spark.sql.extensions"] == f"a.B,{EXTENSION_CLASS}"
     s3a = [str(j) for j in connector_jars()]  # Spark's S3A connector, when fetched
     assert builder.confs["spark.jars"] == ",".join(
         ["/opt/other.jar", *s3a, str(extension_jar().resolve())])

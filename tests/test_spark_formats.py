@@ -17,6 +17,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+import listing
 from listing import ListingTable, formats
 from listing.spark.session import register
 from listing.testing import datasets
@@ -101,7 +102,7 @@ def test_custom_format_instance_through_to_spark(spark, s3_server, bucket):
     table = ListingTable.open(f"s3://{bucket}/{name}", format=fmt_class(),
                               storage_options=s3_server.storage_options)
     assert table.schema.names == ["id", "code", "amount", "day"]
-    df = table.to_spark(spark, columns=["id", "code", "day"], where="day >= '2026-03-02'")
+    df = listing.to_spark(table, spark, columns=["id", "code", "day"], where="day >= '2026-03-02'")
     rows = df.collect()
     assert len(rows) == 12 and {str(r.day) for r in rows} == {"2026-03-02", "2026-03-03"}
     assert sorted({r.code for r in rows}) == ["a", "b", "c", "d"]

@@ -19,12 +19,12 @@ from pyspark import cloudpickle
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.datasource import DataSource, DataSourceReader, EqualTo, Filter, InputPartition
 
-from listing.spark.guard import (
-    GUARD_EXTENSION_CLASS,
+from listing.spark.extension import (
+    EXTENSION_CLASS,
     GUARD_RULE_CLASS,
-    GuardBuildError,
-    build_guard_jar,
-    guard_conf,
+    ExtensionBuildError,
+    build_extension_jar,
+    extension_conf,
     is_guard_active,
 )
 
@@ -112,11 +112,11 @@ def stale_pushdown_scenario(spark: SparkSession) -> dict[str, object]:
 def spark() -> Iterator[SparkSession]:
     """The guarded session; stopped afterwards only if this fixture started it."""
     preexisting = SparkSession.getActiveSession()
-    session = make_session(guard_conf(build_guard_jar()))
+    session = make_session(extension_conf(build_extension_jar()))
     if not is_guard_active(session):
         pytest.fail(
             "guard not installed: a Spark session was already running without "
-            f"spark.sql.extensions={GUARD_EXTENSION_CLASS}"
+            f"spark.sql.extensions={EXTENSION_CLASS}"
         )
     yield session
     if preexisting is None:
@@ -226,18 +226,18 @@ def test_self_join_of_filtered_and_unfiltered_scans(toy: DataFrame) -> None:
     assert joined.count() == ROWS_PER_PART * len(PARTS)
 
 
-def test_build_guard_jar_is_cached(spark: SparkSession) -> None:
+def test_build_extension_jar_is_cached(spark: SparkSession) -> None:
     """The fixture already built the jar: a second call must reuse it, not recompile."""
-    jar = build_guard_jar()
+    jar = build_extension_jar()
     before = jar.stat().st_mtime_ns
-    assert build_guard_jar() == jar and jar.stat().st_mtime_ns == before
-    assert guard_conf(jar)["spark.jars"] == str(jar.resolve())
+    assert build_extension_jar() == jar and jar.stat().st_mtime_ns == before
+    assert extension_conf(jar)["spark.jars"] == str(jar.resolve())
 
 
-def test_build_guard_jar_without_jdk_says_what_to_install(
+def test_build_extension_jar_without_jdk_says_what_to_install(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("JAVA_HOME", raising=False)
     monkeypatch.setenv("PATH", str(tmp_path))
-    with pytest.raises(GuardBuildError, match="openjdk-17-jdk-headless"):
-        build_guard_jar(cache_dir=tmp_path / "cache")
+    with pytest.raises(ExtensionBuildError, match="openjdk-17-jdk-headless"):
+        build_extension_jar(cache_dir=tmp_path / "cache")

@@ -13,7 +13,8 @@ import uuid
 import pyarrow as pa
 import pytest
 
-from listing.spark.source import counted
+import listing
+from listing.spark.reader import counted
 from listing.testing import datasets
 
 
@@ -203,9 +204,9 @@ def test_a_narrow_projection_runs_fewer_python_tasks(spark, tmp_path):
 
     table = ListingTable.open(str(tmp_path), max_partition_bytes=2**20,
                               open_cost_in_bytes=2**16)
-    narrow = table.to_spark(spark, columns=["flag"], where="flag >= 0")
+    narrow = listing.to_spark(table, spark, columns=["flag"], where="flag >= 0")
     assert narrow.rdd.getNumPartitions() == 2
-    assert table.to_spark(spark, columns=["text"], where="text <> ''").rdd \
+    assert listing.to_spark(table, spark, columns=["text"], where="text <> ''").rdd \
         .getNumPartitions() == 16
     assert narrow.agg(F.sum("flag")).collect()[0][0] == flags
 

@@ -15,6 +15,7 @@ import warnings
 import pyarrow as pa
 import pytest
 
+import listing
 from listing import ListingTable
 from listing.spark.session import register
 from listing.testing import datasets
@@ -117,11 +118,11 @@ def test_self_union_of_differently_filtered_scans(spark, s3_server, events):
 
 def test_to_spark_projects_filters_and_limits(spark, s3_server, events):
     table = ListingTable.open(events.root, storage_options=events.storage_options)
-    df = table.to_spark(spark, columns=["id", "region"], where="date <= '2025-01-10'")
+    df = listing.to_spark(table, spark, columns=["id", "region"], where="date <= '2025-01-10'")
     assert df.columns == ["id", "region"]
     assert df.count() == rows_where(events, lambda v: v["date"] <= dt.date(2025, 1, 10))
     with s3_server.log.capture() as cap:
-        limited = table.to_spark(spark, where="region = 'eu'", limit=3).collect()
+        limited = listing.to_spark(table, spark, where="region = 'eu'", limit=3).collect()
     assert len(limited) == 3 and {r.region for r in limited} == {"eu"}
     assert cap.count("GET") <= 2 * 2  # each of 2 tasks stops after its first file
 

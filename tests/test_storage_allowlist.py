@@ -18,6 +18,7 @@ from typing import Any
 import fsspec
 import pytest
 
+import listing
 from listing import ListingTable, storage_options
 from listing.cli import main
 from listing.errors import StorageConfigError
@@ -313,9 +314,9 @@ def test_to_spark_ships_the_callers_filesystem_on_the_source_class(spark, s3_tab
 
     fs = s3fs.S3FileSystem(**s3_table.storage_options, skip_instance_cache=True)
     table = ListingTable.open(s3_table.root, filesystem=fs)
-    first = table.to_spark(spark)
-    other = ListingTable.open(s3_table.root, filesystem=lambda: fs).to_spark(
-        spark, where="date >= '2025-01-02'")
+    first = listing.to_spark(table, spark)
+    other = listing.to_spark(ListingTable.open(s3_table.root, filesystem=lambda: fs), spark,
+                             where="date >= '2025-01-02'")
     assert first.count() == s3_table.num_rows  # planned after the second registration
     assert 0 < other.count() < s3_table.num_rows
     options = table_options(table, [], None)

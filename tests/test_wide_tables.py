@@ -21,7 +21,7 @@ def wide_table(root, columns: int) -> ListingTable:
 
 
 def plan_cost(table: ListingTable) -> float:
-    from listing.spark.source import resolve_columns
+    from listing.spark.reader import resolve_columns
 
     best = float("inf")
     for _ in range(3):

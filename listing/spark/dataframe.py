@@ -1,11 +1,12 @@
-"""``ListingTable.to_spark``: a DataFrame that reads chosen columns of a planned table.
+"""The table spec: how :func:`listing.to_spark` hands a planned table to Spark's workers.
 
-Python sources get no column pruning from Spark, so this is the projection path. The
-table travels to Spark's planning worker as *data* in one option (``table_spec``): the
-format's registry name and options, partition columns and schema as an Arrow IPC schema,
-filters as JSON. The worker rebuilds the table from it without listing or reading a
-file, and nothing in it can name code: a format not in the registry is registered (and
-shipped to the workers with the source class) before the DataFrame is built.
+Python sources get no column pruning from Spark, so ``to_spark``
+(:func:`listing.spark.source.to_spark`) is the projection path. The table travels to
+Spark's planning worker as *data* in one option (``table_spec``): the format's registry
+name and options, partition columns and schema as an Arrow IPC schema, filters as JSON.
+The worker rebuilds the table from it without listing or reading a file, and nothing
+in it can name code: a format not in the registry is registered (and shipped to the
+workers with the source class) before the DataFrame is built.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import dataclasses
 import json
 import secrets
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 
@@ -24,32 +25,9 @@ from listing.errors import OptionError
 from listing.expressions import Bound
 from listing.expressions.codec import from_json, to_json
 from listing.options import ListingOptions
-from listing.spark.types import spark_struct
-
-if TYPE_CHECKING:
-    from listing.table import ListingTable, Where
+from listing.table import ListingTable
 
 SPEC_VERSION = 1
-
-
-def to_spark(table: ListingTable, spark: Any, columns: Sequence[str] | None = None,
-             where: Where = None, limit: int | None = None) -> Any:
-    """A DataFrame reading only ``columns`` of the files matching ``where``.
-
-    The filter and limit travel with the relation (not through pushdown), so they prune
-    with or without the stale-pushdown guard. A limit also stops each task early.
-    """
-    from listing.spark.source import register_table_source
-
-    if limit is not None and (not isinstance(limit, int) or limit < 0):
-        raise OptionError(f"limit must be a non-negative int, got {limit!r}")
-    projection = [table.schema.field(n) for n in table.projection(columns)]
-    filters = table.bind(where)  # errors surface here, in the driver
-    options = table_options(table, filters, limit)  # registers an instance's format class
-    register_table_source(spark, FILESYSTEMS)
-    reader = spark.read.format("listing_table").options(**options)
-    df = reader.schema(spark_struct(pa.schema(projection))).load()
-    return df.limit(limit) if limit is not None else df
 
 
 def table_options(table: ListingTable, where: Sequence[Bound], limit: int | None

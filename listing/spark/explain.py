@@ -18,8 +18,8 @@ from __future__ import annotations
 from typing import Any
 
 from listing.errors import FilterError
-from listing.expressions import And, Compare, Expr, In, IsNull, Like, Not, Or, like_escape
-from listing.spark.source import SourceConfig
+from listing.spark.filters import from_jvm
+from listing.spark.source import SourceConfig, open_table
 
 #: the option ListingNativeEngine.MARK puts on a handed-off relation ("native parquet")
 NATIVE_MARK = "listing.engine"
@@ -125,38 +125,6 @@ def _conjuncts(expr: Any) -> list[Any]:
     return [expr]
 
 
-_COMPARE = {"EqualTo": "=", "GreaterThan": ">", "GreaterThanOrEqual": ">=", "LessThan": "<",
-            "LessThanOrEqual": "<="}
-
-
-def _value(v: Any) -> Any:
-    """A filter literal from the JVM: py4j converts numbers and strings; dates, timestamps
-    and decimals arrive as objects whose text our binding coerces to the column's type."""
-    return v if v is None or isinstance(v, bool | int | float | str) else str(v.toString())
-
-
-def _from_filter(f: Any) -> Expr | None:
-    """Our expression for one of Spark's data source filters (what pushFilters receives)."""
-    kind = f.getClass().getSimpleName()
-    if kind in ("And", "Or"):
-        left, right = _from_filter(f.left()), _from_filter(f.right())
-        if left is None or right is None:
-            return None
-        return And((left, right)) if kind == "And" else Or((left, right))
-    if kind == "Not":
-        child = _from_filter(f.child())
-        return None if child is None else Not(child)
-    if kind in _COMPARE:
-        return Compare(f.attribute(), _COMPARE[kind], _value(f.value()))
-    if kind == "In":
-        return In(f.attribute(), tuple(_value(v) for v in f.values()))
-    if kind in ("IsNull", "IsNotNull"):
-        return IsNull(f.attribute()) if kind == "IsNull" else Not(IsNull(f.attribute()))
-    if kind == "StringStartsWith":
-        return Like(f.attribute(), like_escape(f.value()) + "%")
-    return None
-
-
 def _python_reason(spark: Any) -> Any:
     """``options -> why this scan is not Spark's`` (ListingNativeEngine's decision), or a
     function answering None when the session has no extension (nothing to hand off to)."""
@@ -180,14 +148,14 @@ def _explain_scan(node: Any, filters: list[Any], translate: Any, why: Any) -> st
     reason = why(java_options)
     options = dict(java_options)
     config = SourceConfig.parse(options)
-    table = config.open()
+    table = open_table(config)
     output = node.output()
     columns = [output.apply(i).name() for i in range(output.size())]
     where: list[Any] = list(config.where or [])
     skipped = []
     for condition in filters:
         translated = translate(condition, True)  # Spark's own filter translation
-        expr = _from_filter(translated.get()) if translated.isDefined() else None
+        expr = from_jvm(translated.get()) if translated.isDefined() else None
         try:
             if expr is None:
                 raise FilterError("not a data source filter")

@@ -12,7 +12,7 @@ nothing; our listing planner decides which folders to list, as it does for the P
 Only the driver's classic session has a py4j gateway: Spark Connect servers and sessions
 without the callback keep Spark's own file index (the fallback in ListingNativeEngine).
 Options are data: they open a :class:`~listing.table.ListingTable` exactly as the ``listing``
-source does (:class:`~listing.spark.source.ListingDataSource`), never naming code.
+source does (:func:`~listing.spark.source.open_table`), never naming code.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from pyspark.sql.types import StructType
 
 from listing.expressions.sql import parse_predicate
 from listing.pushdown import Pushdown
-from listing.spark.source import ListingDataSource, SourceConfig
+from listing.spark.source import SourceConfig, open_table
 from listing.table import ListingTable
 
 log = logging.getLogger("listing.spark")
@@ -115,8 +115,8 @@ class ListingPlanner:
                 return opened
         schema = StructType.fromJson(json.loads(schema_json))
         # the source's own opening: same option parsing, same user-schema typing
-        source = ListingDataSource(json.loads(options_json))
-        opened = (source._table_for(schema), source.config)  # noqa: SLF001
+        config = SourceConfig.parse(json.loads(options_json))
+        opened = (open_table(config, schema), config)
         with self._lock:
             self._tables[key] = opened
             while len(self._tables) > _MAX_TABLES:
@@ -138,7 +138,7 @@ def _not_native(config: SourceConfig, schema_json: str) -> str | None:
     timestamp in the relation, one footer is sampled to see the files' own unit."""
     if config.format != "parquet" or '"timestamp' not in schema_json:
         return None
-    table = config.open()  # no schema: the sampled footer's own types (one LIST, one GET)
+    table = open_table(config)  # no schema: the sampled footer's own types (one LIST, one GET)
     for field in table.file_schema:
         if _has_nanos(field.type):
             return (f"column {field.name} holds nanosecond timestamps, which Spark's "

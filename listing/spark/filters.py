@@ -1,12 +1,20 @@
-"""Spark's pushed filters (pyspark.sql.datasource) to the expression model."""
+"""Spark's data source filters to the expression model: one converter for both their forms.
+
+Spark hands data source filters over in two forms with the same kinds and field names:
+pyspark's ``pyspark.sql.datasource`` objects (what ``pushFilters`` receives, Spark having
+split the condition into conjuncts) and the JVM's ``org.apache.spark.sql.sources`` filters
+(what :func:`listing.explain` gets from Spark's own translation, through py4j, where ``And``
+and ``Or`` occur too). :func:`from_jvm` rebuilds a JVM filter as pyspark's objects, field
+for field, so :func:`from_spark` alone decides which kinds become which expressions.
+"""
 
 from __future__ import annotations
 
-from typing import cast
+from typing import Any, cast
 
 from pyspark.sql import datasource as sds
 
-from listing.expressions import And, Compare, Expr, In, IsNull, Like, Not, like_escape
+from listing.expressions import And, Compare, Expr, In, IsNull, Like, Not, Or, like_escape
 
 _COMPARE = {
     sds.EqualTo: "=", sds.GreaterThan: ">", sds.GreaterThanOrEqual: ">=",
@@ -45,3 +53,45 @@ def from_spark(f: sds.Filter) -> Expr | None:
     if isinstance(f, sds.StringContains):
         return Like(name, "%" + like_escape(f.value) + "%")
     return None
+
+
+#: JVM filter kinds that pyspark's form has, with a value (the rest take a column only)
+_VALUED = {"EqualTo", "EqualNullSafe", "GreaterThan", "GreaterThanOrEqual", "LessThan",
+           "LessThanOrEqual", "In", "StringStartsWith", "StringEndsWith", "StringContains"}
+_UNARY = {"IsNull", "IsNotNull"}
+
+
+def from_jvm(f: Any) -> Expr | None:
+    """The Expr of a JVM ``org.apache.spark.sql.sources.Filter`` (a py4j object), as
+    :func:`from_spark` makes it of the same filter in pyspark's form; ``And``/``Or`` (which
+    pushdown never receives) combine their sides' expressions; None where a part has none."""
+    kind = f.getClass().getSimpleName()
+    if kind in ("And", "Or"):
+        left, right = from_jvm(f.left()), from_jvm(f.right())
+        if left is None or right is None:
+            return None
+        return And((left, right)) if kind == "And" else Or((left, right))
+    if kind == "Not":
+        child = from_jvm(f.child())
+        return None if child is None else Not(child)
+    python = _python_filter(f, kind)
+    return None if python is None else from_spark(python)
+
+
+def _python_filter(f: Any, kind: str) -> sds.Filter | None:
+    """The JVM leaf filter ``f`` in pyspark's form (None: a kind pyspark's form lacks)."""
+    if kind not in _VALUED and kind not in _UNARY:
+        return None
+    # the column path as Spark parses it (a quoted name may hold dots)
+    path = tuple(str(part) for part in f.v2references()[0])
+    cls = getattr(sds, kind)
+    if kind in _UNARY:
+        return cast(sds.Filter, cls(path))
+    value = (tuple(_value(v) for v in f.values()) if kind == "In" else _value(f.value()))
+    return cast(sds.Filter, cls(path, value))
+
+
+def _value(v: Any) -> Any:
+    """A filter literal from the JVM: py4j converts numbers and strings; dates, timestamps
+    and decimals arrive as objects whose text our binding coerces to the column's type."""
+    return v if v is None or isinstance(v, bool | int | float | str) else str(v.toString())

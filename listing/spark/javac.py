@@ -2,7 +2,7 @@
 
 Used twice: by the wheel build (``build_support/listing_build.py`` loads this file by path,
 before the package's dependencies exist) to ship the jar, and by
-:func:`listing.spark.guard.build_guard_jar` in a source checkout. The jar's manifest
+:func:`listing.spark.extension.build_extension_jar` in a source checkout. The jar's manifest
 records the Spark version whose jars it was compiled against (``Listing-Spark-Version``).
 """
 

@@ -25,7 +25,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from listing.spark.guard import DEFAULT_CACHE_DIR, pyspark_jars_dir
+from listing.spark.extension import DEFAULT_CACHE_DIR, pyspark_jars_dir
 
 __all__ = ["CONNECTOR_POM", "S3AFetchError", "cache_dir", "connector_jars", "fetch"]
 

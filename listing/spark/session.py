@@ -1,7 +1,7 @@
 """Spark session helpers: ``listing.session()`` and ``listing.register(spark)``.
 
 The ``listing`` source prunes files with Spark's pushed filters only when the
-stale-pushdown guard (a small optimizer rule, see :mod:`listing.spark.guard`) is in the
+stale-pushdown guard (a small optimizer rule, see :mod:`listing.spark.extension`) is in the
 session: without it Spark 4.1–4.3 can replay a pruned read for a later unfiltered query.
 ``session()`` builds a session with everything in place; ``register()`` adapts to a
 session built elsewhere and says what it could not configure.
@@ -22,13 +22,13 @@ from pyspark import SparkConf
 from pyspark.sql import SparkSession
 
 from listing import formats
-from listing.spark.file_index import register_planner
-from listing.spark.guard import (
+from listing.spark.extension import (
     add_to_running_driver,
+    extension_conf,
     extension_jar,
-    guard_conf,
     is_guard_active,
 )
+from listing.spark.file_index import register_planner
 from listing.spark.partitions import register_partitions_function
 from listing.spark.s3a import connector_jars
 from listing.spark.source import (
@@ -99,7 +99,7 @@ def session(app_name: str = "listing", master: str | None = None,
             for key in _LIST_CONFS:
                 if running.get(key) and not settings.get(key):
                     settings[key] = str(running.get(key))
-        for key, value in guard_conf(jar).items():
+        for key, value in extension_conf(jar).items():
             if key in _LIST_CONFS and settings.get(key):  # keep the caller's jars and
                 listed = [v.strip() for v in settings[key].split(",")]  # extensions, once
                 value = ",".join(listed + [value] if value not in listed else listed)
@@ -130,7 +130,7 @@ def register(spark: SparkSession) -> Registration:
         result.problems.append(
             "the stale-pushdown guard is not installed (spark.sql.extensions is a static "
             "conf: build the session with listing.session(), or add "
-            "listing.spark.guard.guard_conf(extension_jar()) to its builder)")
+            "listing.spark.extension.extension_conf(extension_jar()) to its builder)")
     if not result.pushdown:
         result.problems.append(f"{PUSHDOWN_CONF} is false; set it to true")
     _register_source(spark, result.prunes_with_spark_filters)

@@ -3,23 +3,20 @@
 ``spark.read.format("listing").option("format", "parquet").load("s3://lake/events/")``
 
 Planning runs in a Python worker: ``schema()`` opens the table (one sampled listing page,
-one footer unless a schema is given), ``pushFilters`` keeps partition filters for exact
-pruning and data filters for row-group pruning, ``partitions()`` plans the scan. Each
-``InputPartition`` carries a file group *and* the plan's read settings, because Spark
-pickles the reader before ``partitions()`` runs. ``read()`` then streams Arrow batches
-shaped exactly as Spark's Arrow reader wants them.
+one footer unless a schema is given); ``reader()`` returns the batch reader
+(:mod:`listing.spark.reader`: pushed filters, the planned partitions, the task read path),
+``streamReader()`` the stream's (:mod:`listing.spark.stream_reader`), ``writer()`` the
+write's (:mod:`listing.spark.writer`).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 import json
-import logging
 import os
 import sys
 import sysconfig
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import pyarrow as pa
@@ -29,30 +26,22 @@ from pyspark.sql.datasource import (
     DataSourceReader,
     DataSourceStreamReader,
     DataSourceWriter,
-    InputPartition,
 )
 from pyspark.sql.types import StructType
 
 from listing import formats
-from listing.errors import ListingError, OptionError
-from listing.expressions import Bound, Compare, Expr, IsNull, Or, bind, conjunction
-from listing.files import FileGroup
-from listing.formats.conform import conform_batch
+from listing.errors import OptionError
+from listing.expressions import Compare, Expr, IsNull, Or, conjunction
 from listing.hive import DEFAULT_PARTITION_NAME, unescape_path_name
 from listing.options import ListingOptions
-from listing.pushdown import Pushdown
-from listing.redact import redact
-from listing.scan import ScanPlan
-from listing.spark.dataframe import TableSpec
-from listing.spark.filters import from_spark
+from listing.spark.dataframe import FILESYSTEMS, TableSpec, table_options
 from listing.spark.option_values import SPARK_FORMAT_NAMES, json_object, storage_value
-from listing.spark.progress import ListingProgress
+from listing.spark.reader import ListingReader, PlainListingReader, split_row_counts
 from listing.spark.skips import accumulator as skips_accumulator
+from listing.spark.stream_reader import ListingStreamReader
 from listing.spark.types import arrow_schema, spark_schema, spark_struct
-from listing.stream import ReadSpec, read_group
-from listing.table import ListingTable
-
-log = logging.getLogger("listing.spark")
+from listing.redact import redact
+from listing.table import ListingTable, Where
 
 #: Spark's camel-case option names, as they arrive (lower-cased), mapped to ours.
 SPARK_NAMES = {
@@ -159,7 +148,7 @@ class SourceConfig:
         fmt = opts.get("format", "parquet")
         cols: list[Any] | None = _partition_cols(opts.get("partition_cols"))
         schema, sizes, filesystem = None, None, None
-        if "table_spec" in opts:  # written by ListingTable.to_spark: data, never code
+        if "table_spec" in opts:  # written by to_spark: data, never code
             spec = TableSpec.parse(opts["table_spec"])
             fmt, cols, schema = spec.format, list(spec.partition_cols), spec.schema
             sizes, filesystem = spec.column_bytes, spec.filesystem
@@ -293,6 +282,41 @@ def ship_by_value(cls: type) -> None:
             cloudpickle.register_pickle_by_value(module)
 
 
+def open_table(config: SourceConfig, schema: StructType | None = None,
+               filesystems: dict[str, Any] | None = None) -> ListingTable:
+    """The table a relation's options name: the one way the source, the hand-off's file index
+    (:mod:`listing.spark.file_index`) and :func:`listing.explain` open one.
+
+    With Spark's ``schema`` (a user's), no data file is read to plan: its data columns are
+    the table's, its types those of the partition columns it names; a column that is
+    neither is an :class:`OptionError`. ``filesystems``: the callers' own filesystems a
+    ``to_spark`` spec names by token (shipped on the source class).
+    """
+    if schema is None:
+        return config.open(None, filesystems)
+    requested = arrow_schema(schema)
+    parts = {n.lower() for n, _ in (config.partition_cols or [])}
+    data = pa.schema([f for f in requested if f.name.lower() not in parts])
+    table = config.open(config.table_schema or data, filesystems)
+    known = set(table.schema.names)
+    missing = [n for n in schema.fieldNames() if n not in known]
+    if missing:
+        raise OptionError(f"schema columns {missing} are neither data nor partition columns "
+                          f"of {config.url} (partition columns: "
+                          f"{', '.join(table.partition_names) or 'none'})")
+    # Spark types partition columns as the user's schema says (a value that does not
+    # parse as that type is a PartitionValueError naming it and its path, at scan)
+    by_lower = {f.name.lower(): f.type for f in requested}
+    wanted = [(n, by_lower.get(n.lower(), t)) for n, t in table.partition_cols]
+    if any(spark_schema(pa.schema([(n, w)])) != spark_schema(pa.schema([(n, t)]))
+           for (n, w), (_, t) in zip(wanted, table.partition_cols, strict=True)):
+        # the same table with those types: no request (its sampled profile is kept)
+        table = ListingTable(table.url, table.storage, table.format, wanted,
+                             table.file_schema, table.profile, table.options,
+                             table.open_metrics, table.column_bytes)
+    return table
+
+
 # --- the data source ----------------------------------------------------------------------
 
 class ListingDataSource(DataSource):
@@ -332,14 +356,13 @@ class ListingDataSource(DataSource):
         storage = redact(self.config.storage_options)
         return f"ListingDataSource({self.config.url}, storage={storage})"
 
-    def _open(self, data_schema: pa.Schema | None) -> ListingTable:
-        # Spark may unpickle this source in another worker than the one that built it
-        self.register_user_formats()
-        return self.config.open(data_schema, self.filesystems)
-
-    def table(self, data_schema: pa.Schema | None = None) -> ListingTable:
+    def table(self, schema: StructType | None = None) -> ListingTable:
+        """The relation's table, opened once (:func:`open_table`; with the first caller's
+        ``schema``, Spark's: the user's, or the one :meth:`schema` answered)."""
         if self._table is None:
-            self._table = self._open(data_schema)
+            # Spark may unpickle this source in another worker than the one that built it
+            self.register_user_formats()
+            self._table = open_table(self.config, schema, self.filesystems)
         return self._table
 
     def schema(self) -> StructType:
@@ -355,17 +378,16 @@ class ListingDataSource(DataSource):
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:  # noqa: N802
         """``spark.readStream.format("listing")`` (:mod:`listing.spark.stream_reader`)."""
-        from listing.spark.stream_reader import ListingStreamReader
-
-        return ListingStreamReader(self._table_for(schema), schema, self.config.where,
+        return ListingStreamReader(self.table(schema), schema, self.config.where,
                                    self.config.stream_options, self.default_parallelism,
                                    self.skips)
 
     def reader(self, schema: StructType) -> DataSourceReader:
         self._check_python_engine()
         schema, counts = split_row_counts(schema)
-        return ListingReader(self._table_for(schema), schema, self.config,
-                             self.default_parallelism, self.skips, row_counts=counts)
+        return ListingReader(self.table(schema), schema, self.config.where,
+                             self.config.limit, self.default_parallelism, self.skips,
+                             row_counts=counts)
 
     def _check_python_engine(self) -> None:
         """A batch read reaching this reader runs on the Python engine: had the extension
@@ -376,33 +398,6 @@ class ListingDataSource(DataSource):
                               "reader; this session reads with the Python engine: use "
                               "engine=auto or engine=python")
 
-    def _table_for(self, schema: StructType) -> ListingTable:
-        """With a user schema, open the table with it: no data file is read to plan."""
-        if self._table is not None:
-            return self._table
-        requested = arrow_schema(schema)
-        parts = {n.lower() for n, _ in (self.config.partition_cols or [])}
-        data = pa.schema([f for f in requested if f.name.lower() not in parts])
-        table = self._open(self.config.table_schema or data)
-        known = set(table.schema.names)
-        missing = [n for n in schema.fieldNames() if n not in known]
-        if missing:
-            raise OptionError(f"schema columns {missing} are neither data nor partition columns "
-                              f"of {self.config.url} (partition columns: "
-                              f"{', '.join(table.partition_names) or 'none'})")
-        # Spark types partition columns as the user's schema says (a value that does not
-        # parse as that type is a PartitionValueError naming it and its path, at scan)
-        by_lower = {f.name.lower(): f.type for f in requested}
-        wanted = [(n, by_lower.get(n.lower(), t)) for n, t in table.partition_cols]
-        if any(spark_schema(pa.schema([(n, w)])) != spark_schema(pa.schema([(n, t)]))
-               for (n, w), (_, t) in zip(wanted, table.partition_cols, strict=True)):
-            # the same table with those types: no request (its sampled profile is kept)
-            table = ListingTable(table.url, table.storage, table.format, wanted,
-                                 table.file_schema, table.profile, table.options,
-                                 table.open_metrics, table.column_bytes)
-        self._table = table
-        return table
-
 
 class UnguardedListingDataSource(ListingDataSource):
     """Registered when the stale-pushdown guard is not installed: no ``pushFilters``, so
@@ -412,17 +407,37 @@ class UnguardedListingDataSource(ListingDataSource):
     def reader(self, schema: StructType) -> DataSourceReader:
         self._check_python_engine()
         schema, counts = split_row_counts(schema)
-        return PlainListingReader(self._table_for(schema), schema, self.config,
-                                  self.default_parallelism, self.skips, row_counts=counts)
+        return PlainListingReader(self.table(schema), schema, self.config.where,
+                                  self.config.limit, self.default_parallelism, self.skips,
+                                  row_counts=counts)
 
 
 class TableSource(UnguardedListingDataSource):
-    """The source behind ``ListingTable.to_spark``: everything it prunes with arrives as
+    """The source behind :func:`to_spark`: everything it prunes with arrives as
     options, so it needs no pushdown and no guard, and never clashes with ``listing``."""
 
     @classmethod
     def name(cls) -> str:
         return "listing_table"
+
+
+def to_spark(table: ListingTable, spark: Any, columns: Sequence[str] | None = None,
+             where: Where = None, limit: int | None = None) -> Any:
+    """A DataFrame reading only ``columns`` of ``table``'s files matching ``where``
+    (``listing.to_spark``: the Spark edge's, so the table knows nothing of Spark).
+
+    The filter and limit travel with the relation (not through pushdown), so they prune
+    with or without the stale-pushdown guard. A limit also stops each task early.
+    """
+    if limit is not None and (not isinstance(limit, int) or limit < 0):
+        raise OptionError(f"limit must be a non-negative int, got {limit!r}")
+    projection = [table.schema.field(n) for n in table.projection(columns)]
+    filters = table.bind(where)  # errors surface here, in the driver
+    options = table_options(table, filters, limit)  # registers an instance's format class
+    register_table_source(spark, FILESYSTEMS)
+    reader = spark.read.format("listing_table").options(**options)
+    df = reader.schema(spark_struct(pa.schema(projection))).load()
+    return df.limit(limit) if limit is not None else df
 
 
 def register_table_source(spark: Any, filesystems: dict[str, Any] | None = None) -> None:
@@ -456,177 +471,3 @@ def with_parallelism(base: type, spark: Any, **attrs: Any) -> type:
     return type(base.__name__, (base,), {
         "default_parallelism": parallelism, "__module__": base.__module__,
         "__qualname__": base.__qualname__ + "_registered", **attrs})
-
-
-@dataclasses.dataclass
-class GroupPartition(InputPartition):
-    """One Spark task: its file group and the plan's read settings (files excluded)."""
-
-    spec: ReadSpec
-    group: FileGroup
-    #: on the first partition: the plan's summary for the scan's description in Spark's
-    #: plan (read by DescribedPythonTable.java from the pickled bytes, between the marks)
-    summary: str
-    #: under a key-grouped plan: the group's partition value, between the marks
-    #: (read by KeyGroupedScans.java); "" otherwise
-    key: str
-
-    def __init__(self, spec: ReadSpec, group: FileGroup, summary: str = "",
-                 key: str = "") -> None:
-        super().__init__(group.index)
-        self.spec = spec
-        self.group = group
-        self.summary = summary
-        self.key = key
-
-
-#: the marks around a scan's summary in its first pickled partition (DescribedPythonTable)
-SUMMARY_MARK, SUMMARY_END = "\x1elisting-scan:", "\x1e"
-#: the mark before a partition's key in its pickled bytes (KeyGroupedScans.java)
-KEY_MARK = "\x1elisting-key:"
-
-
-def key_marker(group: FileGroup) -> str:
-    """The partition value every file of ``group`` holds, marked for KeyGroupedScans.java
-    (JSON, ASCII-escaped so the end mark cannot occur inside); "" when a value is of a type
-    that class does not read (only strings, integers, booleans, dates and nulls)."""
-    values = group.files[0].partition_values
-    out: list[Any] = []
-    for v in values.values():
-        if isinstance(v, dt.datetime) or not (v is None or isinstance(v, (str, int, dt.date))):
-            return ""
-        out.append(v.isoformat() if isinstance(v, dt.date) else v)
-    return KEY_MARK + json.dumps({"names": list(values), "values": out}) + SUMMARY_END
-
-
-class PlainListingReader(DataSourceReader):
-    """Plans from the relation's own options only (path, where, limit, schema)."""
-
-    def __init__(self, table: ListingTable, schema: StructType, config: SourceConfig,
-                 min_partitions: int | None = None, skips: Any = None, *,
-                 row_counts: bool = False) -> None:
-        self.table = table
-        self.row_counts = row_counts
-        self.config = config
-        self.columns = resolve_columns(table, schema.fieldNames())
-        self.target = arrow_schema(schema)
-        self.pushed: list[Bound] = []
-        self.min_partitions = min_partitions
-        self.skips = skips
-
-    def plan(self) -> ScanPlan:
-        where: list[Any] = list(self.pushed) + list(self.config.where or [])
-        progress = ListingProgress(str(self.table.url))  # a long listing, in the driver log
-        plan = self.table.scan(columns=self.columns, where=where or None,
-                               limit=self.config.limit, min_partitions=self.min_partitions,
-                               progress=progress)
-        progress.done()
-        return plan
-
-    def partitions(self) -> list[InputPartition]:
-        plan = self.plan()
-        log.info("%s", plan.explain())
-        summary = SUMMARY_MARK + plan.summary().replace(SUMMARY_END, " ") + SUMMARY_END
-        return [GroupPartition(plan.read, group, summary if i == 0 else "",
-                               key_marker(group) if plan.key_grouped else "")
-                for i, group in enumerate(plan.file_groups)]
-
-    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        batches = read_partition(partition, self.target, self.skips)
-        if not self.row_counts:
-            yield from batches
-            return
-        per_file = {n.lower() for n in self.table.partition_names}
-        yield from counted(batches, all(n.lower() in per_file for n in self.target.names))
-
-
-#: the column ListingCountPushdown.java adds to a scan under ``count(*)``: it asks for the
-#: number of rows each distinct row of a batch stands for, instead of the rows
-ROW_COUNT_COLUMN = "__listing_rows"
-
-
-def split_row_counts(schema: StructType) -> tuple[StructType, bool]:
-    """The schema to read, and whether Spark asked for row counts (the last column)."""
-    names = schema.fieldNames()
-    if names and names[-1] == ROW_COUNT_COLUMN:
-        return StructType(schema.fields[:-1]), True
-    return schema, False
-
-
-def counted(batches: Iterator[pa.RecordBatch],
-            per_file: bool = False) -> Iterator[pa.RecordBatch]:
-    """Each batch as its distinct rows with how many rows each stands for: a count(*) above
-    sums them (exact under any row-wise filter on those columns). ``per_file``: every
-    column holds one value per file (partition columns), and a batch never spans files,
-    so a batch is its first row (count() by date); a batch of no rows sends nothing."""
-    rows_field = pa.field(ROW_COUNT_COLUMN, pa.int64(), nullable=False)
-    for batch in batches:
-        if not batch.num_rows:
-            continue
-        if per_file or not batch.num_columns:
-            yield batch.slice(0, 1).append_column(
-                rows_field, pa.array([batch.num_rows], pa.int64()))
-            continue
-        keys = [f"k{i}" for i in range(batch.num_columns)]  # no name can clash with the count
-        grouped = (pa.Table.from_batches([batch.rename_columns(keys)])
-                   .group_by(keys, use_threads=False).aggregate([([], "count_all")]))
-        rows = grouped.column("count_all").cast(pa.int64())
-        table = pa.table([*(grouped.column(k) for k in keys), rows],
-                         schema=batch.schema.append(rows_field))
-        yield from table.to_batches()
-
-
-def read_partition(partition: InputPartition, target: pa.Schema,
-                   skips: Any = None) -> Iterator[pa.RecordBatch]:
-    """One Spark task: its group's batches shaped as ``target``; skips go to ``skips``."""
-    if not isinstance(partition, GroupPartition):  # no files matched: Spark's empty task
-        return
-    counts: dict[str, int] = {}
-    paths: list[str] = []
-    try:
-        for batch in read_group(partition.spec, partition.group, counts, skipped_paths=paths):
-            yield conform_batch(batch.rename_columns(target.names), target,
-                                partition.group.files[0].path)
-    finally:  # the driver sums these (listing.skipped_files)
-        if paths and skips is not None:
-            skips.add({**{k: v for k, v in counts.items() if k.startswith("files_skipped_")},
-                       "paths": paths})
-
-
-class ListingReader(PlainListingReader):
-    """Adds ``pushFilters``: partition filters prune exactly; data filters prune row groups
-    and go back to Spark to be re-checked; the rest go back untouched."""
-
-    def pushFilters(self, filters: list[Any]) -> Iterator[Any]:  # noqa: N802 - Spark's name
-        for f in filters:
-            expr = from_spark(f)
-            if expr is None:
-                yield f
-                continue
-            try:
-                bound = bind(expr, self.table.schema)  # once: classify and scan take it as is
-            except ListingError:
-                yield f
-                continue
-            kind = self.table.classify([bound])[0]
-            if kind is Pushdown.UNSUPPORTED:
-                yield f
-                continue
-            self.pushed.append(bound)
-            if kind is Pushdown.INEXACT:
-                yield f
-
-
-def resolve_columns(table: ListingTable, names: Sequence[str]) -> list[str]:
-    """The table's spelling of each of ``names`` (Spark's names are case-insensitive);
-    one pass over the table's columns, whatever the number of names."""
-    spelling: dict[str, str] = {}
-    for n in table.schema.names:
-        spelling.setdefault(n.lower(), n)
-    out = []
-    for name in names:
-        found = spelling.get(name.lower())
-        if found is None:
-            raise OptionError(f"column {name!r} is not in table {table.url}")
-        out.append(found)
-    return out

@@ -26,7 +26,8 @@ from pyspark.sql.streaming.datasource import (
 from pyspark.sql.types import StructType
 
 from listing.discovery import DiscoverySettings, FileDiscovery
-from listing.spark.source import GroupPartition, read_partition, resolve_columns
+from listing.spark.partition import GroupPartition
+from listing.spark.reader import read_partition, resolve_columns
 from listing.spark.types import arrow_schema
 from listing.storage.spec import StorageSpec
 from listing.table import ListingTable

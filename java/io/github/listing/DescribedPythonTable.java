@@ -46,7 +46,7 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * after an action shows the final plan), the description also says how many files the listing
  * chose, its LIST requests and its listing plan. WHY read them from the first
  * partition's bytes: the plan lives in the Python planning worker, which hands the JVM only
- * pickled partitions; {@code listing.spark.source} puts a summary string between
+ * pickled partitions; {@code listing.spark.reader} puts a summary string between
  * {@link #MARK} and {@link #END} in the first one, and a pickled str is its UTF-8 bytes.
  *
  * <p>Scans also report their size to Spark's optimizer, as Spark's own file scans do: the

@@ -56,7 +56,7 @@ import scala.jdk.javaapi.CollectionConverters;
  */
 public final class ListingCountPushdown extends Rule<LogicalPlan> {
 
-  /** The column of per-batch row counts; listing.spark.source knows the same name. */
+  /** The column of per-batch row counts; listing.spark.reader knows the same name. */
   static final String ROWS = "__listing_rows";
 
   private final NodeRewrite push = new NodeRewrite(ListingCountPushdown::pushed);

@@ -32,20 +32,21 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 __all__ = [
-    "GUARD_EXTENSION_CLASS",
+    "EXTENSION_CLASS",
     "GUARD_RULE_CLASS",
     "ExtensionVersionError",
-    "GuardBuildError",
+    "ExtensionBuildError",
     "add_to_running_driver",
-    "build_guard_jar",
+    "build_extension_jar",
     "extension_jar",
-    "guard_conf",
+    "extension_conf",
     "is_guard_active",
     "running_spark_version",
 ]
 
-GUARD_EXTENSION_CLASS = "io.github.listing.ListingSparkExtensions"
-"""Value for ``spark.sql.extensions``: installs the guard rule into every new session."""
+EXTENSION_CLASS = "io.github.listing.ListingSparkExtensions"
+"""Value for ``spark.sql.extensions``: installs the listing rules (the guard among them) into
+every new session."""
 
 GUARD_RULE_CLASS = "io.github.listing.StalePushdownGuard"
 """The Catalyst rule itself, as found in the optimizer's pre-CBO rules once installed.
@@ -63,16 +64,16 @@ _JDK_HINT = "install a JDK 17 (e.g. apt-get install openjdk-17-jdk-headless) or 
 _SPARK_JAR = re.compile(r"^spark-core_[\d.]+-(\d+\.\d+\.\d+[^/]*)\.jar$")
 
 
-class GuardBuildError(RuntimeError):
+class ExtensionBuildError(RuntimeError):
     """No usable extension jar: none shipped and the Java sources could not be compiled."""
 
 
-class ExtensionVersionError(GuardBuildError):
+class ExtensionVersionError(ExtensionBuildError):
     """The shipped jar was built for another Spark version than the one running."""
 
 
 def pyspark_jars_dir() -> Path:
-    """The jars pyspark's JVM runs with; the guard must compile against exactly these."""
+    """The jars pyspark's JVM runs with; the extension must compile against exactly these."""
     return Path(pyspark.__file__).parent / "jars"
 
 
@@ -102,7 +103,7 @@ def extension_jar(spark_version: str | None = None) -> Path:
 
     An installed wheel's jar when it was built for that Spark's major.minor version (an
     :class:`ExtensionVersionError` saying what to do otherwise); in a source checkout, the
-    sources compiled with the local JDK (:func:`build_guard_jar`).
+    sources compiled with the local JDK (:func:`build_extension_jar`).
     """
     version = spark_version or running_spark_version()
     if SHIPPED_JAR.is_file():
@@ -120,9 +121,10 @@ def extension_jar(spark_version: str | None = None) -> Path:
                 "the filter comes as 'where' or through to_spark)")
         return SHIPPED_JAR
     if JAVA_SOURCES.is_dir():
-        return build_guard_jar()
-    raise GuardBuildError(f"this install of spark-listing has no extension jar ({SHIPPED_JAR}) "
-                          "and no Java sources to build it from: reinstall the wheel")
+        return build_extension_jar()
+    raise ExtensionBuildError(f"this install of spark-listing has no extension jar "
+                              f"({SHIPPED_JAR}) and no Java sources to build it from: "
+                              "reinstall the wheel")
 
 
 def _java_sources() -> list[Path]:
@@ -148,12 +150,12 @@ def _jdk_tool(name: str) -> str:
             return str(candidate)
     found = shutil.which(name)
     if found is None:
-        raise GuardBuildError(f"`{name}` not found, needed to build the listing Spark extension "
-                              f"from source (a development install): {_JDK_HINT}")
+        raise ExtensionBuildError(f"`{name}` not found, needed to build the listing Spark "
+                                  f"extension from source (a development install): {_JDK_HINT}")
     return found
 
 
-def build_guard_jar(force: bool = False, cache_dir: Path | None = None) -> Path:
+def build_extension_jar(force: bool = False, cache_dir: Path | None = None) -> Path:
     """Compile the sources of a checkout with ``javac --release 17`` (development installs
     only: a wheel ships the jar) and return the cached jar's path.
 
@@ -162,8 +164,8 @@ def build_guard_jar(force: bool = False, cache_dir: Path | None = None) -> Path:
     """
     cache = Path(cache_dir) if cache_dir is not None else DEFAULT_CACHE_DIR
     if not _java_sources():
-        raise GuardBuildError(f"no Java sources under {JAVA_SOURCES}")
-    target = cache / f"listing-guard-{_cache_key()}.jar"
+        raise ExtensionBuildError(f"no Java sources under {JAVA_SOURCES}")
+    target = cache / f"listing-extension-{_cache_key()}.jar"
     if target.is_file() and not force:
         return target
     javac, jar = _jdk_tool("javac"), _jdk_tool("jar")
@@ -171,7 +173,7 @@ def build_guard_jar(force: bool = False, cache_dir: Path | None = None) -> Path:
         return compile_jar(JAVA_SOURCES, pyspark_jars_dir(), pyspark.__version__, target,
                            javac, jar)
     except JavacError as err:
-        raise GuardBuildError(str(err)) from None
+        raise ExtensionBuildError(str(err)) from None
 
 
 def add_to_running_driver(jar_path: Path | str) -> bool:
@@ -199,8 +201,8 @@ _ADDABLE_LOADERS = {"org.apache.spark.util.MutableURLClassLoader",
                     "org.apache.spark.util.ChildFirstURLClassLoader"}
 
 
-def guard_conf(jar_path: Path | str) -> dict[str, str]:
-    """Static Spark confs installing the guard; they only take effect when the JVM starts.
+def extension_conf(jar_path: Path | str) -> dict[str, str]:
+    """Static Spark confs installing the extension; they only take effect when the JVM starts.
 
     ``spark.jars`` alone makes the extension loadable at session start in local/client mode
     (spark-submit puts it on the driver's class loader; verified on 4.3.0), so
@@ -209,7 +211,7 @@ def guard_conf(jar_path: Path | str) -> dict[str, str]:
     """
     return {
         "spark.jars": str(Path(jar_path).resolve()),
-        "spark.sql.extensions": GUARD_EXTENSION_CLASS,
+        "spark.sql.extensions": EXTENSION_CLASS,
     }
 
 
@@ -228,7 +230,7 @@ def is_guard_active(spark: SparkSession) -> bool:
         return _connect_server_has_guard(spark)
     try:
         configured = spark.conf.get("spark.sql.extensions", "") or ""
-        if GUARD_EXTENSION_CLASS not in {name.strip() for name in configured.split(",")}:
+        if EXTENSION_CLASS not in {name.strip() for name in configured.split(",")}:
             return False
         excluded = spark.conf.get("spark.sql.optimizer.excludedRules", "") or ""
         if GUARD_RULE_CLASS in {name.strip() for name in excluded.split(",")}:
@@ -249,7 +251,7 @@ def _connect_server_has_guard(spark: SparkSession) -> bool:
     except Exception:  # noqa: BLE001 - not a session we can ask: treat as not installed
         return False
     names = {name.strip() for name in configured.split(",")}
-    return GUARD_EXTENSION_CLASS in names and GUARD_RULE_CLASS not in {
+    return EXTENSION_CLASS in names and GUARD_RULE_CLASS not in {
         name.strip() for name in excluded.split(",")}
 
 
