@@ -115,9 +115,10 @@ def streaming_section(quick: bool, runs: int, timeout: float) -> dict[str, Any]:
     return res
 
 
-def s3a_section(quick: bool, runs: int, timeout: float) -> dict[str, Any]:
-    """Run ``python -m bench.s3a`` (its own Spark session) and keep its tables."""
-    cmd = [sys.executable, "-m", "bench.s3a", "--runs", str(runs)] + (
+def s3a_section(quick: bool, runs: int, timeout: float, out: Path) -> dict[str, Any]:
+    """Run ``python -m bench.s3a`` (its own Spark session) and keep its tables; its JSON,
+    Markdown and charts go to ``out``.json/.md/-*.png."""
+    cmd = [sys.executable, "-m", "bench.s3a", "--runs", str(runs), "--out", str(out)] + (
         ["--quick"] if quick else [])
     t0 = time.perf_counter()
     out = _run_module(cmd, timeout)
@@ -189,7 +190,8 @@ def main(argv: list[str] | None = None) -> int:
             elif name == "write":
                 sec = write_section(args.quick, timeout=max(args.timeout, 1200))
             elif name == "s3a":
-                sec = s3a_section(args.quick, args.runs, timeout=max(args.timeout, 2400))
+                sec = s3a_section(args.quick, args.runs, timeout=max(args.timeout, 5400),
+                                  out=args.out / "s3a" / ("quick" if args.quick else "latest"))
             else:
                 sec = streaming_section(args.quick, args.runs, timeout=max(args.timeout, 2400))
         except Exception as err:  # noqa: BLE001 - a failed section is reported, not fatal

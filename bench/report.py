@@ -56,10 +56,14 @@ def code_revision(root: Path) -> str:
 
 
 def write(results: dict[str, Any], out_dir: Path) -> tuple[Path, Path]:
+    """latest.json, latest.md and the PNG charts (bench.charts) the Markdown links to."""
+    from bench import charts
+
     out_dir.mkdir(parents=True, exist_ok=True)
     js, md = out_dir / "latest.json", out_dir / "latest.md"
     js.write_text(json.dumps(results, indent=1, default=str) + "\n")
-    md.write_text(markdown(results))
+    pngs = charts.report_charts(results, out_dir)
+    md.write_text(markdown(results) + "".join(f"\n![{p.stem}]({p.name})\n" for p in pngs))
     return js, md
 
 

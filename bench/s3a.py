@@ -15,20 +15,35 @@ ways in one Spark session
 
 Each figure: LIST / HEAD / GET requests from the server's log and seconds, for building the
 DataFrame and its physical plan (``plan_s``) and for the whole ``count()`` (``total_s``);
-median of ``--runs`` after one warm-up per reader and query. Queries matching more than
+median of ``--runs`` after one warm-up per reader and query (one run when the warm-up
+took over 20 s). Queries matching more than
 ``--max-files`` files (300; 3 000 without ``--quick``) are left out: every reader sends
 a HEAD and a GET per file, which moto serves at a few hundred a second. moto is one Python
 process on the same cores as Spark and this driver: its per-request cost (milliseconds, not
 S3's tens) favours readers that send many requests.
+
+Throughput on S3 (``--throughput-rows``, 12 M; 1 M with ``--quick``; 0 leaves it out): the
+throughput section's Parquet tree (bench.throughput: 20 dates x 3 files) copied into a
+bucket of the same server, and its four queries read three ways: ``spark s3a``
+(``spark.read.option("basePath", root).parquet(root)``), ``listing native`` and ``listing
+python``; the readers take turns, median of ``--runs`` after a warm-up, ``ratio`` = ours /
+Spark's S3A time, results checked equal. moto serves every byte from one Python process
+on the 2 cores Spark's two task threads also use: the figures measure that server as
+much as the readers, and a reader that asks for fewer, larger reads is favoured.
+
+With ``--out``, PNG charts (bench.charts) go beside the Markdown.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import os
+import shlex
 import statistics
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -38,6 +53,7 @@ from bench.listing_bench import Query, TableDef, build, daily_table, hourly_tabl
 
 READERS = ("listing native", "listing python", "spark s3a", "spark basePath")
 ROOT = Path(__file__).resolve().parents[1]
+DATA_DIR = Path(tempfile.gettempdir()) / "listing-bench-data"  # bench.throughput's, reused
 
 
 def _where(q: Query) -> str:
@@ -84,12 +100,17 @@ def _engine(df: Any) -> str:
 
 
 def measure(spark: Any, server: Any, reader: str, table: TableDef, storage: dict[str, Any],
-            q: Query, expected_rows: int, runs: int) -> dict[str, Any]:
-    samples = []
-    for _ in range(runs + 1):  # the first is a warm-up for this query
+            q: Query, expected_rows: int, runs: int, long_s: float = 20.0) -> dict[str, Any]:
+    """Median of ``runs`` after a warm-up; one timed run when the warm-up took over
+    ``long_s`` (Spark's discovery of the full hourly table: about a minute a run on moto).
+    ``load_s`` is building the DataFrame alone (Spark's discovery; our schema inference),
+    ``plan_s`` that and the physical plan, ``total_s`` that and ``count()``."""
+    samples: list[dict[str, Any]] = []
+    while len(samples) < runs + 1:  # the first is a warm-up for this query
         with server.log.capture(table.bucket) as cap:
             t0 = time.perf_counter()
             df = _frame(spark, reader, table, storage, q)
+            tl = time.perf_counter()
             df._jdf.queryExecution().executedPlan()  # noqa: SLF001 - planning, no job yet
             t1 = time.perf_counter()
             rows = df.count()
@@ -97,13 +118,16 @@ def measure(spark: Any, server: Any, reader: str, table: TableDef, storage: dict
         if rows != expected_rows:
             raise AssertionError(f"{reader} {q.name}: {rows} rows, expected {expected_rows}")
         counts = cap.counts()
-        samples.append({"plan_s": t1 - t0, "total_s": t2 - t0,
+        samples.append({"load_s": tl - t0, "plan_s": t1 - t0, "total_s": t2 - t0,
                         "LIST": counts["LIST"], "HEAD": counts["HEAD"], "GET": counts["GET"],
                         "engine": _engine(df) if reader.startswith("listing") else "native"})
+        if len(samples) == 1 and samples[0]["total_s"] > long_s:
+            runs = 1
     timed = samples[1:]
     out: dict[str, Any] = {k: statistics.median(s[k] for s in timed)
-                           for k in ("plan_s", "total_s")}
+                           for k in ("load_s", "plan_s", "total_s")}
     out.update({k: timed[-1][k] for k in ("LIST", "HEAD", "GET", "engine")})
+    out["runs"] = len(timed)
     return out
 
 
@@ -127,18 +151,93 @@ def _s3a_conf(spark: Any, storage: dict[str, Any], table: TableDef) -> None:
         conf.set(p + key, value)
 
 
+TP_READERS = ("spark s3a", "listing native", "listing python")
+
+
+def _tp_frame(spark: Any, reader: str, root: str, storage: dict[str, Any], q: Any) -> Any:
+    s3a_root = "s3a" + root[2:]
+    if reader == "spark s3a":
+        df = spark.read.option("basePath", s3a_root).parquet(s3a_root)
+    else:
+        df = (spark.read.format("listing").option("storage_options", json.dumps(storage))
+              .option("engine", "auto" if reader.endswith("native") else "python").load(root))
+    df = df.where(q.where) if q.where else df
+    return df.select(*q.columns) if q.columns else df
+
+
+def throughput_s3(spark: Any, server: Any, storage: dict[str, Any], rows: int, runs: int,
+                  data_dir: Path, log: Callable[[str], None]) -> dict[str, Any]:
+    """bench.throughput's Parquet tree and queries, on S3: Spark's S3A reader and ours."""
+    from bench import throughput as tp
+
+    local = tp.generate(data_dir, rows)["parquet"]
+    total = tp.table_rows(data_dir, rows)
+    table = TableDef("throughput", "bench-s3a-throughput", "tp/", [], [])
+    server.drop_bucket(table.bucket)
+    server.create_bucket(table.bucket)
+    files = sorted(p for p in local.rglob("*.parquet"))
+    server.put_objects_fast(table.bucket, {
+        table.prefix + p.relative_to(local).as_posix(): p.read_bytes() for p in files})
+    _s3a_conf(spark, storage, table)
+    root = f"s3://{table.bucket}/{table.prefix}".rstrip("/")
+    out: dict[str, Any] = {"rows": total, "files": len(files),
+                           "bytes": sum(p.stat().st_size for p in files), "runs": runs,
+                           "queries": {}}
+    log(f"[s3a] throughput: {total:,} rows, {len(files)} files, "
+        f"{out['bytes'] / 2**20:.0f} MiB in moto")
+    for q in tp._queries():  # noqa: SLF001 - the same queries as the local section
+        results, requests, engines = {}, {}, {}
+        for reader in TP_READERS:  # warm-up, with the request counts
+            with server.log.capture(table.bucket) as cap:
+                df = _tp_frame(spark, reader, root, storage, q)
+                results[reader] = tp._norm(q.run(df))  # noqa: SLF001
+            counts = cap.counts()
+            requests[reader] = {k: counts[k] for k in ("LIST", "HEAD", "GET")}
+            engines[reader] = "native" if reader == "spark s3a" else _engine(df)
+        times: dict[str, list[float]] = {r: [] for r in TP_READERS}
+        for _ in range(runs):  # in turns: a slow spell falls on every reader alike
+            for reader in TP_READERS:
+                t0 = time.perf_counter()
+                q.run(_tp_frame(spark, reader, root, storage, q))
+                times[reader].append(time.perf_counter() - t0)
+        base = statistics.median(times["spark s3a"])
+        qres: dict[str, Any] = {"label": q.label, "readers": {},
+                                "agree": all(v == results["spark s3a"]
+                                             for v in results.values())}
+        for reader in TP_READERS:
+            med = statistics.median(times[reader])
+            qres["readers"][reader] = {"seconds": med, "times": times[reader],
+                                       "ratio": med / base, "engine": engines[reader],
+                                       **requests[reader]}
+            log(f"[s3a] throughput {q.name:<6} {reader:<15} {med:6.2f} s "
+                f"({med / base:.2f}x) LIST {requests[reader]['LIST']} "
+                f"HEAD {requests[reader]['HEAD']} GET {requests[reader]['GET']} "
+                f"({engines[reader]})")
+        if not qres["agree"]:
+            raise AssertionError(f"throughput {q.name}: results differ {results}")
+        out["queries"][q.name] = qres
+    server.drop_bucket(table.bucket)
+    return out
+
+
 def run(quick: bool, runs: int, log: Callable[[str], None] = print,
-        max_files: int | None = None) -> dict[str, Any]:
+        max_files: int | None = None, days: tuple[int, int] | None = None,
+        throughput_rows: int | None = None,
+        data_dir: Path = DATA_DIR) -> dict[str, Any]:
     import listing
     from listing.spark.s3a import connector_jars
     from listing.testing.s3 import S3Server
 
     if not connector_jars():
         raise RuntimeError("Spark's S3A connector is not fetched: make s3a")
-    tables = [daily_table(60 if quick else 730), hourly_table(30 if quick else 365)]
+    daily_days, hourly_days = days or ((60, 30) if quick else (730, 365))
+    tables = [daily_table(daily_days), hourly_table(hourly_days)]
+    tp_rows = (1_000_000 if quick else 12_000_000) if throughput_rows is None else throughput_rows
     cap = max_files or (300 if quick else 3000)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    spark = listing.session("bench-s3a", conf={"spark.sql.shuffle.partitions": "2"})
+    spark = listing.session("bench-s3a", conf={"spark.sql.shuffle.partitions": "2",
+                                                # the throughput GROUP BY ran out of 1 GiB
+                                                "spark.driver.memory": "3g"})
     section: dict[str, Any] = {"quick": quick, "runs": runs, "max_files": cap, "tables": {}}
     try:
         with S3Server() as server:
@@ -167,6 +266,9 @@ def run(quick: bool, runs: int, log: Callable[[str], None] = print,
                     result["queries"][q.name] = qres
                 section["tables"][table.name] = result
                 server.drop_bucket(table.bucket)
+            if tp_rows:
+                section["throughput"] = throughput_s3(spark, server, storage, tp_rows, runs,
+                                                      data_dir, log)
     finally:
         spark.stop()
     return section
@@ -186,28 +288,69 @@ def markdown(section: dict[str, Any]) -> str:
                 cells.append("–" if r is None else
                              f"{r['LIST']}/{r['HEAD']}/{r['GET']}; {r['plan_s']:.2f} s, "
                              f"{r['total_s']:.2f} s" + (" (python)" if reader.endswith(
-                                 "native") and r["engine"] != "native" else ""))
+                                 "native") and r["engine"] != "native" else "")
+                             + (" (1 run)" if r.get("runs") == 1 else ""))
             lines.append(f"| {q['label']} | {q['files']} | " + " | ".join(cells) + " |")
+        lines.append("")
+    tp = section.get("throughput")
+    if tp:
+        lines += [f"**throughput on S3** ({tp['rows']:,} rows, {tp['files']} Parquet files, "
+                  f"{tp['bytes'] / 2**20:.0f} MiB in moto; seconds, median of {tp['runs']}; "
+                  "ours / Spark's S3A reader; requests LIST/HEAD/GET of the warm-up)", "",
+                  "| query | " + " | ".join(TP_READERS) + " |",
+                  "| --- | " + " | ".join("---" for _ in TP_READERS) + " |"]
+        for q in tp["queries"].values():
+            cells = []
+            for reader in TP_READERS:
+                r = q["readers"][reader]
+                cells.append(f"{r['seconds']:.2f} s" + (
+                    "" if reader == "spark s3a" else f" ({r['ratio']:.2f}x)")
+                    + f"; {r['LIST']}/{r['HEAD']}/{r['GET']}"
+                    + (" (python)" if reader.endswith("native") and r["engine"] != "native"
+                       else ""))
+            lines.append(f"| {q['label']} | " + " | ".join(cells) + " |")
         lines.append("")
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
+    from bench import charts, report
+
     ap = argparse.ArgumentParser(prog="python -m bench.s3a", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="the daily table at 60 days only")
+    ap.add_argument("--quick", action="store_true", help="the daily table at 60 days, the "
+                    "hourly at 30, throughput on 1 M rows")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--max-files", type=int, help="skip queries matching more files "
                     "(300; 3000 without --quick)")
-    ap.add_argument("--out", type=Path, help="write <out>.json and <out>.md")
+    ap.add_argument("--daily-days", type=int, help="days of the daily table (730; quick 60)")
+    ap.add_argument("--hourly-days", type=int, help="days of the hourly table (365: 105,120 "
+                    "keys; quick 30)")
+    ap.add_argument("--throughput-rows", type=int, help="rows of the throughput tree copied "
+                    "to S3 (12 M; quick 1 M; 0: leave throughput out)")
+    ap.add_argument("--out", type=Path, help="write <out>.json, <out>.md and PNG charts")
     args = ap.parse_args(argv)
-    section = run(args.quick, args.runs, lambda m: print(m, flush=True), args.max_files)
-    text = markdown(section)
-    print(text)
+    days = None
+    if args.daily_days or args.hourly_days:
+        daily, hourly = (60, 30) if args.quick else (730, 365)
+        days = (args.daily_days or daily, args.hourly_days or hourly)
+    command = shlex.join(["python", "-m", "bench.s3a",
+                          *(argv if argv is not None else sys.argv[1:])])
+    started = dt.datetime.now().astimezone().isoformat(timespec="seconds")
+    t0 = time.perf_counter()
+    section = run(args.quick, args.runs, lambda m: print(m, flush=True), args.max_files,
+                  days, args.throughput_rows)
+    section.update({"command": command, "code": report.code_revision(ROOT),
+                    "started": started, "seconds": time.perf_counter() - t0})
+    text = (f"Command: `{command}`, code {section['code']}, started {started}, took "
+            f"{section['seconds'] / 60:.1f} min.\n\n" + markdown(section))
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
+        pngs = charts.s3a_charts(section, args.out)
+        text += "\n" + "\n".join(f"![{p.stem}]({p.name})" for p in pngs) + "\n"
         args.out.with_suffix(".json").write_text(json.dumps(section, indent=1))
         args.out.with_suffix(".md").write_text(text)
+    print(text)
     return 0
 
 

@@ -1,8 +1,10 @@
 """A user's Spark job, run by ``spark-submit`` from a virtualenv holding only the wheel.
 
 Run by ``tests/test_clean_install.py`` on a standalone cluster, with ``java`` and no
-``javac`` on PATH: registers its own format, reads an S3 table with a filter, writes a
-partitioned table, runs one streaming trigger, and prints one JSON line of what it saw.
+``javac`` on PATH: registers its own format, reads an S3 table with a filter (engine=auto,
+in a session without Spark's S3A connector: it stays on the Python engine and says why),
+writes a partitioned table, runs one streaming trigger, and prints one JSON line of what
+it saw.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import listing
 from listing import formats
 from listing.formats.csv import CsvFormat
 from listing.spark.extension import SHIPPED_JAR, is_guard_active
+from listing.spark.s3a import connector_jars
 
 
 class PipeFormat(CsvFormat):
@@ -39,6 +42,8 @@ def main(root: str, storage_json: str, day: str) -> dict[str, object]:
     events = read("parquet", f"{root}/events")
     picked = events.where(f"date = '{day}' AND region = 'eu'")
     picked_rows = picked.count()
+    (why,) = listing.explain(picked, show=False)
+    plan = picked._jdf.queryExecution().executedPlan().toString()
     (events.where(f"date <= '{day}'").write.format("listing").option("format", "parquet")
      .option("storage_options", storage_json).option("partition_by", "region")
      .mode("overwrite").save(f"{root}/out"))
@@ -60,6 +65,10 @@ def main(root: str, storage_json: str, day: str) -> dict[str, object]:
         "ui": spark.conf.get("spark.ui.enabled", "true"),
         "pipe": sorted((r.id, r.note) for r in pipe),
         "picked_rows": picked_rows,
+        "picked_explain": "\n".join(why.split("\n")[:2]),
+        "picked_plan": "FileScan" if "FileScan " in plan else plan.split("\n")[0],
+        "s3a_jars": [str(j) for j in connector_jars()],
+        "spark_jars": spark.conf.get("spark.jars", ""),
         "written_rows": written.count(),
         "written_regions": sorted(r.region for r in written.select("region").distinct()
                                   .collect()),

@@ -8,6 +8,12 @@ that has ``java`` and no ``javac`` (nor any other JDK tool) and no JAVA_HOME. Th
 registers its own format, reads an S3 table (moto, served by this process) with a filter,
 writes a partitioned table and runs one streaming trigger. Nothing comes from the
 repository or the development virtualenv: the job file is copied to a folder of its own.
+The user never fetched Spark's S3A connector (an empty connector cache): the S3 table
+stays on the Python engine and ``listing.explain`` says why.
+
+Then the same virtualenv gets the ``connect`` extra, starts a Spark Connect server with the
+README's command (``sbin/start-connect-server.sh`` of the installed pyspark, the jar from
+``python -m listing.spark.extension``) and a Connect client reads the S3 table through it.
 """
 
 from __future__ import annotations
@@ -15,8 +21,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -58,6 +66,35 @@ with StandaloneCluster(work / "cluster", workers=1, cores_per_worker=2,
         print(f"spark-submit exited with {code}\\n--- driver ---\\n"
               f"{log_tail(work / 'driver.log', 80)}\\n{cluster.diagnostics(30)}")
     sys.exit(code)
+"""
+
+#: the module the README names for the shipped jar's path
+JAR_MODULE = "listing.spark.extension"
+CONNECT_TIMEOUT = 240.0
+
+#: a Spark Connect client in the new virtualenv: retries until the server answers
+CONNECT_CLIENT = """
+import json, sys, time
+from pyspark.sql import SparkSession
+import listing
+
+url, root, storage, day = sys.argv[1:5]
+deadline = time.monotonic() + float(sys.argv[5])
+while True:
+    try:
+        spark = SparkSession.builder.remote(url).getOrCreate()
+        spark.range(1).collect()
+        break
+    except Exception:
+        if time.monotonic() > deadline:
+            raise
+        time.sleep(2)
+listing.register(spark)
+df = (spark.read.format("listing").option("format", "parquet")
+      .option("storage_options", storage).load(root))
+out = {"session": type(spark).__module__, "day_count": df.where(f"date = '{day}'").count(),
+       "all_count": df.count()}
+print("RESULT " + json.dumps(out), flush=True)
 """
 
 
@@ -126,6 +163,7 @@ def test_wheel_in_a_fresh_venv_runs_a_spark_submit_job_with_java_only(s3_server,
     job = work / "job.py"
     shutil.copy(JOB, job)
     uenv = user_env(venv, jre_only_path(tmp_path / "tools"))
+    uenv["LISTING_S3A_CACHE"] = str(tmp_path / "no-s3a-connector")  # never fetched
     storage = json.dumps(s3_server.storage_options)
     proc = run([venv / "bin" / "python", "-c", ORCHESTRATE, work, job, str(JOB_TIMEOUT),
                 root, storage, DAY], work, uenv, JOB_TIMEOUT + 120)
@@ -149,3 +187,76 @@ def test_wheel_in_a_fresh_venv_runs_a_spark_submit_job_with_java_only(s3_server,
     assert got["written_rows"] == rows(lambda v: str(v["date"]) <= DAY)
     assert got["written_regions"] == ["eu", "us"]
     assert got["streamed_rows"] == rows(lambda v: v["region"] == "us")
+    # no S3A connector in this session: the S3 table stayed on our reader, and says why
+    assert got["s3a_jars"] == [] and "hadoop-aws" not in got["spark_jars"]
+    assert got["picked_plan"] != "FileScan", got["picked_plan"]
+    explained = got["picked_explain"]
+    assert explained.startswith("engine: python"), explained
+    assert "no S3A connector" in explained and "python -m listing.spark.s3a" in explained
+
+    connect_server(venv, wheel, uenv, tmp_path, ds)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def connect_server(venv: Path, wheel: Path, uenv: dict[str, str], tmp_path: Path,
+                   ds: datasets.Dataset) -> None:
+    """The README's Spark Connect command, from the virtualenv, and a client reading S3."""
+    py = venv / "bin" / "python"
+    run([py, "-m", "pip", "install", "-q", f"{wheel}[connect]"], tmp_path, uenv,
+        INSTALL_TIMEOUT)
+    jar = run([py, "-m", JAR_MODULE], tmp_path, uenv, 60).stdout.strip().splitlines()[-1]
+    assert Path(jar).is_file() and jar.startswith(str(venv)), jar
+    spark_home = Path(run([py, "-c", "import pyspark, os; print(os.path.dirname("
+                               "pyspark.__file__))"], tmp_path, uenv, 60).stdout.strip())
+    port = free_port()
+    daemon = tmp_path / "connect"
+    env = {**uenv, "VIRTUAL_ENV": str(venv), "SPARK_PID_DIR": str(daemon),
+           "SPARK_LOG_DIR": str(daemon), "SPARK_IDENT_STRING": f"clean-{port}"}
+    env["PYSPARK_PYTHON"] = f"{env['VIRTUAL_ENV']}/bin/python"  # as the README says
+    start = [spark_home / "sbin" / "start-connect-server.sh", "--jars", jar,
+             "--conf", "spark.sql.extensions=io.github.listing.ListingSparkExtensions",
+             "--conf", "spark.sql.python.filterPushdown.enabled=true",
+             "--conf", f"spark.connect.grpc.binding.port={port}",
+             "--conf", "spark.ui.enabled=false", "--master", "local[2]"]
+    run(start, tmp_path, env, 120)
+    try:
+        proc = subprocess.run(
+            [str(py), "-c", CONNECT_CLIENT, f"sc://127.0.0.1:{port}", f"{ds.root}",
+             json.dumps(ds.storage_options), DAY, str(CONNECT_TIMEOUT)],
+            cwd=tmp_path / "user", env=uenv, capture_output=True, text=True,
+            timeout=CONNECT_TIMEOUT + 120, check=False)
+        logs = "\n".join(p.read_text(errors="replace")[-4000:] for p in daemon.glob("*.out"))
+        line = next((x for x in proc.stdout.splitlines() if x.startswith("RESULT ")), None)
+        assert proc.returncode == 0 and line, (proc.stdout[-2000:] + proc.stderr[-4000:]
+                                               + "\n--- server ---\n" + logs)
+    finally:
+        subprocess.run([str(spark_home / "sbin" / "stop-connect-server.sh")], env=env,
+                       capture_output=True, timeout=120, check=False)
+        stop_leftover(daemon)
+    out = json.loads(line.removeprefix("RESULT "))
+    assert out["session"].startswith("pyspark.sql.connect")
+    assert out["all_count"] == ds.num_rows
+    assert out["day_count"] == sum(f.table.num_rows for f in ds.files
+                                   if str(f.partition_values["date"]) == DAY) > 0
+
+
+def stop_leftover(daemon: Path) -> None:
+    """Ends the server this test started if stop-connect-server.sh left it (its pid file)."""
+    for pid_file in daemon.glob("*.pid"):
+        try:
+            pid = int(pid_file.read_text().strip())
+        except ValueError:
+            continue
+        for _ in range(30):
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(1)
+        else:
+            os.kill(pid, 9)
