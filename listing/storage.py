@@ -41,7 +41,7 @@ from urllib.parse import unquote_plus
 import fsspec
 import pyarrow as pa
 
-from listing import storage_options
+from listing.options import storage_options
 from listing.errors import (
     CorruptFileError,
     FileChangedError,
@@ -115,7 +115,7 @@ class StorageSpec:
     """How to build a filesystem: plain picklable metadata, secrets hidden from repr.
 
     ``options`` are checked against the allowlist of ``protocol``
-    (:mod:`listing.storage_options`) when the spec is made, and kept converted to their
+    (:mod:`listing.options.storage_options`) when the spec is made, and kept converted to their
     kinds. ``filesystem_factory`` is the trusted Python caller's own filesystem (an fsspec
     filesystem, or a callable returning one): no option string can set it.
     """

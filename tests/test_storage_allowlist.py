@@ -18,9 +18,10 @@ from typing import Any
 import fsspec
 import pytest
 
-from listing import ListingTable, storage_options
+from listing import ListingTable
 from listing.cli import main
 from listing.errors import StorageConfigError
+from listing.options import storage_options
 from listing.storage import StorageSpec
 from listing.testing import datasets
 
