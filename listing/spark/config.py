@@ -13,38 +13,15 @@ from listing import formats
 from listing.errors import OptionError
 from listing.expressions import Compare, Expr, IsNull, Or, conjunction
 from listing.hive import DEFAULT_PARTITION_NAME, unescape_path_name
-from listing.options import ListingOptions
+from listing.options import registry
+from listing.options.registry import CATALOG_COPY_PREFIX, STORAGE_PREFIX
 from listing.spark.dataframe import TableSpec
-from listing.spark.option_values import SPARK_FORMAT_NAMES, json_object, storage_value
+from listing.spark.option_values import json_object, storage_value
 from listing.storage import redact
 from listing.table import ListingTable
 
-#: Spark's camel-case option names, as they arrive (lower-cased), mapped to ours.
-SPARK_NAMES = {
-    "pathglobfilter": "path_glob_filter", "modifiedbefore": "modified_before",
-    "modifiedafter": "modified_after", "ignoremissingfiles": "ignore_missing_files",
-    "ignorecorruptfiles": "ignore_corrupt_files", "maxpartitionbytes": "max_partition_bytes",
-    "opencostinbytes": "open_cost_in_bytes", "minpartitions": "min_partitions",
-}
-#: table properties Spark's catalog adds when it calls the source for CREATE TABLE
-CATALOG_KEYS = {"location", "owner", "provider", "comment", "external", "is_managed_location",
-                "collation"}
-SOURCE_OPTIONS = {"path", "paths", "format", "partition_cols", "storage_options", "where",
-                  "limit", "table_spec", "basepath", "engine"}
-#: options only ``spark.readStream`` takes (listing.spark.stream_reader), Spark's names too
-STREAM_OPTIONS = {"max_files_per_trigger": "max_files_per_trigger",
-                  "maxfilespertrigger": "max_files_per_trigger",
-                  "max_bytes_per_trigger": "max_bytes_per_trigger",
-                  "maxbytespertrigger": "max_bytes_per_trigger",
-                  "lookback": "lookback", "reconcile_every": "reconcile_every",
-                  "starting": "starting", "max_file_age": "max_file_age",
-                  "maxfileage": "max_file_age"}
 #: who reads the files: Spark's own readers where its JVM can (native), ours (python)
-ENGINES = ("auto", "python", "native")
-#: options only a write takes (listing.spark.writer): the source's reading config ignores them
-WRITE_ONLY = {"partition_by", "partitionby", "partition_overwrite_mode",
-              "partitionoverwritemode", "max_records_per_file", "maxrecordsperfile",
-              "compression", "__partition_columns"}
+ENGINES = registry.option("engine").choices
 
 
 @dataclasses.dataclass(repr=False)
@@ -75,11 +52,11 @@ class SourceConfig:
     @classmethod
     def parse(cls, options: dict[str, str]) -> SourceConfig:
         opts = {k.lower(): v for k, v in options.items()}
-        for key in [k for k in opts if k.startswith("option.")]:  # catalog copies of options
-            opts.setdefault(key[len("option."):], opts.pop(key))
+        for key in [k for k in opts if k.startswith(CATALOG_COPY_PREFIX)]:  # catalog copies
+            opts.setdefault(key[len(CATALOG_COPY_PREFIX):], opts.pop(key))
         if not opts.get("path") and opts.get("location"):
             opts["path"] = opts["location"]
-        for key in CATALOG_KEYS:
+        for key in registry.names(registry.in_scope("catalog")):
             opts.pop(key, None)
         several = _json_list("paths", opts["paths"]) if opts.get("paths") else []
         if len(several) > 1 and not opts.get("basepath"):
@@ -111,17 +88,18 @@ class SourceConfig:
         fmt_opts: dict[str, Any] = {}
         stream: dict[str, str] = {}
         for key, value in opts.items():
-            if key in STREAM_OPTIONS:
-                stream[STREAM_OPTIONS[key]] = value
-            elif key.startswith("storage."):
-                storage[key[len("storage."):]] = storage_value(value)
-            elif key in SOURCE_OPTIONS or key in WRITE_ONLY:
-                continue
-            elif SPARK_NAMES.get(key, key) in ListingOptions.names():
-                listing[SPARK_NAMES.get(key, key)] = value
-            else:
-                fmt_opts[SPARK_FORMAT_NAMES.get(key, key)] = value
-        fmt = opts.get("format", "parquet")
+            option = registry.lookup(key)
+            scope = option.scope if option is not None else None
+            if key.startswith(STORAGE_PREFIX):
+                storage[key[len(STORAGE_PREFIX):]] = storage_value(value)
+            elif option is None or scope == "format":
+                fmt_opts[option.name if option is not None else key] = value
+            elif scope == "stream":
+                stream[option.name] = value
+            elif scope == "listing":
+                listing[option.name] = value
+            # the source's own (read above), a write's, a catalog property: not the table's
+        fmt = opts.get("format", registry.option("format").default)
         cols: list[Any] | None = _partition_cols(opts.get("partition_cols"))
         schema, sizes, filesystem = None, None, None
         if "table_spec" in opts:  # written by ListingTable.to_spark: data, never code
@@ -137,7 +115,7 @@ class SourceConfig:
             except ValueError:
                 raise OptionError(f"option limit={opts['limit']!r} is not an integer") from None
         _check_format_options(fmt, fmt_opts)
-        engine = opts.get("engine", "auto").strip().lower()
+        engine = opts.get("engine", registry.option("engine").default).strip().lower()
         if engine not in ENGINES:
             raise OptionError(f"option engine={opts['engine']!r}: expected one of "
                               f"{', '.join(ENGINES)}")
@@ -171,16 +149,23 @@ def _check_format_options(fmt: str, given: dict[str, Any]) -> None:
     known = set(formats.get(fmt).option_defaults)
     unknown = sorted(set(given) - known)
     if unknown:
-        source = sorted(SOURCE_OPTIONS - {"table_spec", "paths", "basepath"}
-                        | {"basePath", "storage.<name>"}
-                        | {v for v in STREAM_OPTIONS.values()})
-        listing = sorted(ListingOptions.names())
-        spark = sorted({*SPARK_NAMES, *SPARK_FORMAT_NAMES})
+        source = sorted([*(_shown(o) for o in registry.in_scope("source", "stream")
+                           if o.listed), STORAGE_PREFIX + "<name>"])
+        listing = sorted(registry.names(registry.in_scope("listing")))
+        spark = sorted({s.lower() for o in registry.in_scope("listing", "format")
+                        for s in o.spark})
         raise OptionError(
             f"unknown option(s) {', '.join(unknown)} for the listing source with format "
             f"{fmt!r}. Source options: {', '.join(source)}; listing options: "
             f"{', '.join(listing)} (Spark's names too: {', '.join(spark)}); {fmt} options: "
             f"{', '.join(sorted(known)) or 'none'}")
+
+
+def _shown(option: registry.Option) -> str:
+    """The name as users write it: ours, in Spark's case when that is its only difference
+    (``basePath``)."""
+    same = [s for s in option.spark if s.lower() == option.name]
+    return same[0] if same else option.name
 
 
 def _json_list(name: str, value: str) -> list[Any]:
