@@ -41,7 +41,6 @@ from urllib.parse import unquote_plus
 import fsspec
 import pyarrow as pa
 
-from listing.options import storage_options
 from listing.errors import (
     CorruptFileError,
     FileChangedError,
@@ -53,7 +52,7 @@ from listing.errors import (
     TableNotFoundError,
 )
 from listing.files import PartitionedFile
-from listing.options import parse_duration, parse_int
+from listing.options import parse_duration, parse_int, storage_options
 from listing.redact import redact, redact_url
 from listing.s3_pages import columns_of, listing_columns, use_fast_list_pages
 

@@ -22,6 +22,21 @@ from listing.table import ListingTable
 
 #: who reads the files: Spark's own readers where its JVM can (native), ours (python)
 ENGINES = registry.option("engine").choices
+#: session conf the extension reads the option registry from (OptionRegistry.java); not a
+#: ``spark.*`` name, which Spark would copy into every task's properties
+REGISTRY_CONF = "listing.optionRegistry"
+
+
+def registry_json() -> str:
+    """The option registry as the JVM extension reads it: :func:`registry.as_json_data`
+    plus the file extensions (no dot) of each format Spark also reads, unless a Python
+    registration replaced that format (the extension then keeps it on our reader)."""
+    data = registry.as_json_data()
+    replaced = formats.registered()
+    data["extensions"] = {name: [e.removeprefix(".") for e in formats.get(name).name_endings
+                                 or ()]
+                          for name in registry.NATIVE_FORMATS if name not in replaced}
+    return json.dumps(data, separators=(",", ":"))
 
 
 @dataclasses.dataclass(repr=False)
