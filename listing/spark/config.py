@@ -39,6 +39,12 @@ def registry_json() -> str:
     return json.dumps(data, separators=(",", ":"))
 
 
+def hand_registry_to_jvm(spark: Any) -> None:
+    """Put :func:`registry_json` in ``spark``'s conf, where the extension reads it (called
+    wherever a listing source is registered on a session)."""
+    spark.conf.set(REGISTRY_CONF, registry_json())
+
+
 @dataclasses.dataclass(repr=False)
 class SourceConfig:
     """Validated options of one ``spark.read.format("listing")`` call."""

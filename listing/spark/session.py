@@ -22,7 +22,7 @@ from pyspark import SparkConf
 from pyspark.sql import SparkSession
 
 from listing import formats
-from listing.spark.config import REGISTRY_CONF, registry_json
+from listing.spark.config import hand_registry_to_jvm
 from listing.spark.file_index import register_planner
 from listing.spark.guard import (
     add_to_running_driver,
@@ -161,5 +161,5 @@ def _register_source(spark: SparkSession, pruning: bool) -> None:
     base: type[Any] = ListingDataSource if pruning else UnguardedListingDataSource
     spark.dataSource.register(with_formats(base, spark))
     spark.conf.set(PYTHON_FORMATS_CONF, ",".join(sorted(formats.registered())))
-    spark.conf.set(REGISTRY_CONF, registry_json())
+    hand_registry_to_jvm(spark)
     register_partitions_function(spark)

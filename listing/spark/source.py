@@ -40,7 +40,7 @@ from listing.files import FileGroup
 from listing.formats.conform import conform_batch
 from listing.pushdown import Pushdown
 from listing.scan import ScanPlan
-from listing.spark.config import SourceConfig
+from listing.spark.config import SourceConfig, hand_registry_to_jvm
 from listing.spark.filters import from_spark
 from listing.spark.progress import ListingProgress
 from listing.spark.skips import accumulator as skips_accumulator
@@ -207,6 +207,7 @@ def register_table_source(spark: Any, filesystems: dict[str, Any] | None = None)
     the callers' own ``filesystems`` by token."""
     spark.dataSource.register(with_formats(TableSource, spark,
                                            filesystems=dict(filesystems or {})))
+    hand_registry_to_jvm(spark)
 
 
 def with_formats(base: type, spark: Any, **attrs: Any) -> type:
