@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, fields
 from typing import Any, Literal
 
-from listing.options import ListingOptions
+from listing.options import _FALSE, _TRUE, ListingOptions
 
 #: where an option is taken: the source's own (path, format, …), file selection and packing
 #: (ListingOptions), streaming, writing, a format's, or a catalog property Spark adds
@@ -205,6 +205,7 @@ def in_scope(*scopes: Scope) -> tuple[Option, ...]:
 
 
 def names(options: Iterable[Option]) -> set[str]:
+    """Our names of ``options``."""
     return {o.name for o in options}
 
 
@@ -218,6 +219,7 @@ def as_json_data() -> dict[str, Any]:
     formats' extensions are added by the Spark edge, which knows the formats."""
     return {
         "prefixes": {"storage": STORAGE_PREFIX, "catalog_copy": CATALOG_COPY_PREFIX},
+        "booleans": {"true": sorted(_TRUE), "false": sorted(_FALSE)},
         "native_formats": dict(NATIVE_FORMATS),
         "options": [
             {"name": o.name, "scope": o.scope, "kind": o.kind, "spellings": list(o.spellings),

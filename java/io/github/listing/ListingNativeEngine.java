@@ -551,7 +551,7 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
     }
     if (s3) {
       plan.s3a.putAll(S3ASettings.map(S3ASettings.bucket(plan.path), storageOptions,
-          storageDot));
+          storageDot, registry));
       plan.options.putAll(plan.s3a);
     } else if (!storageOptions.isEmpty() && !storageOptions.equals("{}")) {
       throw new NotNative("option storage_options configures our storage layer, which Spark's "
@@ -586,7 +586,7 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
               }
               break;
             case "recursivefilelookup":
-              if (!Boolean.FALSE.equals(bool(value))) {
+              if (!Boolean.FALSE.equals(registry.bool(value))) {
                 throw new NotNative("recursiveFileLookup is not supported");
               }
               break;
@@ -600,7 +600,7 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
         case "ignore":
           break;
         case "false_only":
-          if (!Boolean.FALSE.equals(bool(value))) {
+          if (!Boolean.FALSE.equals(registry.bool(value))) {
             throw new NotNative("option " + key + "=" + value + " is honoured by the Python "
                 + "engine only " + option.why);
           }
@@ -686,7 +686,7 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
       }
       String spark = switch (option.kind) {
         case "bool" -> {
-          Boolean b = bool(value);
+          Boolean b = registry.bool(value);
           if (b == null) {
             throw new NotNative("option " + option.name + "=" + value + " is not a boolean");
           }
@@ -739,18 +739,6 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
       throw new NotNative("option " + key + "=" + value + " is not one character");
     }
     return c;
-  }
-
-  /** Our booleans (listing.options.parse_bool); null when the value is not one. */
-  static Boolean bool(String value) {
-    String v = value.trim().toLowerCase(Locale.ROOT);
-    if (Set.of("true", "1", "yes", "on").contains(v)) {
-      return Boolean.TRUE;
-    }
-    if (Set.of("false", "0", "no", "off").contains(v)) {
-      return Boolean.FALSE;
-    }
-    return null;
   }
 
   static boolean isS3(String path) {

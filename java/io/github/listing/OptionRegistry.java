@@ -83,6 +83,9 @@ public final class OptionRegistry {
   final Map<String, String> nativeFormats = new LinkedHashMap<>();
   /** File extensions (no leading dot, lower case) our listing keeps, by our format name. */
   final Map<String, List<String>> extensions = new LinkedHashMap<>();
+  /** How our booleans are spelled (listing.options.parse_bool), lower case. */
+  private final Set<String> trueSpellings = new LinkedHashSet<>();
+  private final Set<String> falseSpellings = new LinkedHashSet<>();
 
   private OptionRegistry(JsonNode root) {
     storagePrefix = root.path("prefixes").path("storage").asText();
@@ -103,6 +106,11 @@ public final class OptionRegistry {
       f.getValue().forEach(e -> exts.add(e.asText()));
       extensions.put(f.getKey(), Collections.unmodifiableList(exts));
     });
+    root.path("booleans").path("true").forEach(t -> trueSpellings.add(t.asText()));
+    root.path("booleans").path("false").forEach(f -> falseSpellings.add(f.asText()));
+    if (trueSpellings.isEmpty() || falseSpellings.isEmpty()) {
+      throw new IllegalArgumentException("the option registry has no boolean spellings");
+    }
     if (storagePrefix.isEmpty() || catalogCopyPrefix.isEmpty()) {
       throw new IllegalArgumentException("the option registry has no prefixes");
     }
@@ -145,6 +153,15 @@ public final class OptionRegistry {
     return bySpelling.get(key.toLowerCase(Locale.ROOT));
   }
 
+  /** A boolean as listing.options.parse_bool reads it (any case); null when it is none. */
+  Boolean bool(String value) {
+    String v = value.trim().toLowerCase(Locale.ROOT);
+    if (trueSpellings.contains(v)) {
+      return Boolean.TRUE;
+    }
+    return falseSpellings.contains(v) ? Boolean.FALSE : null;
+  }
+
   /** The default of the option named {@code name}, as text. */
   String defaultOf(String name) {
     return bySpelling.get(name).defaultValue.asText();
@@ -159,6 +176,9 @@ public final class OptionRegistry {
     ObjectNode out = JSON.createObjectNode();
     out.putObject("prefixes").put("storage", r.storagePrefix)
         .put("catalog_copy", r.catalogCopyPrefix);
+    ObjectNode booleans = out.putObject("booleans");
+    r.trueSpellings.forEach(booleans.putArray("true")::add);
+    r.falseSpellings.forEach(booleans.putArray("false")::add);
     ObjectNode formats = out.putObject("native_formats");
     r.nativeFormats.forEach(formats::put);
     ObjectNode exts = out.putObject("extensions");
