@@ -88,7 +88,8 @@ def test_the_native_formats_keep_the_files_our_listing_keeps(spark: Any, tmp_pat
     assert set(data["extensions"]) == set(registry.NATIVE_FORMATS)
     for name in registry.NATIVE_FORMATS:
         assert tuple("." + e for e in data["extensions"][name]) == formats.get(name).name_endings
-    assert "is ours only" in (_reason(spark, str(tmp_path), format="arrow") or "")
+    assert _reason(spark, str(tmp_path), format="arrow") == (
+        "format arrow is ours only (Spark's own readers: parquet, csv, json)")
 
 
 # --- the Python side reads the same table ------------------------------------------------------

@@ -515,7 +515,8 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
     }
     if (!registry.nativeFormats.containsKey(format)) {
       throw new NotNative("format " + format + " is ours only (Spark's own readers: "
-          + String.join(", ", new java.util.TreeSet<>(registry.nativeFormats.values())) + ")");
+          + String.join(", ", new java.util.LinkedHashSet<>(registry.nativeFormats.values()))
+          + ")");
     }
     plan.format = registry.nativeFormats.get(format);
     if (plan.format.equals("csv") && source.equals("listing_table")) {
