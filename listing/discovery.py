@@ -36,7 +36,14 @@ from listing.errors import OptionError
 from listing.expressions import Bound, conjunction, split_by_columns
 from listing.files import PartitionedFile
 from listing.hive import HiveLayout
-from listing.options import ListingOptions, parse_duration, parse_int, parse_size, parse_timestamp
+from listing.options import (
+    ListingOptions,
+    parse_duration,
+    parse_int,
+    parse_size,
+    parse_timestamp,
+    registry,
+)
 from listing.planner import FileFilter, ListingRun, TableProfile
 from listing.storage import StorageSpec
 from listing.storage.listing import Lister, ObjectMeta, RequestCounter
@@ -66,19 +73,18 @@ class DiscoverySettings:
 
     #: newest partitions re-listed each trigger (an int), or partitions written within
     #: this many seconds of the newest file (a duration such as ``2h``)
-    lookback_partitions: int | None = 1
+    lookback_partitions: int | None = registry.option("lookback").default
     lookback_seconds: float | None = None
-    reconcile_every: int = 10
-    max_file_age_seconds: float = 7 * 86400
+    reconcile_every: int = registry.option("reconcile_every").default
+    max_file_age_seconds: float = registry.option("max_file_age").default
     #: "earliest", "latest", or files modified at or after a time
-    starting: str | dt.datetime = "earliest"
+    starting: str | dt.datetime = registry.option("starting").default
     max_files: int | None = None
     max_bytes: int | None = None
 
     @classmethod
     def parse(cls, options: Mapping[str, Any]) -> DiscoverySettings:
-        known = {"lookback", "reconcile_every", "max_file_age", "starting",
-                 "max_files_per_trigger", "max_bytes_per_trigger"}
+        known = registry.names(registry.in_scope("stream"))
         unknown = sorted(set(options) - known)
         if unknown:
             raise OptionError(f"unknown streaming option(s) {', '.join(unknown)}; "

@@ -85,7 +85,7 @@ class ListingTable:
         """Open the table at ``url``; ``options`` are listing options and format options.
 
         ``storage_options`` are data, checked against the allowlist of ``url``'s protocol
-        (:mod:`listing.storage_options`). A caller that needs a store configured beyond it
+        (:mod:`listing.options.storage_options`). A caller that needs a store configured beyond it
         passes ``filesystem``: an fsspec filesystem serving ``url``'s protocol, or a
         callable returning one (called wherever the table is read)."""
         table_url = TableUrl.parse(url)

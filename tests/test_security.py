@@ -145,7 +145,7 @@ def test_secrets_by_name_pattern_stay_out_of_repr_explain_and_cli(table_root, ca
 
 
 def test_source_config_repr_hides_secrets():
-    from listing.spark.source import SourceConfig
+    from listing.spark.config import SourceConfig
 
     config = SourceConfig.parse({"path": "s3://b/t/", "storage.key": "KEY-VALUE",
                                  "storage.secret": "SECRET-VALUE", "storage.token": "TOK"})

@@ -19,9 +19,10 @@ import fsspec
 import pytest
 
 import listing
-from listing import ListingTable, storage_options
+from listing import ListingTable
 from listing.cli import main
 from listing.errors import StorageConfigError
+from listing.options import storage_options
 from listing.storage import StorageSpec
 from listing.testing import datasets
 
@@ -166,7 +167,7 @@ def test_every_refused_client_parameter_is_refused_by_the_spark_source_and_the_c
     """What the Spark source runs on its options (in the driver and in every worker), for
     every client parameter the allowlist leaves out, as ``storage.<name>`` options; and the
     CLI's ``--storage-option``."""
-    from listing.spark.source import SourceConfig
+    from listing.spark.config import SourceConfig
 
     refused = sorted(_client_names()[where] - set(_allowed(where)))
     assert refused

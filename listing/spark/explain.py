@@ -18,8 +18,9 @@ from __future__ import annotations
 from typing import Any
 
 from listing.errors import FilterError
+from listing.spark.config import SourceConfig
 from listing.spark.filters import from_jvm
-from listing.spark.source import SourceConfig, open_table
+from listing.spark.source import open_table
 
 #: the option ListingNativeEngine.MARK puts on a handed-off relation ("native parquet")
 NATIVE_MARK = "listing.engine"

@@ -29,7 +29,8 @@ from pyspark.sql.types import StructType
 
 from listing.expressions.sql import parse_predicate
 from listing.pushdown import Pushdown
-from listing.spark.source import SourceConfig, open_table
+from listing.spark.config import SourceConfig
+from listing.spark.source import open_table
 from listing.table import ListingTable
 
 log = logging.getLogger("listing.spark")

@@ -7,10 +7,6 @@ from typing import Any
 
 from listing.errors import OptionError
 
-#: Spark's names for format options (CSV's and JSON's reader options), mapped to ours.
-SPARK_FORMAT_NAMES = {"mergeschema": "merge_schema", "sep": "delimiter",
-                      "nullvalue": "null_values", "multiline": "multiline"}
-
 
 def json_object(name: str, value: str) -> dict[str, Any]:
     """An option holding a JSON object (``storage_options``), or an error naming it."""

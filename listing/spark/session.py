@@ -22,6 +22,7 @@ from pyspark import SparkConf
 from pyspark.sql import SparkSession
 
 from listing import formats
+from listing.spark.config import hand_registry_to_jvm
 from listing.spark.extension import (
     add_to_running_driver,
     extension_conf,
@@ -160,4 +161,5 @@ def _register_source(spark: SparkSession, pruning: bool) -> None:
     base: type[Any] = ListingDataSource if pruning else UnguardedListingDataSource
     spark.dataSource.register(with_formats(base, spark))
     spark.conf.set(PYTHON_FORMATS_CONF, ",".join(sorted(formats.registered())))
+    hand_registry_to_jvm(spark)
     register_partitions_function(spark)

@@ -30,28 +30,22 @@ from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
 from listing.errors import OptionError
-from listing.spark.option_values import SPARK_FORMAT_NAMES, json_object, storage_value
+from listing.options import registry
+from listing.options.registry import STORAGE_PREFIX
+from listing.spark.option_values import json_object, storage_value
 from listing.spark.types import arrow_schema
 from listing.write import TaskCommit, WriteJob, WriteResult
 
 log = logging.getLogger("listing.spark")
 
-#: write options (lower-cased, as Spark passes them) and Spark's spellings of them
-WRITE_OPTIONS = {"partition_by": "partition_by", "partitionby": "partition_by",
-                 "partition_overwrite_mode": "partition_overwrite_mode",
-                 "partitionoverwritemode": "partition_overwrite_mode",
-                 "max_records_per_file": "max_records_per_file",
-                 "maxrecordsperfile": "max_records_per_file", "compression": "compression",
-                 "commit_protocol": "commit_protocol", "part_size": "part_size"}
 #: where Spark's DataFrameWriter puts ``.partitionBy`` columns (DataSourceUtils)
 SPARK_PARTITION_KEY = "__partition_columns"
 #: Spark's session conf for overwrites of partitioned tables (the writer option wins)
 PARTITION_OVERWRITE_CONF = "spark.sql.sources.partitionOverwriteMode"
 #: the session confs a write follows, captured on the driver when the source is registered
 SESSION_WRITE_CONFS = (PARTITION_OVERWRITE_CONF,)
-#: read-only options a write refuses, with the write option to use instead
-READ_ONLY = {"partition_cols": "partition_by", "where": None, "limit": None,
-             "table_spec": None, "basepath": None}
+#: read options a write refuses, each with the write option to use instead (if any)
+READ_ONLY = {o.name: o.instead for o in registry.OPTIONS if o.on_write == "refuse"}
 
 
 def session_write_conf(spark: Any) -> dict[str, str]:
@@ -87,20 +81,23 @@ def write_options(options: dict[str, str]) -> dict[str, Any]:
     url = opts.pop("path", None) or opts.pop("location", None)
     if not url:
         raise OptionError("a listing write needs a path: .save('s3://bucket/prefix/')")
-    kwargs: dict[str, Any] = {"url": url, "format": opts.pop("format", "parquet")}
+    kwargs: dict[str, Any] = {"url": url,
+                              "format": opts.pop("format", registry.option("format").default)}
     storage: dict[str, Any] = {}
     if "storage_options" in opts:
         storage.update(json_object("storage_options", opts.pop("storage_options")))
     fmt_opts: dict[str, Any] = {}
     for key, value in opts.items():
-        if key.startswith("storage."):
-            storage[key[len("storage."):]] = storage_value(value)
-        elif key in WRITE_OPTIONS:
-            kwargs[WRITE_OPTIONS[key]] = value
-        elif key == "paths":
+        option = registry.lookup(key)
+        if key.startswith(STORAGE_PREFIX):
+            storage[key[len(STORAGE_PREFIX):]] = storage_value(value)
+        elif option is not None and option.on_write == "take":
+            kwargs[option.name] = value
+        elif option is not None and option.on_write == "ignore":
             continue
-        else:
-            fmt_opts[SPARK_FORMAT_NAMES.get(key, key)] = value
+        else:  # a format's option (or a name no one takes, which the format refuses)
+            fmt_opts[option.name if option is not None and option.scope == "format"
+                     else key] = value
     kwargs["storage_options"] = storage
     kwargs["format_options"] = fmt_opts
     return kwargs

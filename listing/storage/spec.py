@@ -8,8 +8,8 @@ from typing import Any
 
 import fsspec
 
-from listing import storage_options
 from listing.errors import StorageConfigError
+from listing.options import storage_options
 from listing.redact import redact
 from listing.storage import client
 from listing.storage.settings import SETTING_NAMES, StorageSettings
@@ -20,7 +20,7 @@ class StorageSpec:
     """How to build a filesystem: plain picklable metadata, secrets hidden from repr.
 
     ``options`` are checked against the allowlist of ``protocol``
-    (:mod:`listing.storage_options`) when the spec is made, and kept converted to their
+    (:mod:`listing.options.storage_options`) when the spec is made, and kept converted to their
     kinds. ``filesystem_factory`` is the trusted Python caller's own filesystem (an fsspec
     filesystem, or a callable returning one): no option string can set it.
     """

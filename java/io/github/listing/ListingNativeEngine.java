@@ -1,7 +1,6 @@
 package io.github.listing;
 
 import java.util.ArrayList;
-import java.util.Collections;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.Iterator;
@@ -83,31 +82,8 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
 
   static final Set<String> SOURCES = Set.of("listing", "listing_table");
 
-  private static final Set<String> IGNORED = Set.of(
-      // source options handled below or meaningless to a batch read
-      "path", "format", "engine", "partition_cols",
-      // catalog table properties Spark adds
-      "location", "owner", "provider", "comment", "external", "is_managed_location", "collation",
-      // streaming-only and write-only options (listing.spark.source)
-      "max_files_per_trigger", "maxfilespertrigger", "max_bytes_per_trigger",
-      "maxbytespertrigger", "lookback", "reconcile_every", "starting", "max_file_age",
-      "maxfileage", "partition_by", "partitionby", "partition_overwrite_mode",
-      "partitionoverwritemode", "max_records_per_file", "maxrecordsperfile", "compression",
-      "__partition_columns",
-      // packing and batching: change the tasks, never the rows
-      "max_partition_bytes", "maxpartitionbytes", "open_cost_in_bytes", "opencostinbytes",
-      "min_partitions", "minpartitions", "batch_size");
-
-  /** Our built-in formats Spark also has, with the file extensions our listing keeps. */
   /** Session conf naming the formats registered from Python (set by listing.spark.session). */
   static final String PYTHON_FORMATS_CONF = "spark.listing.pythonFormats";
-  private static final Map<String, String> FORMATS = Map.of(
-      "parquet", "parquet", "csv", "csv", "json", "json", "ndjson", "json");
-  private static final Map<String, List<String>> EXTENSIONS = Map.of(
-      "parquet", List.of("parquet", "parq"),
-      "csv", List.of("csv", "csv.gz", "csv.bz2", "csv.zst"),
-      "json", List.of("json", "ndjson", "jsonl", "json.gz", "json.bz2", "json.zst",
-          "ndjson.gz", "ndjson.bz2", "ndjson.zst", "jsonl.gz", "jsonl.bz2", "jsonl.zst"));
 
   /** Why a scan stays on the Python engine; the message of {@code engine=native}'s error. */
   static final class NotNative extends Exception {
@@ -209,7 +185,8 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
 
   /** The hand-off's plan for these (lower-cased) options, or why there is none. */
   private NativePlan decide(Map<String, String> options, String source) throws NotNative {
-    NativePlan target = plan(options, source, pythonFormats(), s3aConnector());
+    NativePlan target = plan(options, source, OptionRegistry.of(session), pythonFormats(),
+        s3aConnector());
     if (target.path.startsWith("s3a://") && !target.s3a.isEmpty()) {
       checkS3AFileSystem(target);
     }
@@ -491,16 +468,6 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
   // --- the decision ----------------------------------------------------------------------
 
   /**
-   * Spark's reading of the table, or why there is none that means the same. Every option our
-   * source takes is either mapped to Spark's name (same meaning), ignored (it changes tasks,
-   * never rows: packing, batch size, schema-sampling options, since the schema is passed), or
-   * a reason to stay on the Python engine.
-   */
-  static NativePlan plan(Map<String, String> given, String source) throws NotNative {
-    return plan(given, source, Collections.emptySet(), "no S3A connector was looked for");
-  }
-
-  /**
    * Format names the session's Python side registered itself (listing.formats.register, set by
    * listing.spark.session as {@link #PYTHON_FORMATS_CONF}). WHY: a user's class registered
    * under a built-in name ("csv") replaces ours in Python, and Spark's reader would not be it.
@@ -517,33 +484,41 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
   }
 
   /**
-   * {@code noS3A}: null when Spark's JVM can read {@code s3a://} (S3A), else why not; an
-   * {@code s3://} or {@code s3a://} table is then read as {@code s3a://}, its storage options
-   * mapped by {@link S3ASettings}.
+   * Spark's reading of the table, or why there is none that means the same. Every option our
+   * source takes is either mapped to Spark's name (same meaning), ignored (it changes tasks,
+   * never rows: packing, batch size, schema-sampling options, since the schema is passed), or
+   * a reason to stay on the Python engine: {@code registry} says which ({@link
+   * OptionRegistry}). {@code noS3A}: null when Spark's JVM can read {@code s3a://} (S3A),
+   * else why not; an {@code s3://} or {@code s3a://} table is then read as {@code s3a://},
+   * its storage options mapped by {@link S3ASettings}.
    */
-  static NativePlan plan(Map<String, String> given, String source, Set<String> pythonFormats,
-      String noS3A) throws NotNative {
+  static NativePlan plan(Map<String, String> given, String source, OptionRegistry registry,
+      Set<String> pythonFormats, String noS3A) throws NotNative {
     Map<String, String> opts = new LinkedHashMap<>();
+    String copy = registry.catalogCopyPrefix;
     for (Map.Entry<String, String> e : given.entrySet()) {
-      String key = e.getKey().startsWith("option.") ? e.getKey().substring(7) : e.getKey();
+      String key = e.getKey().startsWith(copy) ? e.getKey().substring(copy.length())
+          : e.getKey();
       opts.putIfAbsent(key, e.getValue());
     }
     NativePlan plan = new NativePlan();
-    String format = opts.getOrDefault("format", "parquet").trim().toLowerCase(Locale.ROOT);
+    String format = opts.getOrDefault("format", registry.defaultOf("format")).trim()
+        .toLowerCase(Locale.ROOT);
     Map<String, String> formatOptions = new LinkedHashMap<>();
     List<String> where = new ArrayList<>();
     if (opts.containsKey("table_spec")) {
-      format = tableSpec(opts.get("table_spec"), formatOptions);
+      format = tableSpec(opts.get("table_spec"), formatOptions, registry.defaultOf("format"));
     }
     if (pythonFormats.contains(format)) {
       throw new NotNative("format " + format + " is registered from Python "
           + "(listing.formats.register): Spark's own reader is not that class");
     }
-    if (!FORMATS.containsKey(format)) {
-      throw new NotNative("format " + format + " is ours only (Spark's own readers: parquet, "
-          + "csv, json)");
+    if (!registry.nativeFormats.containsKey(format)) {
+      throw new NotNative("format " + format + " is ours only (Spark's own readers: "
+          + String.join(", ", new java.util.LinkedHashSet<>(registry.nativeFormats.values()))
+          + ")");
     }
-    plan.format = FORMATS.get(format);
+    plan.format = registry.nativeFormats.get(format);
     if (plan.format.equals("csv") && source.equals("listing_table")) {
       // Spark's CSV reader maps columns by position, so it needs every column of the files
       // in their order; to_spark's relation holds the projected columns only
@@ -571,13 +546,13 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
     String storageOptions = opts.getOrDefault("storage_options", "{}").trim();
     Map<String, String> storageDot = new LinkedHashMap<>();
     for (Map.Entry<String, String> e : opts.entrySet()) {
-      if (e.getKey().startsWith("storage.")) {
-        storageDot.put(e.getKey().substring("storage.".length()), e.getValue());
+      if (e.getKey().startsWith(registry.storagePrefix)) {
+        storageDot.put(e.getKey().substring(registry.storagePrefix.length()), e.getValue());
       }
     }
     if (s3) {
       plan.s3a.putAll(S3ASettings.map(S3ASettings.bucket(plan.path), storageOptions,
-          storageDot));
+          storageDot, registry));
       plan.options.putAll(plan.s3a);
     } else if (!storageOptions.isEmpty() && !storageOptions.equals("{}")) {
       throw new NotNative("option storage_options configures our storage layer, which Spark's "
@@ -587,64 +562,54 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
     for (Map.Entry<String, String> e : opts.entrySet()) {
       String key = e.getKey();
       String value = e.getValue();
-      if (key.startsWith("storage.")) {
+      if (key.startsWith(registry.storagePrefix)) {
         if (s3) {
           continue;  // mapped above
         }
         throw new NotNative("option " + key + " configures our storage layer, which Spark's "
             + "reader does not use");
       }
-      switch (key) {
-        case "where":
-          if (!value.trim().isEmpty()) {
-            where.add(value);
+      OptionRegistry.Option option = registry.lookup(key);
+      String use = option == null ? "spark" : option.nativeUse;
+      switch (use) {
+        case "planner":
+          switch (option.name) {
+            case "where":
+              if (!value.trim().isEmpty()) {
+                where.add(value);
+              }
+              break;
+            case "limit":
+              try {
+                plan.limit = Integer.valueOf(value.trim());
+              } catch (NumberFormatException ex) {
+                throw new NotNative("option limit=" + value + " is not an integer");
+              }
+              break;
+            case "recursivefilelookup":
+              if (!Boolean.FALSE.equals(registry.bool(value))) {
+                throw new NotNative("recursiveFileLookup is not supported");
+              }
+              break;
+            case "path_glob_filter":
+              userGlob = value;
+              break;
+            default:  // read above: path, paths, format, engine, table_spec, storage options
+              break;
           }
           break;
-        case "limit":
-          try {
-            plan.limit = Integer.valueOf(value.trim());
-          } catch (NumberFormatException ex) {
-            throw new NotNative("option limit=" + value + " is not an integer");
-          }
+        case "ignore":
           break;
-        case "table_spec": case "storage_options": case "paths": case "basepath":
-          break;
-        case "recursivefilelookup":
-          if (!Boolean.FALSE.equals(bool(value))) {
-            throw new NotNative("recursiveFileLookup is not supported");
-          }
-          break;
-        case "path_glob_filter": case "pathglobfilter":
-          userGlob = value;
-          break;
-        case "ignore_missing_files": case "ignoremissingfiles":
-        case "ignore_corrupt_files": case "ignorecorruptfiles":
-        case "include_file_metadata":
-          if (!Boolean.FALSE.equals(bool(value))) {
+        case "false_only":
+          if (!Boolean.FALSE.equals(registry.bool(value))) {
             throw new NotNative("option " + key + "=" + value + " is honoured by the Python "
-                + "engine only" + (key.equals("include_file_metadata")
-                ? " (Spark's own reader has a _metadata column: select it instead)"
-                : " (it counts the files it skips in listing.skipped_files)"));
+                + "engine only " + option.why);
           }
           break;
-        case "modified_before": case "modifiedbefore":
-        case "modified_after": case "modifiedafter":
-          throw new NotNative("option " + key + " is read in UTC by the Python engine, in the "
-              + "session time zone by Spark");
-        case "list_cache_ttl":
-          throw new NotNative("option list_cache_ttl (the listing cache) is the Python "
-              + "engine's");
-        case KeyGroupedScans.OPTION:
-          if (!Boolean.FALSE.equals(bool(value))) {
-            throw new NotNative("option key_grouped=" + value + " is honoured by the Python "
-                + "engine only (Spark's file source reports a partitioning for bucketed "
-                + "tables only)");
-          }
-          break;
-        default:
-          if (!IGNORED.contains(key)) {
-            formatOptions.put(key, value);
-          }
+        case "python":
+          throw new NotNative("option " + key + " " + option.why);
+        default:  // a format's option: Spark's name for it, or a reason (formatOptions)
+          formatOptions.put(key, value);
       }
     }
     if (where.size() == 1) {
@@ -659,14 +624,18 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
       throw new NotNative("option path_glob_filter: Spark takes one file-name glob, and it "
           + "must keep the " + format + " file extensions our listing keeps");
     }
-    plan.options.put("pathGlobFilter", extensionGlob(plan.format));
-    formatOptions(plan, formatOptions);
+    List<String> extensions = registry.extensions.get(format);
+    if (extensions == null) {
+      throw new NotNative("the option registry has no file extensions of format " + format);
+    }
+    plan.options.put("pathGlobFilter", extensionGlob(extensions));
+    formatOptions(plan, formatOptions, registry);
     return plan;
   }
 
   /** The format options of a {@code listing_table} spec (written by ListingTable.to_spark). */
-  private static String tableSpec(String text, Map<String, String> formatOptions)
-      throws NotNative {
+  private static String tableSpec(String text, Map<String, String> formatOptions,
+      String defaultFormat) throws NotNative {
     JsonNode spec;
     try {
       spec = new ObjectMapper().readTree(text);
@@ -691,12 +660,12 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
       }
       formatOptions.put(f.getKey().toLowerCase(Locale.ROOT), value);
     }
-    return spec.path("format").asText("parquet").toLowerCase(Locale.ROOT);
+    return spec.path("format").asText(defaultFormat).toLowerCase(Locale.ROOT);
   }
 
   /** Our format options in Spark's names, when the meaning is the same. */
-  private static void formatOptions(NativePlan plan, Map<String, String> given)
-      throws NotNative {
+  private static void formatOptions(NativePlan plan, Map<String, String> given,
+      OptionRegistry registry) throws NotNative {
     Map<String, String> out = plan.options;
     if (plan.format.equals("csv")) {
       out.put("header", "true");
@@ -709,58 +678,42 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
     for (Map.Entry<String, String> e : given.entrySet()) {
       String key = e.getKey();
       String value = e.getValue();
-      String name = switch (key) {
-        case "mergeschema" -> "merge_schema";
-        case "sep" -> "delimiter";
-        case "nullvalue" -> "null_values";
-        default -> key;
-      };
-      if (name.equals("merge_schema") || name.equals("sample_bytes")
-          || name.equals("block_size")) {
+      OptionRegistry.Option option = registry.lookup(key);
+      if (option != null && option.nativeUse.equals("ignore")) {
         continue;  // schema inference and read buffers: the schema is passed as it is
       }
-      if (!plan.format.equals("csv")) {
+      if (option == null || !option.nativeFormats.contains(plan.format)) {
         throw new NotNative("option " + key + " has no Spark equivalent for " + plan.format);
       }
-      switch (name) {
-        case "header":
-          Boolean header = bool(value);
-          if (header == null) {
-            throw new NotNative("option header=" + value + " is not a boolean");
+      String spark = switch (option.kind) {
+        case "bool" -> {
+          Boolean b = registry.bool(value);
+          if (b == null) {
+            throw new NotNative("option " + option.name + "=" + value + " is not a boolean");
           }
-          out.put("header", header.toString());
-          break;
-        case "delimiter":
-          out.put("sep", character(value, key));
-          break;
-        case "quote":
-          String quote = character(value, key);
-          out.put("quote", quote);
-          out.put("escape", quote);  // ours doubles the quote character to escape it
-          break;
-        case "multiline":
-          Boolean multi = bool(value);
-          if (multi == null) {
-            throw new NotNative("option multiline=" + value + " is not a boolean");
-          }
-          out.put("multiLine", multi.toString());
-          break;
-        case "null_values":
+          yield b.toString();
+        }
+        case "char" -> character(value, key);
+        case "list" -> {
           if (value.contains(",")) {
-            throw new NotNative("option null_values=" + value + ": Spark takes one nullValue");
+            throw new NotNative("option " + option.name + "=" + value + ": Spark takes one "
+                + option.sparkOption);
           }
-          out.put("nullValue", value);
-          break;
-        default:
-          throw new NotNative("option " + key + " has no Spark equivalent for csv");
+          yield value;
+        }
+        default -> value;
+      };
+      out.put(option.sparkOption, spark);
+      if (option.name.equals("quote")) {
+        out.put("escape", spark);  // ours doubles the quote character to escape it
       }
     }
   }
 
   /** Our listing keeps a format's files by extension, in any case: so does this glob. */
-  static String extensionGlob(String format) {
+  static String extensionGlob(List<String> extensions) {
     List<String> parts = new ArrayList<>();
-    for (String ext : EXTENSIONS.get(format)) {
+    for (String ext : extensions) {
       StringBuilder b = new StringBuilder();
       for (char c : ext.toCharArray()) {
         if (Character.isLetter(c)) {
@@ -787,18 +740,6 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
       throw new NotNative("option " + key + "=" + value + " is not one character");
     }
     return c;
-  }
-
-  /** Our booleans (listing.options.parse_bool); null when the value is not one. */
-  static Boolean bool(String value) {
-    String v = value.trim().toLowerCase(Locale.ROOT);
-    if (Set.of("true", "1", "yes", "on").contains(v)) {
-      return Boolean.TRUE;
-    }
-    if (Set.of("false", "0", "no", "off").contains(v)) {
-      return Boolean.FALSE;
-    }
-    return null;
   }
 
   static boolean isS3(String path) {

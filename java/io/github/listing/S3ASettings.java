@@ -52,7 +52,8 @@ final class S3ASettings {
    * {@code storage.<name>} options (values as Spark passes them: text, JSON when it parses).
    */
   static Map<String, String> map(String bucket, String storageOptionsJson,
-      Map<String, String> storageDotOptions) throws ListingNativeEngine.NotNative {
+      Map<String, String> storageDotOptions, OptionRegistry registry)
+      throws ListingNativeEngine.NotNative {
     Map<String, JsonNode> given = new LinkedHashMap<>();
     String text = storageOptionsJson == null ? "" : storageOptionsJson.trim();
     if (!text.isEmpty()) {
@@ -95,7 +96,7 @@ final class S3ASettings {
           token = text(name, v);
           break;
         case "anon":
-          anon = bool(name, v);
+          anon = bool(name, v, registry);
           break;
         case "endpoint_url":
           endpoint = text(name, v);
@@ -104,13 +105,13 @@ final class S3ASettings {
           region = text(name, v);
           break;
         case "use_ssl":
-          if (!bool(name, v)) {
+          if (!bool(name, v, registry)) {
             throw new ListingNativeEngine.NotNative("storage option use_ssl=false has no S3A "
                 + "equivalent (S3A takes the scheme from the endpoint URL)");
           }
           break;
         case "requester_pays":
-          if (bool(name, v)) {
+          if (bool(name, v, registry)) {
             s3a.put("requester.pays.enabled", "true");
           }
           break;
@@ -340,9 +341,9 @@ final class S3ASettings {
     return v.asText();
   }
 
-  private static boolean bool(String name, JsonNode v) throws ListingNativeEngine.NotNative {
-    Boolean b = v.isBoolean() ? Boolean.valueOf(v.booleanValue())
-        : ListingNativeEngine.bool(v.asText());
+  private static boolean bool(String name, JsonNode v, OptionRegistry registry)
+      throws ListingNativeEngine.NotNative {
+    Boolean b = v.isBoolean() ? Boolean.valueOf(v.booleanValue()) : registry.bool(v.asText());
     if (b == null) {
       throw new ListingNativeEngine.NotNative("storage option " + name + " is not a boolean");
     }

@@ -1,0 +1,201 @@
+package io.github.listing;
+
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+
+import org.apache.spark.sql.SparkSession;
+
+/**
+ * The {@code listing} source's options as Python's {@code listing.options.registry} declares
+ * them: names, Spark's spellings, defaults, what the native hand-off does with each, and the
+ * file extensions of the formats Spark also reads.
+ *
+ * <p>WHY a session conf: this package keeps no copy of option names, defaults or extension
+ * lists, so the two languages cannot drift apart. {@code listing.register(spark)} (and
+ * {@code listing.session()}) puts the table, as JSON, in the session conf {@link #CONF} when
+ * it registers the source; a session without it has no {@code listing} source to read
+ * either. The conf's name does not start with {@code spark.}: Spark copies those confs into
+ * the properties of every task it runs.
+ *
+ * <p>The code refers by name only to the options whose meaning it implements ({@link
+ * #ACTED_ON}); a table that lacks one of them is refused when parsed.
+ */
+public final class OptionRegistry {
+
+  /** Session conf holding the table (listing.spark.session sets it). */
+  static final String CONF = "listing.optionRegistry";
+
+  /** The options ListingNativeEngine acts on by name (each must be in the table). */
+  static final Set<String> ACTED_ON = Set.of("path", "paths", "format", "engine", "where",
+      "limit", "table_spec", "storage_options", "basepath", "recursivefilelookup",
+      "path_glob_filter", "quote");
+
+  private static final ObjectMapper JSON = new ObjectMapper();
+  private static volatile OptionRegistry cached;
+  private static volatile String cachedText;
+
+  /** One option, as the table declares it. */
+  static final class Option {
+    final String name;
+    final String scope;
+    final String kind;
+    final List<String> spellings;
+    final JsonNode defaultValue;
+    /** planner, ignore, false_only, python or spark (listing.options.registry.Native). */
+    final String nativeUse;
+    final String why;
+    final String sparkOption;
+    final Set<String> nativeFormats;
+
+    Option(JsonNode o) {
+      name = o.path("name").asText();
+      scope = o.path("scope").asText();
+      kind = o.path("kind").asText();
+      List<String> names = new ArrayList<>();
+      o.path("spellings").forEach(s -> names.add(s.asText().toLowerCase(Locale.ROOT)));
+      spellings = Collections.unmodifiableList(names);
+      defaultValue = o.path("default");
+      nativeUse = o.path("native").asText();
+      why = o.path("why").asText("");
+      sparkOption = o.path("spark_option").isNull() ? null : o.path("spark_option").asText();
+      Set<String> formats = new LinkedHashSet<>();
+      o.path("native_formats").forEach(f -> formats.add(f.asText()));
+      nativeFormats = Collections.unmodifiableSet(formats);
+    }
+  }
+
+  final String storagePrefix;
+  final String catalogCopyPrefix;
+  private final List<Option> options = new ArrayList<>();
+  private final Map<String, Option> bySpelling = new LinkedHashMap<>();
+  /** Our format names Spark also reads, mapped to Spark's. */
+  final Map<String, String> nativeFormats = new LinkedHashMap<>();
+  /** File extensions (no leading dot, lower case) our listing keeps, by our format name. */
+  final Map<String, List<String>> extensions = new LinkedHashMap<>();
+  /** How our booleans are spelled (listing.options.parse_bool), lower case. */
+  private final Set<String> trueSpellings = new LinkedHashSet<>();
+  private final Set<String> falseSpellings = new LinkedHashSet<>();
+
+  private OptionRegistry(JsonNode root) {
+    storagePrefix = root.path("prefixes").path("storage").asText();
+    catalogCopyPrefix = root.path("prefixes").path("catalog_copy").asText();
+    for (JsonNode o : root.path("options")) {
+      Option option = new Option(o);
+      options.add(option);
+      for (String s : option.spellings) {
+        if (bySpelling.put(s, option) != null) {
+          throw new IllegalArgumentException("option spelling " + s + " names two options");
+        }
+      }
+    }
+    root.path("native_formats").fields().forEachRemaining(
+        f -> nativeFormats.put(f.getKey(), f.getValue().asText()));
+    root.path("extensions").fields().forEachRemaining(f -> {
+      List<String> exts = new ArrayList<>();
+      f.getValue().forEach(e -> exts.add(e.asText()));
+      extensions.put(f.getKey(), Collections.unmodifiableList(exts));
+    });
+    root.path("booleans").path("true").forEach(t -> trueSpellings.add(t.asText()));
+    root.path("booleans").path("false").forEach(f -> falseSpellings.add(f.asText()));
+    if (trueSpellings.isEmpty() || falseSpellings.isEmpty()) {
+      throw new IllegalArgumentException("the option registry has no boolean spellings");
+    }
+    if (storagePrefix.isEmpty() || catalogCopyPrefix.isEmpty()) {
+      throw new IllegalArgumentException("the option registry has no prefixes");
+    }
+    for (String name : ACTED_ON) {
+      if (!bySpelling.containsKey(name) || !bySpelling.get(name).name.equals(name)) {
+        throw new IllegalArgumentException("the option registry has no option " + name);
+      }
+    }
+  }
+
+  /** The table in {@code json} (as listing.spark.config.registry_json writes it). */
+  static OptionRegistry parse(String json) {
+    if (json.equals(cachedText)) {
+      return cached;
+    }
+    JsonNode root;
+    try {
+      root = JSON.readTree(json);
+    } catch (Exception e) {
+      throw new IllegalArgumentException("the listing option registry is not JSON", e);
+    }
+    OptionRegistry parsed = new OptionRegistry(root);
+    cached = parsed;
+    cachedText = json;
+    return parsed;
+  }
+
+  /** The session's table, or why the hand-off cannot know the options. */
+  static OptionRegistry of(SparkSession session) throws ListingNativeEngine.NotNative {
+    String text = session.conf().get(CONF, "");
+    if (text.isEmpty()) {
+      throw new ListingNativeEngine.NotNative("the session has no listing option registry "
+          + "(listing.register(spark) hands it to the JVM)");
+    }
+    return parse(text);
+  }
+
+  /** The option {@code key} names (ours or a Spark spelling, any case), or null. */
+  Option lookup(String key) {
+    return bySpelling.get(key.toLowerCase(Locale.ROOT));
+  }
+
+  /** A boolean as listing.options.parse_bool reads it (any case); null when it is none. */
+  Boolean bool(String value) {
+    String v = value.trim().toLowerCase(Locale.ROOT);
+    if (trueSpellings.contains(v)) {
+      return Boolean.TRUE;
+    }
+    return falseSpellings.contains(v) ? Boolean.FALSE : null;
+  }
+
+  /** The default of the option named {@code name}, as text. */
+  String defaultOf(String name) {
+    return bySpelling.get(name).defaultValue.asText();
+  }
+
+  /**
+   * What this class parsed from {@code json}, written back as JSON in the registry's own
+   * shape (plus {@code acted_on}): a test holds it equal to Python's table.
+   */
+  public static String describe(String json) {
+    OptionRegistry r = parse(json);
+    ObjectNode out = JSON.createObjectNode();
+    out.putObject("prefixes").put("storage", r.storagePrefix)
+        .put("catalog_copy", r.catalogCopyPrefix);
+    ObjectNode booleans = out.putObject("booleans");
+    r.trueSpellings.forEach(booleans.putArray("true")::add);
+    r.falseSpellings.forEach(booleans.putArray("false")::add);
+    ObjectNode formats = out.putObject("native_formats");
+    r.nativeFormats.forEach(formats::put);
+    ObjectNode exts = out.putObject("extensions");
+    r.extensions.forEach((k, v) -> {
+      ArrayNode a = exts.putArray(k);
+      v.forEach(a::add);
+    });
+    ArrayNode list = out.putArray("options");
+    for (Option o : r.options) {
+      ObjectNode n = list.addObject();
+      n.put("name", o.name).put("scope", o.scope).put("kind", o.kind);
+      o.spellings.forEach(n.putArray("spellings")::add);
+      n.set("default", o.defaultValue);
+      n.put("native", o.nativeUse).put("why", o.why).put("spark_option", o.sparkOption);
+      o.nativeFormats.forEach(n.putArray("native_formats")::add);
+    }
+    new java.util.TreeSet<>(ACTED_ON).forEach(out.putArray("acted_on")::add);
+    return out.toString();
+  }
+}

@@ -1,0 +1,230 @@
+"""Every option of the ``listing`` source, in one declarative table.
+
+Reads (:class:`listing.spark.config.SourceConfig`), writes
+(:func:`listing.spark.writer.write_options`), streams
+(:class:`listing.discovery.DiscoverySettings`) and the JVM extension's native hand-off
+(``ListingNativeEngine.java``, which reads this table as JSON, :func:`as_json_data`) all
+look options up here, so a name, a Spark spelling, a default or a native equivalent is
+written once. Invariants (tests hold them): every spelling names one option; the listing
+options are exactly :class:`~listing.options.ListingOptions`' fields, with its defaults.
+
+Storage options are not in this table: the allowlist of
+:mod:`listing.options.storage_options` is theirs (``storage.<name>`` or the
+``storage_options`` JSON object). Format options are each format's own
+(``FileFormat.option_defaults``, with their defaults); this table holds only the
+Spark spellings and Spark equivalents some of them have.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, fields
+from typing import Any, Literal
+
+from listing.options import _FALSE, _TRUE, ListingOptions
+
+#: where an option is taken: the source's own (path, format, …), file selection and packing
+#: (ListingOptions), streaming, writing, a format's, or a catalog property Spark adds
+Scope = Literal["source", "listing", "stream", "write", "format", "catalog"]
+#: what the native hand-off (Spark's own reader) does with an option: the planner reads it
+#: itself; it changes tasks, never rows (ignore); only its false value hands off
+#: (false_only); it always keeps the Python engine (python); or it becomes Spark's
+#: ``spark_option`` for the formats in ``native_formats`` (spark)
+Native = Literal["planner", "ignore", "false_only", "python", "spark"]
+#: what a write does with it: takes it, refuses it (naming ``instead``), or ignores it;
+#: "" passes it on as a format option, as any name a write does not know
+OnWrite = Literal["take", "refuse", "ignore", ""]
+
+#: prefix of one storage option given as its own option (``storage.endpoint_url``)
+STORAGE_PREFIX = "storage."
+#: prefix of the options Spark's catalog stores for a table (``option.path``)
+CATALOG_COPY_PREFIX = "option."
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option: our name, where it is taken, its kind, Spark's spellings (any case),
+    its default, and what the native hand-off and a write do with it."""
+
+    name: str
+    scope: Scope
+    kind: str
+    meaning: str
+    spark: tuple[str, ...] = ()
+    default: Any = None
+    native: Native = "ignore"
+    #: why the Python engine keeps a scan with it (false_only, python)
+    why: str = ""
+    spark_option: str | None = None
+    native_formats: tuple[str, ...] = ()
+    choices: tuple[str, ...] = ()
+    on_write: OnWrite = ""
+    instead: str | None = None
+    #: shown among the valid names in an unknown-option error
+    listed: bool = True
+
+    @property
+    def spellings(self) -> tuple[str, ...]:
+        """Every lower-cased name this option arrives under (ours first)."""
+        return (self.name, *(s.lower() for s in self.spark if s.lower() != self.name))
+
+
+def _o(name: str, scope: Scope, kind: str, meaning: str, **more: Any) -> Option:
+    return Option(name, scope, kind, meaning, **more)
+
+
+_LISTING_DEFAULTS = {f.name: f.default for f in fields(ListingOptions)}
+
+
+def _listing(name: str, kind: str, meaning: str, **more: Any) -> Option:
+    return Option(name, "listing", kind, meaning, default=_LISTING_DEFAULTS[name], **more)
+
+
+_SKIPS = "(it counts the files it skips in listing.skipped_files)"
+_UTC = "is read in UTC by the Python engine, in the session time zone by Spark"
+
+OPTIONS: tuple[Option, ...] = (
+    # --- the source's own ------------------------------------------------------------------
+    _o("path", "source", "string", "the table root", native="planner", on_write="take"),
+    _o("paths", "source", "json", "several paths (Spark's DataFrameReader.load([...]))",
+       native="planner", on_write="ignore", listed=False),
+    _o("format", "source", "string", "a registered format name", default="parquet",
+       native="planner", on_write="take"),
+    _o("partition_cols", "source", "string", "partition columns, 'date:date,region'",
+       on_write="refuse", instead="partition_by"),
+    _o("storage_options", "source", "json", "storage options as one JSON object",
+       native="planner", on_write="take"),
+    _o("where", "source", "string", "a filter in Spark SQL, applied before listing",
+       native="planner", on_write="refuse"),
+    _o("limit", "source", "int", "at most this many rows", native="planner",
+       on_write="refuse"),
+    _o("table_spec", "source", "json", "the table ListingTable.to_spark describes",
+       native="planner", on_write="refuse", listed=False),
+    _o("basepath", "source", "string", "the table root above a partition folder",
+       spark=("basePath",), native="planner", on_write="refuse"),
+    _o("engine", "source", "choice", "who reads the files: Spark's own reader (native) "
+       "where its JVM can, ours (python)", default="auto", choices=("auto", "python", "native"),
+       native="planner"),
+    _o("recursivefilelookup", "source", "bool", "Spark's; refused unless false",
+       spark=("recursiveFileLookup",), default=False, native="planner", listed=False),
+    # --- file selection and packing (listing.options.ListingOptions) -----------------------
+    _listing("path_glob_filter", "glob", "keep files whose name matches",
+             spark=("pathGlobFilter",), native="planner"),
+    _listing("modified_before", "timestamp", "keep files modified before",
+             spark=("modifiedBefore",), native="python", why=_UTC),
+    _listing("modified_after", "timestamp", "keep files modified after",
+             spark=("modifiedAfter",), native="python", why=_UTC),
+    _listing("ignore_missing_files", "bool", "skip files deleted after listing",
+             spark=("ignoreMissingFiles",), native="false_only", why=_SKIPS),
+    _listing("ignore_corrupt_files", "bool", "skip files that cannot be read",
+             spark=("ignoreCorruptFiles",), native="false_only", why=_SKIPS),
+    _listing("max_partition_bytes", "size", "bytes per task", spark=("maxPartitionBytes",)),
+    _listing("open_cost_in_bytes", "size", "a file's cost in bytes when packing",
+             spark=("openCostInBytes",)),
+    _listing("min_partitions", "int", "at least this many tasks", spark=("minPartitions",)),
+    _listing("batch_size", "size", "rows per Arrow batch"),
+    _listing("include_file_metadata", "bool", "add Spark's _metadata column",
+             native="false_only",
+             why="(Spark's own reader has a _metadata column: select it instead)"),
+    _listing("list_cache_ttl", "duration", "seconds a listing is reused", native="python",
+             why="(the listing cache) is the Python engine's"),
+    _listing("max_concurrent_requests", "int", "LIST requests in flight at once"),
+    _listing("key_grouped", "bool", "pack tasks by partition value", native="false_only",
+             why="(Spark's file source reports a partitioning for bucketed tables only)"),
+    # --- streaming (listing.discovery.DiscoverySettings) ----------------------------------
+    _o("max_files_per_trigger", "stream", "int", "files per micro-batch",
+       spark=("maxFilesPerTrigger",)),
+    _o("max_bytes_per_trigger", "stream", "size", "bytes per micro-batch",
+       spark=("maxBytesPerTrigger",)),
+    _o("lookback", "stream", "int or duration",
+       "newest partitions re-listed each trigger, or a duration", default=1),
+    _o("reconcile_every", "stream", "int", "a full listing every this many triggers",
+       default=10),
+    _o("starting", "stream", "string", "earliest, latest, or a timestamp", default="earliest"),
+    _o("max_file_age", "stream", "duration", "files older than the newest by more are "
+       "forgotten", spark=("maxFileAge",), default=7 * 86400.0),
+    # --- writes (listing.spark.writer) ----------------------------------------------------
+    _o("partition_by", "write", "list", "partition columns of the written table",
+       spark=("partitionBy",), on_write="take"),
+    _o("partition_overwrite_mode", "write", "choice", "static or dynamic",
+       spark=("partitionOverwriteMode",), choices=("static", "dynamic"), on_write="take"),
+    _o("max_records_per_file", "write", "int", "rows per written file",
+       spark=("maxRecordsPerFile",), on_write="take"),
+    _o("compression", "write", "string", "the written files' compression", on_write="take"),
+    _o("commit_protocol", "write", "string", "how a write publishes its files",
+       default="auto", on_write="take"),
+    _o("part_size", "write", "size", "bytes per multipart upload part", on_write="take"),
+    _o("__partition_columns", "write", "json",
+       "Spark's .partitionBy columns, refused (Spark does not pass them to Python sources)",
+       listed=False),
+    # --- Spark's spellings of format options and their Spark equivalents --------------------
+    _o("merge_schema", "format", "bool", "merge the files' schemas",
+       spark=("mergeSchema",)),
+    _o("sample_bytes", "format", "size", "bytes sampled to infer a schema"),
+    _o("block_size", "format", "size", "bytes per read block"),
+    _o("header", "format", "bool", "the first line names the columns", native="spark",
+       spark_option="header", native_formats=("csv",)),
+    _o("delimiter", "format", "char", "the field separator", spark=("sep",), native="spark",
+       spark_option="sep", native_formats=("csv",)),
+    _o("quote", "format", "char", "the quote character", native="spark",
+       spark_option="quote", native_formats=("csv",)),
+    _o("multiline", "format", "bool", "records span lines", spark=("multiLine",),
+       native="spark", spark_option="multiLine", native_formats=("csv",)),
+    _o("null_values", "format", "list", "values read as null", spark=("nullValue",),
+       native="spark", spark_option="nullValue", native_formats=("csv",)),
+    # --- table properties Spark's catalog adds when it calls the source -------------------
+    *(_o(name, "catalog", "string", "a catalog table property", listed=False)
+      for name in ("location", "owner", "provider", "comment", "external",
+                   "is_managed_location", "collation")),
+)
+
+#: our formats Spark also reads, and Spark's name for each (the native hand-off)
+NATIVE_FORMATS = {"parquet": "parquet", "csv": "csv", "json": "json", "ndjson": "json"}
+
+_BY_SPELLING = {s: o for o in OPTIONS for s in o.spellings}
+if len(_BY_SPELLING) != sum(len(o.spellings) for o in OPTIONS):
+    raise AssertionError("an option spelling names two options")  # pragma: no cover
+
+
+def lookup(key: str) -> Option | None:
+    """The option ``key`` names, by our name or a Spark spelling (any case)."""
+    return _BY_SPELLING.get(key.lower())
+
+
+def option(name: str) -> Option:
+    """The option named ``name`` (ours); a KeyError for a name not in the table."""
+    found = _BY_SPELLING[name]
+    if found.name != name:
+        raise KeyError(name)
+    return found
+
+
+def in_scope(*scopes: Scope) -> tuple[Option, ...]:
+    """The options of ``scopes``, in table order."""
+    return tuple(o for o in OPTIONS if o.scope in scopes)
+
+
+def names(options: Iterable[Option]) -> set[str]:
+    """Our names of ``options``."""
+    return {o.name for o in options}
+
+
+def spark_spellings(*scopes: Scope) -> dict[str, str]:
+    """Spark's spellings (lower-cased) of the options of ``scopes``, mapped to our names."""
+    return {s: o.name for o in in_scope(*scopes) for s in o.spellings if s != o.name}
+
+
+def as_json_data() -> dict[str, Any]:
+    """The table as JSON data for the JVM extension (``OptionRegistry.java``); the
+    formats' extensions are added by the Spark edge, which knows the formats."""
+    return {
+        "prefixes": {"storage": STORAGE_PREFIX, "catalog_copy": CATALOG_COPY_PREFIX},
+        "booleans": {"true": sorted(_TRUE), "false": sorted(_FALSE)},
+        "native_formats": dict(NATIVE_FORMATS),
+        "options": [
+            {"name": o.name, "scope": o.scope, "kind": o.kind, "spellings": list(o.spellings),
+             "default": o.default, "native": o.native, "why": o.why,
+             "spark_option": o.spark_option, "native_formats": list(o.native_formats)}
+            for o in OPTIONS
+        ],
+    }
