@@ -16,7 +16,7 @@ import pyarrow as pa
 from listing.expressions import Expr
 from listing.files import FileGroup, PartitionedFile
 from listing.storage import StorageSpec, redact
-from listing.stream import ReadSpec, read_groups
+from listing.file_stream import ReadSpec, read_groups
 
 
 class ScanMetrics(dict[str, int]):

@@ -37,7 +37,7 @@ from listing.planner import FileFilter, ListedFile, ListingRun, TableProfile
 from listing.pushdown import Pushdown
 from listing.scan import ScanMetrics, ScanPlan
 from listing.storage import Lister, Page, RequestCounter, StorageSpec
-from listing.stream import ReadSpec
+from listing.file_stream import ReadSpec
 from listing.url import TableUrl
 
 PartitionCols = Sequence[tuple[str, pa.DataType]] | Sequence[str] | None

@@ -342,7 +342,7 @@ def test_prefetching_keeps_file_order_errors_and_skips(tmp_path, prefetch):
     fails (naming itself, not a later one) or is skipped once, and a limit stops early."""
     import dataclasses
 
-    from listing.stream import read_group
+    from listing.file_stream import read_group
 
     for i in range(8):
         d = f"2026-01-{i + 1:02d}"

@@ -49,7 +49,7 @@ from listing.spark.progress import ListingProgress
 from listing.spark.skips import accumulator as skips_accumulator
 from listing.spark.types import arrow_schema, spark_schema, spark_struct
 from listing.storage import redact
-from listing.stream import ReadSpec, read_group
+from listing.file_stream import ReadSpec, read_group
 from listing.table import ListingTable
 
 log = logging.getLogger("listing.spark")
