@@ -36,6 +36,7 @@ from pyspark.sql.types import StructType
 from listing import formats
 from listing.errors import ListingError, OptionError
 from listing.expressions import Bound, Compare, Expr, IsNull, Or, bind, conjunction
+from listing.file_stream import ReadMetrics, ReadSpec, read_group
 from listing.files import FileGroup
 from listing.formats.conform import conform_batch
 from listing.hive import DEFAULT_PARTITION_NAME, unescape_path_name
@@ -49,7 +50,6 @@ from listing.spark.progress import ListingProgress
 from listing.spark.skips import accumulator as skips_accumulator
 from listing.spark.types import arrow_schema, spark_schema, spark_struct
 from listing.storage import redact
-from listing.file_stream import ReadSpec, read_group
 from listing.table import ListingTable
 
 log = logging.getLogger("listing.spark")
@@ -581,7 +581,7 @@ def read_partition(partition: InputPartition, target: pa.Schema,
     """One Spark task: its group's batches shaped as ``target``; skips go to ``skips``."""
     if not isinstance(partition, GroupPartition):  # no files matched: Spark's empty task
         return
-    counts: dict[str, int] = {}
+    counts = ReadMetrics()
     paths: list[str] = []
     try:
         for batch in read_group(partition.spec, partition.group, counts, skipped_paths=paths):
