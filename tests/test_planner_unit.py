@@ -377,3 +377,38 @@ def test_read_group_raises_or_skips_and_counts_a_bad_file(error) -> None:
            for i in b.column("id").to_pylist()]
     assert got == [0, 1, 20, 21] and paths == ["bad"]
     assert dict(metrics) == {f"files_skipped_{kind}": 1, "row_groups_read": 3}
+
+
+# --- the table: bound once, values stay values ---------------------------------------------------
+
+def test_a_scan_binds_its_filter_once_and_leaves_the_plan_a_value(tmp_path, monkeypatch) -> None:
+    """``scan()`` binds and splits ``where`` once and plans with that split (``plan_files``
+    binding it again was a second pass); reading the plan returns the read's metrics and
+    changes neither the plan nor the table's declared shape."""
+    import pyarrow.parquet as pq
+
+    import listing.table as table_module
+    from listing import ListingTable
+
+    for day in ("2024-01-01", "2024-01-02"):
+        (tmp_path / f"date={day}").mkdir()
+        pq.write_table(pa.table({"id": [1, 2, 3]}), tmp_path / f"date={day}" / "a.parquet")
+    table = ListingTable.open(str(tmp_path), partition_cols=[("date", "date")],
+                              schema=pa.schema([("id", pa.int64())]))
+    assert table.profile is None  # all declared: open() listed nothing
+    calls: list[object] = []
+    real_bind = table_module.bind
+    monkeypatch.setattr(table_module, "bind", lambda e, s: calls.append(e) or real_bind(e, s))
+    plan = table.scan(where="date = DATE '2024-01-02' AND id > 1")
+    assert len(calls) == 1
+    assert str(plan.partition_filter) == "date = DATE '2024-01-02'"
+    assert str(plan.data_filter) == "id > 1"
+    planned = dict(plan.metrics)
+    rows, metrics = plan.collect()
+    assert rows.column("id").to_pylist() == [2, 3]
+    assert metrics["row_groups_read"] == 1 and "row_groups_read" not in plan.metrics
+    assert dict(plan.metrics) == planned
+    assert table.partition_cols == [("date", pa.date32())]
+    assert table.profile is None  # that scan listed one prefix: no sample of the table
+    table.scan()
+    assert table.profile is not None and table.profile.keys == 2  # the flat listing's, kept
