@@ -8,7 +8,7 @@ files otherwise waits for them one after another. moto answers from this process
 microseconds of network time, so it cannot show the effect; the fault proxy's ``slow``
 rule delays every GET by ``--latency-ms``: a *model* of S3's first-byte latency (tens of
 ms), labelled as such in the output. One file group, read in this process with
-``listing.stream.read_group`` exactly as a Spark task reads it; median of 3 runs after a
+``listing.file_stream.read_group`` exactly as a Spark task reads it; median of 3 runs after a
 warm-up; rows checked equal across depths.
 """
 
@@ -20,7 +20,7 @@ import statistics
 import time
 
 from listing import ListingTable
-from listing.stream import read_group
+from listing.file_stream import read_group
 from listing.testing import datasets
 from listing.testing.faults import FaultProxy
 from listing.testing.s3 import S3Server

@@ -124,8 +124,8 @@ class Soak:
         plan = ListingTable.open(ds.root, format=FORMATS[fmt],
                                  storage_options=self.options).scan()
         self.retries["list"] += plan.metrics.get("list_retries", 0)
-        got = plan.to_arrow()
-        self.retries["read"] += plan.metrics.get("read_retries", 0)
+        got, metrics = plan.collect()
+        self.retries["read"] += metrics.get("read_retries", 0)
         if not got.sort_by("id").equals(self.truth[fmt]):
             return "WRONG", f"{got.num_rows} rows, expected {self.truth[fmt].num_rows} (or " \
                             "other values)"

@@ -9,7 +9,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from listing.expressions import UNKNOWN, Bounds, Domain, Expr, Known, may_be_true
+from listing.expressions import UNKNOWN, Domain, Expr, Known, ValueRange, may_be_true
 from listing.files import PartitionedFile
 from listing.formats.base import (
     FileFormat,
@@ -130,9 +130,9 @@ class ParquetOpener(FileOpener):
             nulls = st.null_count if st.has_null_count else None  # type: ignore[attr-defined]
             all_null = nulls is not None and nulls == meta.num_rows
             if not st.has_min_max:
-                domains[name] = Bounds(all_null=all_null)
+                domains[name] = ValueRange(all_null=all_null)
                 continue
-            domains[name] = Bounds(st.min, st.max, may_be_null=nulls != 0, all_null=all_null)
+            domains[name] = ValueRange(st.min, st.max, may_be_null=nulls != 0, all_null=all_null)
         return domains
 
 

@@ -239,8 +239,10 @@ class DiscoveredTable(Protocol):
     url: TableUrl
     storage: StorageSpec
     partition_cols: list[tuple[str, pa.DataType]]
-    profile: TableProfile | None
     options: ListingOptions
+
+    @property
+    def profile(self) -> TableProfile | None: ...
 
     @property
     def partition_names(self) -> list[str]: ...

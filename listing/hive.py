@@ -1,10 +1,13 @@
-"""Hive partition paths: escaping, decoding keys, layout errors and type inference.
+"""Hive partition paths: spelling values, escaping, decoding keys, layout errors and type
+inference.
 
 A partitioned key looks like ``date=2026-03-01/region=us/part-0.parquet``. Values are
 percent-escaped by Spark's ``ExternalCatalogUtils.escapePathName`` and null is spelled
-``__HIVE_DEFAULT_PARTITION__``. Types are inferred per value (int, long, decimal, double,
-timestamp, date, string) and widened across values the way Spark widens them, so a
-table reads with the same schema here as through ``spark.read.parquet``.
+``__HIVE_DEFAULT_PARTITION__``. This module is the one place a partition value is
+spelled: for writes (:func:`partition_path`), for listing prefixes (:func:`spell_value`)
+and for the JVM (:func:`cast_text`). Types are inferred per value (int, long, decimal,
+double, timestamp, date, string) and widened across values the way Spark widens them, so
+a table reads with the same schema here as through ``spark.read.parquet``.
 :class:`HiveLayout` is the one place a listed key is decoded into partition values and
 the one place a key that breaks the table's layout is reported.
 """
@@ -42,6 +45,57 @@ _INT64 = (-(2**63), 2**63 - 1)
 def escape_path_name(value: str) -> str:
     """Spell a partition value the way Spark writes it into a path."""
     return "".join(f"%{ord(c):02X}" if c in _ESCAPED else c for c in value)
+
+
+def value_text(value: Any) -> str | None:
+    """The unescaped text Spark writes for a partition value; None for the Hive null
+    (None, and ``""``, which Spark writes as null too). Timestamps are written in UTC,
+    without the offset and without trailing zeros of the fraction."""
+    if value is None or value == "":
+        return None
+    return _text(value)
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dt.datetime):
+        if value.tzinfo is not None:
+            value = value.astimezone(dt.UTC).replace(tzinfo=None)
+        text = value.strftime("%Y-%m-%d %H:%M:%S")
+        return text + (f".{value.microsecond:06d}".rstrip("0") if value.microsecond else "")
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    if isinstance(value, Decimal):
+        return format(value, "f")
+    return str(value)
+
+
+def partition_segment(name: str, value: Any,
+                      text: Callable[[Any], str | None] = value_text) -> str:
+    """``name=value`` as a key holds it: name and value escaped (:func:`escape_path_name`),
+    the Hive null as ``__HIVE_DEFAULT_PARTITION__``. ``text`` spells a non-null value
+    otherwise than Spark (a test layout with zero-padded hours, ``hour=07``)."""
+    raw = None if value is None else text(value)
+    spelled = DEFAULT_PARTITION_NAME if raw is None else escape_path_name(raw)
+    return f"{escape_path_name(name)}={spelled}"
+
+
+def partition_path(values: Sequence[tuple[str, Any]]) -> str:
+    """``k1=v1/k2=v2/`` for ``[(k1, v1), (k2, v2)]``, each segment as
+    :func:`partition_segment` spells it: what the reader and Spark decode back."""
+    return "".join(partition_segment(name, value) + "/" for name, value in values)
+
+
+def cast_text(value: Any) -> str | None:
+    """A decoded partition value as text Spark's ``Cast`` turns back into it (None: the
+    Hive null), for the JVM's file index. Unlike :func:`value_text`, a timestamp keeps
+    its offset (the session's time zone must not shift it) and ``""`` stays a string."""
+    if value is None:
+        return None
+    if isinstance(value, dt.datetime):
+        return value.isoformat(sep=" ")
+    return _text(value)
 
 
 def unescape_path_name(value: str) -> str:
@@ -277,7 +331,7 @@ def spell_value(value: Any, type_: pa.DataType) -> str | None:
     if pa.types.is_string(type_) and isinstance(value, str):
         return value if value and is_safe_spelling(value) else None
     if pa.types.is_date(type_) and isinstance(value, dt.date):
-        return value.isoformat()
+        return value_text(value)
     return None
 
 

@@ -51,16 +51,14 @@ def pack_file_groups(files: list[PartitionedFile], fmt: Splitter, options: Listi
 
     ``read_share``: the part of each file's bytes the read fetches (Parquet reads only
     the projected columns' chunks; :meth:`ListingTable.read_share`). Sizes are scaled by
-    it before any of the above: two numeric columns of five, 29% of the bytes, made 5
-    groups of whole-file sizes and 3 waves of Python tasks on 2 cores, where 2 groups read
-    the same bytes 20% faster.
+    it before any of the above, so groups are sized by the bytes a task fetches, not by
+    the files' sizes (a projection of a few columns packs into fewer, fuller groups).
 
     ``metadata_only``: the read needs each file's metadata only (a Parquet ``count()``
     reads footers), so a file's bytes say nothing of its cost: whole files, in key order,
-    go into one group per core, and a group takes at least ``METADATA_FILES_PER_TASK``
-    files. WHY: by bytes, 60 files of 5 MB made 5 Python tasks on 2 cores, three waves of
-    a fixed cost each for a few milliseconds of footer reading; and a day's 3 files read
-    faster in one task than in two.
+    go into at most one group per core, and a group takes at least
+    ``METADATA_FILES_PER_TASK`` files (unless it is the last): the cost of such a read is
+    a task's fixed start-up cost, not the files' bytes.
     """
     if not files:
         return []

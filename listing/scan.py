@@ -2,30 +2,75 @@
 
 It holds metadata only (paths, byte ranges, partition values, schema, the format's
 FileSource with storage *options*), so it pickles small and every executor rebuilds its
-filesystem from those options. Its only moving part is :class:`ScanMetrics`, the
-counters of what planning did and, once the plan is read, what reading did
-(DataFusion's metrics set on an execution plan).
+filesystem from those options. Its :class:`ScanMetrics` count what planning did;
+reading the plan (:meth:`ScanPlan.collect`) returns what reading did beside the rows, and
+leaves the plan as it was (DataFusion's metrics of an execution plan, kept apart from it).
 """
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import pyarrow as pa
 
 from listing.expressions import Expr
+from listing.file_stream import Metrics, ReadMetrics, ReadSpec, read_groups
 from listing.files import FileGroup, PartitionedFile
 from listing.redact import redact
 from listing.storage.spec import StorageSpec
-from listing.stream import ReadSpec, read_groups
 
 
-class ScanMetrics(dict[str, int]):
-    """Request and file counters; reading a plan adds its skips and row-group counts."""
+@dataclass(frozen=True)
+class ListingCounts:
+    """What the listing of a scan did: requests, keys, and why keys were left out."""
 
-    def add(self, counts: dict[str, int]) -> None:
-        for name, n in counts.items():
-            self[name] = self.get(name, 0) + n
+    list_requests: int = 0
+    list_retries: int = 0
+    files_listed: int = 0
+    files_matched: int = 0
+    partitions_pruned: int = 0
+    files_skipped_hidden: int = 0
+    files_skipped_other: int = 0
+    #: listing requests the listing cache answered; None: the scan had no cache
+    list_cache_hits: int | None = None
+
+
+@dataclass(frozen=True, repr=False)
+class ScanMetrics(Metrics):
+    """Counters of one plan, read as a mapping (``plan.metrics["list_requests"]``) in the
+    order ``explain()`` prints them. ``listing`` is None for files chosen otherwise
+    (streaming discovery): its counts are then absent but ``list_requests`` (0);
+    ``read`` is set only in a :class:`ScanResult`, once the plan was read."""
+
+    listing: ListingCounts | None = None
+    data_files_opened: int = 0
+    file_groups: int = 0
+    bytes: int = 0
+    read: ReadMetrics | None = None
+
+    def pairs(self) -> Iterator[tuple[str, int]]:
+        if self.listing is None:
+            yield "list_requests", 0
+        else:
+            for f in dataclasses.fields(self.listing):
+                value = getattr(self.listing, f.name)
+                if value is not None:
+                    yield f.name, value
+        yield "data_files_opened", self.data_files_opened
+        yield "file_groups", self.file_groups
+        yield "bytes", self.bytes
+        if self.read is not None:
+            yield from self.read.pairs()
+
+
+class ScanResult(NamedTuple):
+    """A plan read in this process: its rows, and the plan's metrics with the read's."""
+
+    table: pa.Table
+    metrics: ScanMetrics
 
 
 @dataclass(frozen=True)
@@ -64,11 +109,15 @@ class ScanPlan:
         return self.read.limit
 
     # --- reading (no Spark) ---------------------------------------------------------------
+    def collect(self, threads: int = 8) -> ScanResult:
+        """Read the whole plan in this process: the rows, and ``metrics`` with what the
+        read did (skipped files, retries, row groups, bytes). The plan is unchanged."""
+        table, read = read_groups(self.read, self.file_groups, threads)
+        return ScanResult(table, dataclasses.replace(self.metrics, read=read))
+
     def to_arrow(self, threads: int = 8) -> pa.Table:
-        """Read the whole plan in this process; skips are added to ``metrics``."""
-        table, counts = read_groups(self.read, self.file_groups, threads)
-        self.metrics.add(counts)
-        return table
+        """The rows of :meth:`collect`."""
+        return self.collect(threads).table
 
     # --- describing -----------------------------------------------------------------------
     def explain(self) -> str:
@@ -85,7 +134,7 @@ class ScanPlan:
             "  listing plan:",
             *[f"    {line}" for line in self.listing_plan],
             f"  files: {len(self.files)} in {len(self.file_groups)} groups, "
-            f"{m.get('bytes', 0):,} bytes",
+            f"{m.bytes:,} bytes",
         ]
         if self.packing:
             lines.append(f"  packing: {self.packing}")
@@ -105,7 +154,7 @@ class ScanPlan:
         """One line for Spark's scan description: files chosen, requests, listing plan."""
         m = self.metrics
         return (f"Files: {len(self.files)} in {len(self.file_groups)} groups "
-                f"({m.get('bytes', 0):,} bytes), LIST requests: {m.get('list_requests', 0)}, "
+                f"({m.bytes:,} bytes), LIST requests: {m['list_requests']}, "
                 f"listing: {' / '.join(line.strip() for line in self.listing_plan) or '-'}"
                 + (f", packing: {self.packing}" if self.packing else ""))
 

@@ -9,7 +9,9 @@ reading: it lists only what the partition filter can match and returns a
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -26,6 +28,7 @@ from listing.expressions import (
     parse_predicate,
     split_by_columns,
 )
+from listing.file_stream import ReadSpec
 from listing.files import FILE_METADATA, FILE_METADATA_FIELD, PartitionedFile, whole_file
 from listing.formats.base import FileFormat, Inferred
 from listing.gc_pause import gc_paused
@@ -35,14 +38,36 @@ from listing.options import ListingOptions
 from listing.packing import WHOLE_FILES, KeyPacking, pack_by_partition_key, pack_file_groups
 from listing.planner import FileFilter, ListedFile, ListingRun, TableProfile
 from listing.pushdown import Pushdown
-from listing.scan import ScanMetrics, ScanPlan
+from listing.scan import ListingCounts, ScanMetrics, ScanPlan
 from listing.storage.listing import Lister, Page, RequestCounter
 from listing.storage.spec import StorageSpec
-from listing.stream import ReadSpec
 from listing.url import TableUrl
 
 PartitionCols = Sequence[tuple[str, pa.DataType]] | Sequence[str] | None
 Where = str | Expr | Bound | Iterable[str | Expr | Bound] | None
+
+
+@dataclass(frozen=True)
+class SplitFilter:
+    """A scan's bound conjuncts split once by the columns they read: ``partition``
+    (partition columns only: the listing applies it exactly), ``data`` (file columns
+    only: the format skips row groups and filters rows) and ``residual`` (both: rows,
+    after partition values are appended)."""
+
+    partition: Expr | None = None
+    data: Expr | None = None
+    residual: Expr | None = None
+
+
+@dataclass
+class _Learned:
+    """What a scan learned of the table that later scans reuse: the profile its flat
+    listing sampled (a table opened without one) and that some listed key has shown the
+    declared partition names to be right. A cache of requests only: without it scans
+    plan the same files. The only state of a table that changes after ``open()``."""
+
+    profile: TableProfile | None
+    layout_checked: bool
 
 
 class ListingTable:
@@ -61,12 +86,11 @@ class ListingTable:
         self.format = fmt
         self.partition_cols = partition_cols
         self.file_schema = file_schema
-        self.profile = profile
         self.options = options
         self.open_metrics = open_metrics
         # declared partition names are checked against the directories once some scan
         # has listed a key (every listed key is checked); until then an empty scan checks
-        self._layout_checked = profile is not None
+        self._learned = _Learned(profile, layout_checked=profile is not None)
         extra = [FILE_METADATA_FIELD] if options.include_file_metadata else []
         self.schema = pa.schema(list(file_schema) + [pa.field(n, t) for n, t in partition_cols]
                                 + extra)
@@ -130,6 +154,12 @@ class ListingTable:
         return cls(table_url, storage, fmt, cols, file_schema, profile, opts, metrics,
                    column_bytes)
 
+    @property
+    def profile(self) -> TableProfile | None:
+        """The table's shape for the listing planner: sampled at ``open()``, or by the
+        first scan that listed the table flat from its start (None until then)."""
+        return self._learned.profile
+
     # --- filters --------------------------------------------------------------------------
     @property
     def partition_names(self) -> list[str]:
@@ -163,76 +193,79 @@ class ListingTable:
         kinds = {self.format.supports_filter(b.expr) for b in bound}
         return Pushdown.INEXACT if kinds == {Pushdown.INEXACT} else Pushdown.UNSUPPORTED
 
+    def split(self, bound: Sequence[Bound]) -> SplitFilter:
+        """Bound conjuncts (:meth:`bind`) split by the columns they read, once a scan."""
+        partition, rest = split_by_columns(conjunction([b.expr for b in bound]),
+                                           self.partition_names)
+        data, residual = split_by_columns(rest, self.file_schema.names)
+        return SplitFilter(partition, data, residual)
+
     # --- scanning -------------------------------------------------------------------------
     def scan(self, columns: Sequence[str] | None = None, where: Where = None,
              limit: int | None = None, *, min_partitions: int | None = None,
              progress: Callable[[int, int], None] | None = None) -> ScanPlan:
-        """Plan a read: list matching files, pack them into groups. Opens no data file."""
+        """Plan a read: list matching files, pack them into groups. Opens no data file.
+        ``where`` is bound and split once; the listing and the plan share the split."""
         if limit is not None and (not isinstance(limit, int) or limit < 0):
             raise OptionError(f"limit must be a non-negative int, got {limit!r}")
         projection = self.projection(columns)
-        partition_filter, _ = split_by_columns(
-            conjunction([b.expr for b in self.bind(where)]), self.partition_names)
+        split = self.split(self.bind(where))
         counter = RequestCounter()
         ttl = self.options.list_cache_ttl
         lister = (CachedLister(self.storage, counter, progress, ttl=ttl) if ttl
                   else Lister(self.storage, counter, progress))
-        run = ListingRun(lister, self.url.prefix, self.partition_cols, self.profile,
-                         partition_filter, self.file_filter,
+        learned = self._learned
+        run = ListingRun(lister, self.url.prefix, self.partition_cols, learned.profile,
+                         split.partition, self.file_filter,
                          max_concurrent_requests=self.options.max_concurrent_requests)
         files: list[PartitionedFile] = []
         with gc_paused():
             for batch in run.batches():
                 files += self._partitioned(batch)
-        if self.profile is None:
-            self.profile = run.profile  # a fresh sample this scan took, kept for the next
-        if run.metrics.files_listed:
-            self._layout_checked = True
-        elif not self._layout_checked and self.partition_cols:
+        layout_checked = learned.layout_checked or bool(run.metrics.files_listed)
+        if not layout_checked and self.partition_cols:
             self._check_declared_layout(counter)
-        m = run.metrics
-        metrics = {
-            "list_requests": counter.list,
-            "list_retries": counter.retries,
-            "files_listed": m.files_listed,
-            "files_matched": m.files_matched,
-            "partitions_pruned": m.partitions_pruned,
-            "files_skipped_hidden": m.files_skipped_hidden,
-            "files_skipped_other": m.files_skipped_other,
-        }
+            layout_checked = True
+        profile = learned.profile or run.profile  # a fresh sample this scan took: kept
+        if profile is not learned.profile or layout_checked != learned.layout_checked:
+            self._learned = _Learned(profile, layout_checked)  # replaced whole, never edited
         steps = list(run.steps)
-        if isinstance(lister, CachedLister):
-            metrics["list_cache_hits"] = lister.hits
-            if lister.hits:
-                steps.append(f"{lister.hits} of these listing requests answered from the "
-                             "listing cache")
-        return self.plan_files(files, projection, where, limit, min_partitions=min_partitions,
-                               listing_plan=steps, listing_metrics=metrics)
+        hits = lister.hits if isinstance(lister, CachedLister) else None
+        if hits:
+            steps.append(f"{hits} of these listing requests answered from the listing cache")
+        listing = ListingCounts(list_requests=counter.list, list_retries=counter.retries,
+                                **dataclasses.asdict(run.metrics), list_cache_hits=hits)
+        return self._plan(files, projection, split, limit, min_partitions=min_partitions,
+                          listing_plan=steps, listing=listing)
 
     def plan_files(self, files: Sequence[PartitionedFile], columns: Sequence[str] | None = None,
                    where: Where = None, limit: int | None = None, *,
                    min_partitions: int | None = None, listing_plan: Sequence[str] = (),
-                   listing_metrics: dict[str, int] | None = None,
                    split_files: bool = True) -> ScanPlan:
-        """Plan a read of files already chosen (by a listing, or by streaming discovery):
-        group them into tasks and set what each task reads and filters. ``split_files``
-        False reads every file whole (a stream: a file rewritten since its batch was
-        planned can then be read as it is now)."""
-        projection = self.projection(columns)
-        filters = [b.expr for b in self.bind(where)]
-        partition_filter, rest = split_by_columns(conjunction(filters), self.partition_names)
-        file_names = self.file_schema.names  # a new list at every access: once here
-        data_filter, mixed = split_by_columns(rest, file_names)
+        """Plan a read of files already chosen (by streaming discovery, or a caller's own
+        listing): group them into tasks and set what each task reads and filters.
+        ``split_files`` False reads every file whole (a stream: a file rewritten since its
+        batch was planned can then be read as it is now)."""
+        return self._plan(files, self.projection(columns), self.split(self.bind(where)),
+                          limit, min_partitions=min_partitions, listing_plan=listing_plan,
+                          split_files=split_files)
+
+    def _plan(self, files: Sequence[PartitionedFile], projection: list[str],
+              split: SplitFilter, limit: int | None, *, min_partitions: int | None,
+              listing_plan: Sequence[str], listing: ListingCounts | None = None,
+              split_files: bool = True) -> ScanPlan:
+        """The plan of ``files`` (chosen already) for a projection and a split filter."""
         files = list(files)
+        file_names = self.file_schema.names  # a new list at every access: once here
         data_names = set(file_names)
         data_cols = [n for n in projection if n in data_names]
-        needed = set(mixed.columns()) if mixed is not None else set()
+        needed = set(split.residual.columns()) if split.residual is not None else set()
         needed.difference_update(data_cols)
         read_cols = data_cols + [n for n in file_names if n in needed]
-        source = self.format.file_source(self.file_schema, read_cols, data_filter,
+        source = self.format.file_source(self.file_schema, read_cols, split.data,
                                          storage=self.storage, batch_size=self.options.batch_size)
         metadata_only = (self.format.rows_from_metadata and not read_cols
-                         and data_filter is None)
+                         and split.data is None)
         packing = KeyPacking([], False, "")
         splitter = self.format if split_files else WHOLE_FILES
         if self.options.key_grouped:
@@ -244,18 +277,17 @@ class ListingTable:
             groups = pack_file_groups(files, splitter, self.options, min_partitions,
                                       metadata_only=metadata_only,
                                       read_share=self.read_share(read_cols))
-        metrics = ScanMetrics({**(listing_metrics or {"list_requests": 0}),
-                               "data_files_opened": 0, "file_groups": len(groups),
-                               "bytes": sum(f.size for f in files)})
+        metrics = ScanMetrics(listing, file_groups=len(groups),
+                              bytes=sum(f.size for f in files))
         read = ReadSpec(source=source,
                         schema=pa.schema([self.schema.field(n) for n in projection]),
                         partition_fields=tuple(pa.field(n, t) for n, t in self.partition_cols),
                         file_metadata=FILE_METADATA in projection,
-                        residual_filter=mixed, limit=limit,
+                        residual_filter=split.residual, limit=limit,
                         ignore_missing_files=self.options.ignore_missing_files,
                         ignore_corrupt_files=self.options.ignore_corrupt_files)
         return ScanPlan(url=str(self.url), storage=self.storage,
-                        partition_filter=partition_filter, data_filter=data_filter,
+                        partition_filter=split.partition, data_filter=split.data,
                         files=files, file_groups=groups, read=read,
                         listing_plan=list(listing_plan), metrics=metrics,
                         key_grouped=packing.key_grouped, packing=packing.reason)
@@ -279,7 +311,6 @@ class ListingTable:
             raise TableNotFoundError(f"no objects under {self.url}")
         discover_columns(self.url.prefix, [m.path for m in page.files],
                          [(n, t) for n, t in self.partition_cols], self.url.to_url)
-        self._layout_checked = True
 
     def projection(self, columns: Sequence[str] | None) -> list[str]:
         if columns is None:

@@ -52,7 +52,6 @@ S3 each file is built in memory and sent with one PUT (bounded by
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 import json
 import logging
 import re
@@ -60,7 +59,6 @@ import time
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from decimal import Decimal
 from typing import Any
 
 import numpy as np
@@ -76,7 +74,7 @@ from listing.errors import (
     TableExistsError,
 )
 from listing.formats.base import FileFormat, FileSink, FileWriter
-from listing.hive import DEFAULT_PARTITION_NAME, escape_path_name, is_hidden, is_hidden_below
+from listing.hive import escape_path_name, is_hidden, is_hidden_below, partition_path
 from listing.list_cache import CACHE
 from listing.options import parse_int
 from listing.storage import multipart
@@ -228,35 +226,6 @@ def _invalidate_listings(spec: StorageSpec, prefix: str) -> None:
 _PARTITION_TYPES = (pa.types.is_string, pa.types.is_large_string, pa.types.is_integer,
                     pa.types.is_date, pa.types.is_boolean, pa.types.is_decimal,
                     pa.types.is_floating, pa.types.is_timestamp, pa.types.is_null)
-
-
-def _spell(value: Any) -> str:
-    """The unescaped on-disk text of one partition value, as Spark writes it."""
-    if value is None or value == "":
-        return DEFAULT_PARTITION_NAME
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, dt.datetime):
-        if value.tzinfo is not None:
-            value = value.astimezone(dt.UTC).replace(tzinfo=None)
-        text = value.strftime("%Y-%m-%d %H:%M:%S")
-        return text + (f".{value.microsecond:06d}".rstrip("0") if value.microsecond else "")
-    if isinstance(value, dt.date):
-        return value.isoformat()
-    if isinstance(value, Decimal):
-        return format(value, "f")
-    return str(value)
-
-
-def partition_path(values: Sequence[tuple[str, Any]]) -> str:
-    """``k1=v1/k2=v2/`` for ``[(k1, v1), (k2, v2)]``: names and values escaped the way the
-    reader and Spark unescape them; null and ``""`` as ``__HIVE_DEFAULT_PARTITION__``."""
-    out = []
-    for name, value in values:
-        text = _spell(value)
-        raw = text if text == DEFAULT_PARTITION_NAME else escape_path_name(text)
-        out.append(f"{escape_path_name(name)}={raw}/")
-    return "".join(out)
 
 
 # --- listing what a job wrote --------------------------------------------------------------

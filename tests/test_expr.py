@@ -11,12 +11,12 @@ from listing import col
 from listing.errors import FilterError
 from listing.expressions import (
     ANY,
-    Bounds,
     Compare,
     In,
     Known,
     Like,
     Not,
+    ValueRange,
     bind,
     conjuncts,
     is_true,
@@ -97,11 +97,11 @@ def test_unknown_columns_keep_every_outcome_possible() -> None:
 
 
 def test_bounds_decide_ranges() -> None:
-    assert not may_be_true(parse("hour > 10"), {"hour": Bounds(0, 10, may_be_null=False)})
-    assert may_be_true(parse("hour > 9"), {"hour": Bounds(0, 10, may_be_null=False)})
-    assert not may_be_true(parse("hour IS NULL"), {"hour": Bounds(0, 10, may_be_null=False)})
-    assert not may_be_true(parse("hour IN (20, 30)"), {"hour": Bounds(0, 10)})
-    assert not may_be_true(parse("name LIKE 'zz%'"), {"name": Bounds("aa", "ab")})
+    assert not may_be_true(parse("hour > 10"), {"hour": ValueRange(0, 10, may_be_null=False)})
+    assert may_be_true(parse("hour > 9"), {"hour": ValueRange(0, 10, may_be_null=False)})
+    assert not may_be_true(parse("hour IS NULL"), {"hour": ValueRange(0, 10, may_be_null=False)})
+    assert not may_be_true(parse("hour IN (20, 30)"), {"hour": ValueRange(0, 10)})
+    assert not may_be_true(parse("name LIKE 'zz%'"), {"name": ValueRange("aa", "ab")})
 
 
 def test_arrow_expression_filters_rows() -> None:

@@ -13,12 +13,17 @@ from hypothesis import strategies as st
 from listing.errors import PartitionValueError
 from listing.hive import (
     DEFAULT_PARTITION_NAME,
+    cast_text,
     escape_path_name,
     infer_column_type,
     infer_type,
+    parse_segment,
     parse_value,
+    partition_path,
+    partition_segment,
     spell_value,
     unescape_path_name,
+    value_text,
     widen,
 )
 
@@ -92,3 +97,43 @@ def test_only_unambiguous_values_have_a_spelling() -> None:
     assert spell_value(None, pa.string()) == DEFAULT_PARTITION_NAME
     assert spell_value(7, pa.int32()) is None  # hour=07 or hour=7: unknown
     assert spell_value("a/b", pa.string()) is None  # writers escape differently
+
+
+_TYPED = st.one_of(
+    st.tuples(st.just(pa.string()), st.text(min_size=1)),
+    st.tuples(st.just(pa.int64()), st.integers(-(2**63), 2**63 - 1)),
+    st.tuples(st.just(pa.bool_()), st.booleans()),
+    st.tuples(st.just(pa.date32()), st.dates()),
+    st.tuples(st.just(pa.timestamp("us", tz="UTC")),
+              # years before 1000: strftime does not pad them (left as found, reported)
+              st.datetimes(min_value=dt.datetime(1000, 1, 2), timezones=st.just(dt.UTC))),
+    st.tuples(st.just(pa.decimal128(20, 4)),
+              st.decimals(min_value=-(10**15), max_value=10**15, places=4)),
+    st.tuples(st.just(pa.string()), st.none()),
+)
+
+
+@given(_TYPED)
+def test_a_written_segment_reads_back_as_its_value(typed) -> None:
+    """What writes spell (partition_path), key decoding parses back to the same value, for
+    every partition type; the null (and "", as Spark writes it) is the Hive default."""
+    type_, value = typed
+    (segment,) = partition_path([("c/1", value)]).rstrip("/").split("/")
+    name, raw = parse_segment(segment)
+    assert name == "c/1"
+    back = parse_value(raw, type_, column=name, path=segment)
+    assert back == (None if value == "" else value)
+
+
+def test_one_spelling_for_writes_prefixes_and_the_jvm() -> None:
+    ts = dt.datetime(2024, 1, 2, 3, 4, 5, 500000, tzinfo=dt.timezone(dt.timedelta(hours=2)))
+    assert value_text(ts) == "2024-01-02 01:04:05.5"  # written in UTC, no offset
+    assert cast_text(ts) == "2024-01-02 03:04:05.500000+02:00"  # Cast keeps the instant
+    assert value_text("") is None and cast_text("") == ""
+    assert value_text(None) is None and cast_text(None) is None
+    day = dt.date(2026, 3, 1)
+    assert spell_value(day, pa.date32()) == value_text(day) == cast_text(day) == "2026-03-01"
+    assert partition_segment("d", day) == "d=2026-03-01"
+    assert partition_segment("hour", 7, text=lambda h: f"{h:02d}") == "hour=07"
+    assert partition_segment("k", None) == f"k={DEFAULT_PARTITION_NAME}"
+    assert value_text(Decimal("1E+2")) == "100" and value_text(True) == "true"

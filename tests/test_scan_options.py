@@ -189,9 +189,11 @@ def test_missing_and_corrupt_files_fail_naming_the_file_or_are_counted(tmp_path)
                                  ignore_missing_files=True, ignore_corrupt_files="true")
     plan = tolerant.scan()
     os.remove(f"{tmp_path}/date=2026-01-01/a.parquet")
-    assert plan.to_arrow().num_rows == 0
-    assert plan.metrics["files_skipped_missing"] == 1
-    assert plan.metrics["files_skipped_corrupt"] == 1
+    got = plan.collect()
+    assert got.table.num_rows == 0
+    assert got.metrics["files_skipped_missing"] == 1
+    assert got.metrics["files_skipped_corrupt"] == 1
+    assert "files_skipped_missing" not in plan.metrics  # the plan is left as it was
 
 
 def test_glob_and_modification_time_filters(tmp_path):
@@ -332,9 +334,9 @@ def test_a_parquet_file_split_into_ranges_reads_each_row_group_once(tmp_path):
     plan = table.scan(columns=["id"])
     assert len(plan.files) == 1 and len(plan.file_groups) > 1  # really split
     assert sum(1 for g in plan.file_groups for f in g.files if f.byte_range) > 1
-    got = plan.to_arrow().column("id").to_pylist()
-    assert sorted(got) == list(range(200_000))
-    assert plan.metrics["row_groups_read"] == 10
+    got = plan.collect()
+    assert sorted(got.table.column("id").to_pylist()) == list(range(200_000))
+    assert got.metrics["row_groups_read"] == 10
 
 
 @pytest.mark.parametrize("prefetch", [0, 1, 4])
@@ -343,7 +345,7 @@ def test_prefetching_keeps_file_order_errors_and_skips(tmp_path, prefetch):
     fails (naming itself, not a later one) or is skipped once, and a limit stops early."""
     import dataclasses
 
-    from listing.stream import read_group
+    from listing.file_stream import ReadMetrics, read_group
 
     for i in range(8):
         d = f"2026-01-{i + 1:02d}"
@@ -367,7 +369,7 @@ def test_prefetching_keeps_file_order_errors_and_skips(tmp_path, prefetch):
     os.utime(bad, ns=(listed.st_atime_ns, listed.st_mtime_ns))  # and the listed mtime
     with pytest.raises(FileReadError, match=bad.rsplit("/", 2)[-2]):
         list(read_group(spec, group))
-    skipped: dict[str, int] = {}
+    skipped = ReadMetrics()
     tolerant = dataclasses.replace(spec, ignore_corrupt_files=True)
     rows = [i for b in read_group(tolerant, group, skipped) for i in b.column("id").to_pylist()]
     assert rows == [i for i in ids if i // 10 != order[3]]

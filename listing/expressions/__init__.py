@@ -8,7 +8,6 @@ from listing.expressions.model import (
     UNKNOWN,
     And,
     Bound,
-    Bounds,
     Column,
     Compare,
     Const,
@@ -21,6 +20,7 @@ from listing.expressions.model import (
     Like,
     Not,
     Or,
+    ValueRange,
     col,
     conjunction,
     conjuncts,
@@ -43,8 +43,9 @@ from listing.expressions.visitors import (
 )
 
 __all__ = [
-    "ANY", "UNKNOWN", "And", "Bound", "Bounds", "Column", "Compare", "Const", "Domain", "Expr",
-    "ExprVisitor", "In", "IsNull", "Known", "Like", "Not", "Or", "bind", "coerce_literal",
+    "ANY", "UNKNOWN", "And", "Bound", "Column", "Compare", "Const", "Domain", "Expr",
+    "ExprVisitor", "In", "IsNull", "Known", "Like", "Not", "Or", "ValueRange", "bind",
+    "coerce_literal",
     "col", "conjunction", "conjuncts", "finite_values", "is_true", "knowns", "like_escape",
     "like_prefix", "may_be_true", "outcomes", "parse_predicate", "range_bounds",
     "split_by_columns", "to_arrow",

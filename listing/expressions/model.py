@@ -32,8 +32,10 @@ class Known:
 
 
 @dataclass(frozen=True)
-class Bounds:
-    """Some value in [low, high] (either side may be None = unbounded), maybe null."""
+class ValueRange:
+    """Some value in [low, high] (either side may be None = unbounded), maybe null: what a
+    column may hold (row-group statistics, a level not yet listed). Not to be confused
+    with :class:`Bound`, a predicate resolved against a schema."""
 
     low: Any = None
     high: Any = None
@@ -41,8 +43,8 @@ class Bounds:
     all_null: bool = False
 
 
-UNKNOWN = Bounds()
-Domain = Known | Bounds
+UNKNOWN = ValueRange()
+Domain = Known | ValueRange
 
 
 # --- nodes --------------------------------------------------------------------------------

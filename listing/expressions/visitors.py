@@ -2,9 +2,9 @@
 
 - :func:`bind`: resolve names against a schema and coerce literals, once (a :class:`Bound`);
 - :func:`outcomes` / :func:`may_be_true` / :func:`is_true`: three-valued evaluation over
-  what each column's value may be (:class:`Known` or :class:`Bounds`), so "this directory
-  cannot match" (the listing planner) and "this row group cannot match" (Parquet) are the
-  same question;
+  what each column's value may be (:class:`Known` or :class:`ValueRange`), so "this
+  directory cannot match" (the listing planner) and "this row group cannot match" (Parquet)
+  are the same question;
 - :func:`to_arrow`: a pyarrow compute expression for filtering rows;
 - :func:`finite_values` / :func:`range_bounds`: the values or the range a filter allows for
   one column, from which the planner builds key prefixes.
@@ -31,7 +31,6 @@ from listing.expressions.model import (
     UNKNOWN,
     And,
     Bound,
-    Bounds,
     Compare,
     Const,
     Domain,
@@ -43,6 +42,7 @@ from listing.expressions.model import (
     Like,
     Not,
     Or,
+    ValueRange,
     conjuncts,
     flatten,
 )
@@ -451,11 +451,11 @@ _ARROW_OPS: dict[str, Any] = {
 }
 
 
-def _within(v: Any, d: Bounds) -> bool:
+def _within(v: Any, d: ValueRange) -> bool:
     return (d.low is None or d.low <= v) and (d.high is None or v <= d.high)
 
 
-def _compare_bounds(op: str, v: Any, d: Bounds) -> frozenset:
+def _compare_bounds(op: str, v: Any, d: ValueRange) -> frozenset:
     """Outcomes of ``x op v`` for some x in [low, high]; unbounded sides are open."""
     if d.all_null:
         return frozenset({NULL})

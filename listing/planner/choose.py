@@ -81,9 +81,10 @@ class Chooser:
             assert self.profile is not None  # asked only once a page has been listed
             child = self.best(self.root, 1, {})  # for its estimate only
             flat_per_dir = self.profile.keys_per_dir[0] / PAGE_SIZE
-            # "cheaper per directory" says nothing while the pages listed so far have seen
-            # one first-level directory: the walk's own root listing may then be the
-            # request that makes it dearer than listing on (found by the property test)
+            # invariant: a walk chosen "whatever the size" never costs more requests than
+            # listing on. Per-directory cost says so only once the pages listed have seen
+            # two first-level directories: with one, the walk's own root listing may be
+            # the request that makes it dearer
             seen_dirs = len(self.profile.sample_values[0]) if self.profile.sample_values else 0
             if child.est < flat_per_dir and seen_dirs >= 2:
                 return Walk(self.root, 0, {}, math.nan), True
@@ -94,9 +95,10 @@ class Chooser:
         date the filter keeps, estimated at the density of dates and the keys per date the
         sample shows; None when that cannot be told (not a date level, fewer than two
         sampled dates, no finite set of dates, or the Hive null among them, which sorts
-        after every date). It never lists more than listing on to the end would.
-        WHY: ``date IN (…)`` was listed flat until the pages spent matched the enumeration's
-        cost, whether the dates lay a page or a year ahead."""
+        after every date). It never lists more than listing on to the end would, and it
+        lets the planner compare the enumeration with the flat listing's true rest rather
+        than with the whole table: dates a page ahead are listed on, dates a year ahead
+        enumerated."""
         name, type_ = self.cols[0]
         if self.profile is None or not pa.types.is_date(type_) or not self.one_spelling(0):
             return None
@@ -123,9 +125,9 @@ class Chooser:
     def pages_after(self, node: Flat, last_key: str, keys_per_dir: float) -> float:
         """Pages ``node``'s listing holds at most after ``last_key``, when it stops at a
         date (``keys_per_dir`` keys a day, at most one directory a day); NaN otherwise.
-        WHY: a table opened without a sample has no estimate for a date range, and the
-        delimiter page that looks for key ranges was sent where the few days left could
-        never be split (the week of an hourly table: 4 LIST where 3 suffice)."""
+        A bound from the pages read, for a listing without an estimate (a table opened
+        without a sample): the delimiter page that looks for key ranges is sent only where
+        the days left could be split."""
         if node.stop_after is None or node.depth >= len(self.cols):
             return math.nan
         last, stop = self._date_at(last_key, node.depth), self._date_at(node.stop_after,

@@ -9,9 +9,10 @@ from listing.hive import is_canonical_segment, parse_segment
 from listing.storage.listing import PAGE_SIZE, Page
 
 
-@dataclass
+@dataclass(frozen=True)
 class TableProfile:
-    """The table's shape as seen in one listed page, for estimating request counts."""
+    """The table's shape as seen in one listed page, for estimating request counts. A
+    value: a run that learns more (:class:`ProfileBuilder`) makes a new one."""
 
     complete: bool = True  # the page held every key, so one request lists the table
     keys: int = 0
@@ -81,8 +82,6 @@ class ProfileBuilder:
             keys_per_dir.append(sum(sizes) / max(len(sizes), 1))
         return TableProfile(not self.truncated, self.keys, keys_per_dir,
                             [list(v) for v in self.values], list(self.respelled))
-
-
 
 
 def pages(keys: float) -> float:

@@ -492,11 +492,11 @@ class ListingRun:
         """Whether the delimiter page could find a rest worth splitting into ranges (at
         least ``2 × PAGES_PER_RANGE`` pages after ``last``, the next page included), once
         ``spent`` pages of ``node`` (None: a listing the plan has no estimate for) are read.
-        WHY: it names at most a page of directories, ``keys_per_dir`` pages of keys, and
-        the page fetched beside it lists one of those: where that leaves no more than
-        ``PAGES_PER_RANGE`` pages it can never show enough keys to split (a daily table
-        with two files a day sent it beside every listing of 3 pages and more); and a
-        listing that stops at a date has a rest the pages read tell."""
+        Invariant: the page is sent only where a split is possible. It names at most a
+        page of directories, ``keys_per_dir`` pages of keys, and the page fetched beside
+        it lists one of those, so directories of at most ``PAGES_PER_RANGE`` + 1 keys can
+        never leave enough keys to split; a listing that stops at a date has a rest the
+        pages read bound (:meth:`Chooser.pages_after`)."""
         if keys_per_dir - 1 <= PAGES_PER_RANGE:
             return False
         if node is None:

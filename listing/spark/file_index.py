@@ -28,6 +28,7 @@ import pyarrow as pa
 from pyspark.sql.types import StructType
 
 from listing.expressions.sql import parse_predicate
+from listing.hive import cast_text
 from listing.pushdown import Pushdown
 from listing.spark.config import SourceConfig
 from listing.spark.source import open_table
@@ -101,7 +102,7 @@ class ListingPlanner:
             "used": used,
             "list_requests": plan.metrics.get("list_requests", 0),
             "files": [{"path": f.path, "size": f.size, "mtime": _millis(f.last_modified),
-                       "values": [_text(f.partition_values.get(n)) for n in names]}
+                       "values": [cast_text(f.partition_values.get(n)) for n in names]}
                       for f in plan.files],
         }
 
@@ -161,19 +162,6 @@ def _has_nanos(t: pa.DataType) -> bool:
 
 def _millis(when: dt.datetime | None) -> int:
     return 0 if when is None else int(when.timestamp() * 1000)
-
-
-def _text(value: Any) -> str | None:
-    """A partition value as text Spark casts back to the column's type (None: Hive null)."""
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, dt.datetime):
-        return value.isoformat(sep=" ")
-    if isinstance(value, dt.date):
-        return value.isoformat()
-    return str(value)
 
 
 _PLANNER = ListingPlanner()

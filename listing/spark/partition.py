@@ -16,8 +16,8 @@ from typing import Any
 
 from pyspark.sql.datasource import InputPartition
 
+from listing.file_stream import ReadSpec
 from listing.files import FileGroup
-from listing.stream import ReadSpec
 
 
 @dataclasses.dataclass

@@ -20,6 +20,7 @@ from pyspark.sql.types import StructType
 
 from listing.errors import ListingError, OptionError
 from listing.expressions import Bound, bind
+from listing.file_stream import ReadMetrics, read_group
 from listing.formats.conform import conform_batch
 from listing.pushdown import Pushdown
 from listing.scan import ScanPlan
@@ -27,7 +28,6 @@ from listing.spark.filters import from_spark
 from listing.spark.partition import SUMMARY_END, SUMMARY_MARK, GroupPartition, key_marker
 from listing.spark.progress import ListingProgress
 from listing.spark.types import arrow_schema
-from listing.stream import read_group
 from listing.table import ListingTable
 
 log = logging.getLogger("listing.spark")
@@ -116,7 +116,7 @@ def read_partition(partition: InputPartition, target: pa.Schema,
     """One Spark task: its group's batches shaped as ``target``; skips go to ``skips``."""
     if not isinstance(partition, GroupPartition):  # no files matched: Spark's empty task
         return
-    counts: dict[str, int] = {}
+    counts = ReadMetrics()
     paths: list[str] = []
     try:
         for batch in read_group(partition.spec, partition.group, counts, skipped_paths=paths):

@@ -10,10 +10,10 @@ limit apply; missing or corrupt files are skipped (and counted) only when the ma
 from __future__ import annotations
 
 import logging
-from collections import deque
-from collections.abc import Iterable, Iterator
+from collections import Counter, deque
+from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pyarrow as pa
 
@@ -25,7 +25,52 @@ from listing.formats.conform import with_partition_columns
 
 log = logging.getLogger("listing")
 
-Counts = dict[str, int]
+
+class Metrics(Mapping[str, int]):
+    """Typed counters read as a mapping of name to count, in the order ``explain()`` prints
+    them; a count that was not measured is absent (subclasses say which in :meth:`pairs`)."""
+
+    def pairs(self) -> Iterator[tuple[str, int]]:
+        raise NotImplementedError
+
+    def __getitem__(self, name: str) -> int:
+        for key, value in self.pairs():
+            if key == name:
+                return value
+        raise KeyError(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return (key for key, _ in self.pairs())
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self.pairs())
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({dict(self.pairs())})"
+
+
+@dataclass(repr=False)
+class ReadMetrics(Metrics):
+    """What reading files did: the files the ``ignore_*_files`` options skipped (absent
+    while none was) and the formats' own counts (``read_retries``, ``row_groups_read``,
+    ``bytes_read``, ``files_skipped_empty``…), summed over every file opened. One reader's
+    accumulator (a task, or one thread of :func:`read_groups`); :meth:`add` sums two."""
+
+    files_skipped_missing: int = 0
+    files_skipped_corrupt: int = 0
+    formats: Counter[str] = field(default_factory=Counter)
+
+    def pairs(self) -> Iterator[tuple[str, int]]:
+        if self.files_skipped_missing:
+            yield "files_skipped_missing", self.files_skipped_missing
+        if self.files_skipped_corrupt:
+            yield "files_skipped_corrupt", self.files_skipped_corrupt
+        yield from self.formats.items()
+
+    def add(self, other: ReadMetrics) -> None:
+        self.files_skipped_missing += other.files_skipped_missing
+        self.files_skipped_corrupt += other.files_skipped_corrupt
+        self.formats.update(other.formats)
 
 
 @dataclass(frozen=True)
@@ -43,7 +88,7 @@ class ReadSpec:
     file_metadata: bool = False  # append the _metadata struct (schema names it)
 
 
-def read_group(spec: ReadSpec, group: FileGroup, skipped: Counts | None = None,
+def read_group(spec: ReadSpec, group: FileGroup, metrics: ReadMetrics | None = None,
                limit: int | None = None, skipped_paths: list[str] | None = None
                ) -> Iterator[pa.RecordBatch]:
     """Batches of ``spec.schema`` for one group, files opened one at a time.
@@ -53,7 +98,9 @@ def read_group(spec: ReadSpec, group: FileGroup, skipped: Counts | None = None,
     round trip, which a task of many small files would otherwise wait for file by file.
     With a row limit nothing is fetched ahead, so no file past the limit is requested.
     Missing or corrupt files raise, naming the file, unless the matching ``ignore_*``
-    option is set; then the skip is counted in ``skipped`` and logged with the path.
+    option is set; then the file is skipped, logged with its path and added to
+    ``skipped_paths``. What the read did is added to ``metrics`` when it ends (the
+    openers' counts) or as it happens (skips).
     """
     remaining = spec.limit if limit is None else limit
     residual = to_arrow(spec.residual_filter) if spec.residual_filter is not None else None
@@ -97,20 +144,23 @@ def read_group(spec: ReadSpec, group: FileGroup, skipped: Counts | None = None,
             except MissingFileError:
                 if not spec.ignore_missing_files:
                     raise
-                _skip(skipped, "files_skipped_missing", file, skipped_paths)
+                _skip("missing", file, skipped_paths)
+                if metrics is not None:
+                    metrics.files_skipped_missing += 1
             except CorruptFileError:
                 if not spec.ignore_corrupt_files:
                     raise
-                _skip(skipped, "files_skipped_corrupt", file, skipped_paths)
+                _skip("corrupt", file, skipped_paths)
+                if metrics is not None:
+                    metrics.files_skipped_corrupt += 1
     finally:
         for pending in ahead:
             pending.cancel()
         if pool is not None:
             pool.shutdown(wait=True)
-        if skipped is not None:
+        if metrics is not None:
             for opener in openers:
-                for name, n in opener.metrics.items():
-                    skipped[name] = skipped.get(name, 0) + n
+                metrics.formats.update(opener.metrics)
 
 
 @dataclass
@@ -142,19 +192,20 @@ def _start(spec: ReadSpec, file: PartitionedFile, openers: list[FileOpener]) -> 
 
 
 def read_groups(spec: ReadSpec, groups: Iterable[FileGroup],
-                threads: int = 8) -> tuple[pa.Table, Counts]:
-    """Every group read in this process (no Spark), honouring the limit, with the counts.
+                threads: int = 8) -> tuple[pa.Table, ReadMetrics]:
+    """Every group read in this process (no Spark), honouring the limit, with what the
+    reads did.
 
     Without a limit, groups are read by ``threads`` threads (object stores reward
     concurrent GETs); with one, group after group until enough rows arrived.
     """
     groups = list(groups)
-    counts: list[Counts] = []
+    each: list[ReadMetrics] = []
     batches: list[pa.RecordBatch] = []
     if spec.limit is None and threads > 1 and len(groups) > 1:
         def read(group: FileGroup) -> list[pa.RecordBatch]:
-            mine: Counts = {}
-            counts.append(mine)
+            mine = ReadMetrics()
+            each.append(mine)
             return list(read_group(spec, group, mine))
 
         with ThreadPoolExecutor(max_workers=min(threads, len(groups))) as pool:
@@ -162,25 +213,21 @@ def read_groups(spec: ReadSpec, groups: Iterable[FileGroup],
                 batches += part
     else:
         remaining = spec.limit
-        counts.append({})
+        each.append(ReadMetrics())
         for group in groups:
-            for batch in read_group(spec, group, counts[0], remaining):
+            for batch in read_group(spec, group, each[0], remaining):
                 batches.append(batch)
                 if remaining is not None:
                     remaining -= batch.num_rows
             if remaining is not None and remaining <= 0:
                 break
-    total: Counts = {}
-    for mine in counts:
-        for name, n in mine.items():
-            total[name] = total.get(name, 0) + n
+    total = ReadMetrics()
+    for mine in each:
+        total.add(mine)
     return pa.Table.from_batches(batches, schema=spec.schema), total
 
 
-def _skip(skipped: Counts | None, key: str, file: PartitionedFile,
-          paths: list[str] | None = None) -> None:
-    log.warning("skipped %s: %s", file.path, key.removeprefix("files_skipped_"))
-    if skipped is not None:
-        skipped[key] = skipped.get(key, 0) + 1
+def _skip(kind: str, file: PartitionedFile, paths: list[str] | None) -> None:
+    log.warning("skipped %s: %s", file.path, kind)
     if paths is not None:
         paths.append(file.path)
