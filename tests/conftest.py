@@ -22,3 +22,11 @@ def spark() -> Iterator[Any]:
                     conf={"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"})
     yield spark
     spark.stop()
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: Any) -> None:
+    """The seed of the random test order (pytest-randomly) at the end, under ``-q`` too, so
+    a failing order is replayed with ``--randomly-seed=N``."""
+    if config.pluginmanager.hasplugin("randomly") and config.getoption("randomly_reorganize"):
+        seed = config.getoption("randomly_seed")
+        terminalreporter.write_line(f"random test order: replay with --randomly-seed={seed}")

@@ -267,11 +267,16 @@ def test_csv_options_as_strings(store: Store) -> None:
     assert tabbed.parsed.delimiter == "\t" and tabbed.parsed.quote is None
 
 
-@pytest.mark.parametrize("options", [{"header": "maybe"}, {"delimiter": ";;"},
-                                     {"sample_bytes": "0"}, {"nope": 1}])
-def test_csv_bad_options(options: dict) -> None:
-    with pytest.raises(OptionError):
+@pytest.mark.parametrize(("options", "message"), [
+    ({"header": "maybe"}, "option header='maybe' must be true or false"),
+    ({"delimiter": ";;"}, "option delimiter=';;' must be a single character"),
+    ({"sample_bytes": "0"}, "option sample_bytes=0 must be at least 1"),
+    ({"nope": 1}, "unknown option(s) nope for format 'csv'; known: block_size, "),
+])
+def test_csv_bad_options(options: dict, message: str) -> None:
+    with pytest.raises(OptionError) as err:
         CsvFormat(**options)
+    assert str(err.value).startswith(message)  # the option at fault, by name and value
 
 
 def test_csv_zoned_and_naive_timestamps(store: Store) -> None:

@@ -139,7 +139,8 @@ def test_fixed_width_explicit_columns(fs, root, s3_server: S3Server) -> None:
     assert schema == pa.schema([("id", pa.int64()), ("code", pa.string()), ("v", pa.float64())])
     assert read(fmt, file, spec, schema).to_pylist() == [
         {"id": 1, "code": "X", "v": 3.5}, {"id": 2, "code": "Y", "v": 10.0}]
-    with pytest.raises(OptionError):
+    with pytest.raises(OptionError, match="fixed_width needs a header line or the 'columns' "
+                                          "option"):
         FixedWidthFormat(header=False)
 
 

@@ -40,10 +40,21 @@ def test_a_narrow_listing_does_not_answer_a_wider_one(s3_server, s3_bucket):
     table = ListingTable.open(ds.root, storage_options=s3_server.storage_options,
                               list_cache_ttl=300)
     table.refresh()
-    table.scan(where="date = '2025-01-02'")
+    uncached = ListingTable.open(ds.root, storage_options=s3_server.storage_options)
+    with s3_server.log.capture() as cold:  # the same scan, uncached: what it must send
+        uncached.scan()
+    narrow = table.scan(where="date = '2025-01-02'")
+    assert narrow.metrics["list_cache_hits"] == 0 and len(narrow.files) == 2
     with s3_server.log.capture() as cap:
         plan = table.scan()
-    assert cap.count("LIST") >= 1 and len(plan.files) == len(ds.files)
+    assert plan.metrics["list_cache_hits"] == 0
+    assert cap.count("LIST") == plan.metrics["list_requests"] == cold.count("LIST") >= 1
+    assert sorted(f.path for f in plan.files) == sorted(f.path for f in ds.files)
+    with s3_server.log.capture() as cap:  # positive control: the wide listing now answers
+        other = table.scan(where="date = '2025-01-03'")  # a day no narrow scan listed
+    assert cap.count("LIST") == 0 and other.metrics["list_cache_hits"] >= 1
+    assert sorted(f.path for f in other.files) == sorted(
+        f.path for f in ds.files if str(f.partition_values["date"]) == "2025-01-03")
 
 
 def test_new_files_are_seen_after_the_ttl_or_a_refresh(s3_server, s3_bucket):

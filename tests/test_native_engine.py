@@ -108,14 +108,20 @@ def test_explain_names_the_engine(spark, events):
         plan = physical(df)
         assert f"FileScan {events.format}" in plan and "BatchScan" not in plan
         (text,) = listing.explain(df, show=False)
-        assert text.startswith(f"engine: native (Spark's {events.format} reader)")
-        assert "columns: id, amount" in text or "columns:" in text
-        assert "files: from the listing planner (ListingFileIndex)" in text
+        lines = text.splitlines()
+        assert lines[0] == f"engine: native (Spark's {events.format} reader)"
+        assert lines[1] == f"  table: file:{events.root}"
+        # the relation's columns (Spark prunes them later, in the FileScan), its filters
+        assert lines[2] == "  columns: " + ", ".join(read(spark, events).columns)
+        assert lines[3] == "  filters given to Spark: (date = DATE '2025-01-02')"
+        assert lines[4].startswith("  files: from the listing planner (ListingFileIndex)")
     df = q(read(spark, events, "python"))
     plan = physical(df)
     assert "BatchScan listing" in plan and "FileScan" not in plan
     (text,) = listing.explain(df, show=False)
-    assert text.startswith("engine: python") and "files: " in text
+    day = [f for f in events.files if str(f.partition_values["date"]) == "2025-01-02"]
+    assert text.startswith("engine: python") and f"\n  files: {len(day)} in 1 groups" in text
+    assert "\n  partition filter (exact): date = DATE '2025-01-02'\n" in text
 
 
 def test_metadata_column_and_input_file_name_on_native(spark, parquet_events):

@@ -21,22 +21,73 @@ def events(s3_server):
     s3_server.drop_bucket(bucket)
 
 
+def _field(text: str, label: str) -> str:
+    """The value of the one ``  label: value`` line of a ScanPlan explain text."""
+    (value,) = [line.split(": ", 1)[1] for line in text.splitlines()
+                if line.startswith(f"  {label}: ")]
+    return value
+
+
+def _listing_plan(text: str) -> list[str]:
+    """The lines under ``listing plan:``, up to the ``files:`` line."""
+    lines = text.splitlines()
+    start = lines.index("  listing plan:") + 1
+    end = next(i for i in range(start, len(lines)) if lines[i].startswith("  files: "))
+    return [line.strip() for line in lines[start:end]]
+
+
+def _metrics(text: str) -> dict[str, int]:
+    return {k: int(v) for k, v in (kv.split("=") for kv in _field(text, "metrics").split(", "))}
+
+
+def _listed(text: str) -> list[str]:
+    """The files the group lines name (at most 3 a group)."""
+    return [name.strip() for line in text.splitlines() if line.startswith("    group ")
+            for name in line.split(" bytes: ", 1)[1].split(", ") if not name.startswith("…")]
+
+
 def test_explain_shows_the_pruned_listing_of_every_scan(spark, s3_server, events):
+    secret = {"key": f"explain-key-{uuid.uuid4().hex}",
+              "secret": f"explain-secret-{uuid.uuid4().hex}"}  # moto takes any credentials
+    options = {**events.storage_options, **secret}
     df = (spark.read.format("listing").option("engine", "python")  # the listing reader's
-          .option("storage_options", json.dumps(events.storage_options)).load(events.root))
+          .option("storage_options", json.dumps(options)).load(events.root))
+    prefix = events.root.removeprefix("s3://") + "/"
+
+    def want(keep) -> list[str]:
+        return sorted(f.path.removeprefix(events.root + "/") for f in events.files
+                      if keep(str(f.partition_values["date"]), f.partition_values["region"]))
+
     q = df.where("date = '2025-01-02' AND region = 'us'").select("id")
     (text,) = listing.explain(q, show=False)
-    want = [f for f in events.files if str(f.partition_values["date"]) == "2025-01-02"
-            and f.partition_values["region"] == "us"]
-    assert "partition filter (exact): date = DATE '2025-01-02' AND region = 'us'" in text
-    assert f"files: {len(want)} in" in text and "list_requests=1," in text
-    assert "projection: id" in text
-    assert "key" not in text.split("storage:")[1].split("\n")[0] or "***" in text
+    one = want(lambda d, r: d == "2025-01-02" and r == "us")
+    assert _field(text, "partition filter (exact)") == (
+        "date = DATE '2025-01-02' AND region = 'us'")
+    assert _listing_plan(text) == [f"list '{prefix}date=2025-01-02/region=us/' "
+                                   "(est. 1 requests)"]  # one partition's prefix, not the table
+    assert _field(text, "files").startswith(f"{len(one)} in ") and sorted(_listed(text)) == one
+    metrics = _metrics(text)
+    assert (metrics["list_requests"], metrics["files_listed"], metrics["files_matched"]) == (
+        1, len(one), len(one))
+    assert _field(text, "projection").split(", ")[0] == "id"
+    storage = _field(text, "storage")
+    assert options["endpoint_url"] in storage  # the line carries the options' values...
+    assert "'key': '***'" in storage and "'secret': '***'" in storage  # ...but no secret
+    assert not any(value in text for value in secret.values())
+
     both = df.where("date = '2025-01-01'").select("id").union(
         df.where("region = 'eu'").select("id"))
-    texts = listing.explain(both, show=False)
-    assert len(texts) == 2
-    assert "date = DATE '2025-01-01'" in texts[0] and "region = 'eu'" in texts[1]
+    day, eu = listing.explain(both, show=False)
+    first = want(lambda d, r: d == "2025-01-01")
+    assert _field(day, "partition filter (exact)") == "date = DATE '2025-01-01'"
+    assert _listing_plan(day) == [f"list '{prefix}date=2025-01-01/' (est. 1 requests)"]
+    assert sorted(_listed(day)) == first and _metrics(day)["files_matched"] == len(first)
+    second = want(lambda d, r: r == "eu")  # region is below date: one listing of the table
+    assert _field(eu, "partition filter (exact)") == "region = 'eu'"
+    assert _listing_plan(eu) == [f"list '{prefix}' (est. 1 requests)"]
+    assert _metrics(eu)["files_listed"] == len(events.files)
+    assert _metrics(eu)["files_matched"] == len(second)
+    assert _field(eu, "files").startswith(f"{len(second)} in ")
     assert listing.explain(spark.range(3), show=False) == []
 
 

@@ -223,7 +223,10 @@ def test_arrow_types_reach_spark(spark, s3_server, s3_bucket):
     s3_server.put_objects_fast(s3_bucket, {"t/k=1/a.parquet": datasets.encode(table, "parquet")})
     row = reader(spark, s3_server).load(f"s3://{s3_bucket}/t").first()
     assert row.s == "a" and row.u == 7 and row.f == 1.5 and row.k == 1
-    assert row.ts.replace(tzinfo=None) == dt.datetime(2026, 1, 1, 12) or row.ts.year == 2026
+    # the same instant: pyspark gives a timestamp as a naive datetime in local time
+    instant = dt.datetime(2026, 1, 1, 12, tzinfo=dt.UTC)
+    assert row.ts == dt.datetime.fromtimestamp(instant.timestamp())
+    assert str(row.ts.astimezone(dt.UTC)) == "2026-01-01 12:00:00+00:00"
 
 
 def test_create_table_documented_forms(spark, s3_server, events):

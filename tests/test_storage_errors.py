@@ -4,14 +4,22 @@ raw exception, never a secret. Retry options map onto botocore and s3fs."""
 
 from __future__ import annotations
 
+import re
 import socket
+import uuid
 
 import pyarrow as pa
 import pytest
 
 from listing import ListingTable
-from listing.errors import ListingError, OptionError, StorageConfigError, StorageError
-from listing.storage import StorageSpec
+from listing.errors import (
+    ListingError,
+    OptionError,
+    StorageConfigError,
+    StorageError,
+    TableNotFoundError,
+)
+from listing.storage import StorageSettings, StorageSpec
 from listing.testing import datasets
 from listing.testing.faults import FaultProxy
 
@@ -141,14 +149,91 @@ def test_retry_options_map_to_botocore_and_switch_off_s3fs_retries(s3_server):
 
 
 def test_retry_options_are_ignored_for_local_files(tmp_path):
+    """They are checked and read as our settings, like for any store, but never handed to
+    the local filesystem (which would take any keyword silently)."""
     import pyarrow.parquet as pq
 
     pq.write_table(pa.table({"id": [1]}), tmp_path / "a.parquet")
-    table = ListingTable.open(str(tmp_path), storage_options={"max_retries": 0,
-                                                              "on_file_change": "read"})
+    given = {"max_retries": 0, "retry_mode": "adaptive", "retry_max_backoff": "2s",
+             "on_file_change": "read"}
+    table = ListingTable.open(str(tmp_path), storage_options=given)
     assert table.to_arrow().num_rows == 1
+    assert table.storage.settings == StorageSettings(max_retries=0, retry_mode="adaptive",
+                                                     retry_max_backoff=2.0,
+                                                     on_file_change="read")
+    fs = table.storage.filesystem()
+    assert fs.protocol[0] == "file" and fs.storage_options == {}
+    assert table.storage.resolve()[1] == {}
+    with pytest.raises(StorageConfigError, match="max_retries=-1 must be at least 0"):
+        ListingTable.open(str(tmp_path), storage_options={"max_retries": -1})
 
 
-def test_every_storage_error_is_a_listing_error():
-    assert issubclass(StorageError, ListingError) and issubclass(StorageConfigError, ListingError)
+@pytest.fixture
+def denied_reader(s3_server):
+    """Storage options of a real IAM user of moto's with no policy, and a context in which
+    moto checks every request's signature and permissions (off otherwise)."""
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.core.authorization import ActionAuthenticatorMixin
+    from moto.iam.models import iam_backends
+
+    iam = iam_backends[DEFAULT_ACCOUNT_ID]["global"]
+    name = f"reader-{uuid.uuid4().hex[:8]}"
+    iam.create_user("us-east-1", name)
+    key = iam.create_access_key(name)
+    options = {**s3_server.storage_options, "key": key.access_key_id,
+               "secret": key.secret_access_key}
+    yield options, ActionAuthenticatorMixin.set_initial_no_auth_action_count(0)
+    iam.delete_access_key(key.access_key_id, name)
+    iam.delete_user(name)
+
+
+def test_every_storage_error_is_a_listing_error(s3_server, small, denied_reader):
+    """Real failures of the store, each raised as our error naming the URL or file, the
+    operation and the store's own cause; never the client's exception."""
+    options, checking = denied_reader
+    plan = ListingTable.open(small.root, storage_options=options).scan()  # not checked yet
+    errors: dict[str, BaseException] = {}
+
+    def catch(case, call):
+        with pytest.raises(ListingError) as err:
+            call()
+        errors[case] = err.value
+
+    missing = f"s3://missing-{uuid.uuid4().hex[:8]}/t"
+    catch("missing bucket",
+          lambda: ListingTable.open(missing, storage_options=s3_server.storage_options))
+
+    @checking
+    def denied() -> None:
+        catch("list denied", lambda: ListingTable.open(small.root, storage_options=options))
+        catch("unknown key", lambda: ListingTable.open(
+            small.root, storage_options={**options, "key": KEY_ID, "secret": SECRET}))
+        catch("read denied", plan.to_arrow)
+    denied()
+    with FaultProxy(s3_server.endpoint_url) as proxy:
+        proxy.add_rule("LIST", "500")
+        catch("fault", lambda: ListingTable.open(small.root, storage_options={
+            **proxy.storage_options, "max_retries": 1, "retry_max_backoff": 0.01}))
+    assert ListingTable.open(small.root, storage_options=options).to_arrow().num_rows > 0
+
+    root = small.root + "/"
+    expected = {
+        "missing bucket": (TableNotFoundError, rf"bucket 'missing-\w+' does not exist "
+                           rf"\(listing {missing}/\): NoSuchBucket \(HTTP 404\)"),
+        "list denied": (StorageError, rf"listing {root} failed after 1 attempt "
+                        r"\(max_retries=4\): AccessDenied \(HTTP 403\): Access Denied"),
+        "unknown key": (StorageError, rf"listing {root} failed after 1 attempt "
+                        r"\(max_retries=4\): InvalidAccessKeyId \(HTTP 403\)"),
+        "read denied": (StorageError, r"reading s3://\S+/events/date=\S+\.parquet failed "
+                        r"after 1 attempt \(max_retries=4\): AccessDenied \(HTTP 403\)"),
+        "fault": (StorageError, rf"listing {root} failed after 2 attempts "
+                  r"\(max_retries=1\): InternalError \(HTTP 500\)"),
+    }
+    for case, (kind, message) in expected.items():
+        err = errors[case]
+        assert type(err) is kind and type(err).__module__ == "listing.errors", case
+        assert re.match(message, str(err)), (case, str(err))
+        assert_clean(err)
+    assert any(f.path in str(errors["read denied"]) for f in plan.files)  # the file it read
+    assert options["secret"] not in "".join(map(str, errors.values()))
     assert not issubclass(StorageConfigError, StorageError)  # retrying does not fix it
