@@ -18,6 +18,7 @@ import pyarrow as pa
 
 from listing import formats
 from listing.discovery import DiscoverySettings, FileDiscovery
+from listing.engines import engine
 from listing.errors import OptionError, StorageConfigError, TableNotFoundError
 from listing.expressions import (
     Bound,
@@ -332,6 +333,13 @@ class ListingTable:
         return FileFilter(self.url, self.options, self.format.matches, self.format.name_endings)
 
     # --- conveniences ---------------------------------------------------------------------
+    def to_spark(self, spark: Any, columns: Sequence[str] | None = None, where: Where = None,
+                 limit: int | None = None) -> Any:
+        """A Spark DataFrame of ``columns`` of the files matching ``where``: the Spark
+        engine's ``to_spark`` (``listing.to_spark(table, spark, ...)``), found through the
+        ``listing.engines`` entry point, so the table imports nothing of Spark."""
+        return engine("spark")(self, spark, columns, where, limit)
+
     def discovery(self, where: Where = None, **options: Any) -> FileDiscovery:
         """New files, trigger after trigger, without re-listing the table: the Python side
         of ``spark.readStream.format("listing")`` (options as there: ``lookback``,

@@ -127,6 +127,22 @@ def test_to_spark_projects_filters_and_limits(spark, s3_server, events):
     assert cap.count("GET") <= 2 * 2  # each of 2 tasks stops after its first file
 
 
+def test_the_table_method_is_the_spark_engines_to_spark(spark, events):
+    """``table.to_spark`` reaches the Spark edge through the ``listing.engines`` entry point
+    (the core imports nothing of Spark) and gives what ``listing.to_spark`` gives."""
+    from listing.engines import engine
+
+    table = ListingTable.open(events.root, storage_options=events.storage_options)
+    assert engine("spark") is listing.to_spark
+    method = table.to_spark(spark, columns=["id", "date"], where="date <= '2025-01-03'")
+    function = listing.to_spark(table, spark, columns=["id", "date"], where="date <= '2025-01-03'")
+    assert method.columns == ["id", "date"]
+    assert sorted(method.collect()) == sorted(function.collect())
+    assert method.count() == rows_where(events, lambda v: v["date"] <= dt.date(2025, 1, 3)) > 0
+    with pytest.raises(listing.OptionError, match="no 'flink' engine is installed.*spark"):
+        engine("flink")
+
+
 def test_options_arrive_lower_cased_and_spark_names_work(spark, s3_server, events):
     df = (reader(spark, s3_server, pathGlobFilter="part-0.*", maxPartitionBytes="1m")
           .load(events.root))
