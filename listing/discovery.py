@@ -224,11 +224,12 @@ class _Listed:
     key: str  # relative to the root
     meta: ObjectMeta
     mtime_us: int | None  # meta.last_modified, exactly (classified on every trigger)
+    values: dict[str, Any]  # the partition values the listing decoded
 
     @classmethod
-    def of(cls, key: str, meta: ObjectMeta) -> _Listed:
+    def of(cls, key: str, meta: ObjectMeta, values: dict[str, Any]) -> _Listed:
         m = meta.last_modified
-        return cls(key, meta, None if m is None else _micros(m))
+        return cls(key, meta, None if m is None else _micros(m), values)
 
 
 class DiscoveredTable(Protocol):
@@ -271,6 +272,9 @@ class FileDiscovery:
         self._backlog: list[_Listed] | None = None
         self._backlog_end: StreamOffset | None = None
         self._frozen = False  # Trigger.AvailableNow: list once, then serve what was found
+        # the partition values the listing decoded for the last batch's keys: its plan
+        # (files_of, right after) takes them instead of decoding the keys again
+        self._decoded: dict[str, dict[str, Any]] = {}
 
     # --- offsets --------------------------------------------------------------------------
     def initial_offset(self) -> StreamOffset:
@@ -335,6 +339,7 @@ class FileDiscovery:
         counts["late_files"] = late
         counts["window_files"] = len(old) - late
         end = self._advance(start, taken, old, late)
+        self._decoded = {f.key: f.values for f in taken}
         self._backlog = listed if self._frozen or len(taken) < len(candidates) else None
         self._backlog_end = end if self._backlog is not None else None
         return DiscoveredFiles(self.files_of(end), end, counts)
@@ -345,8 +350,11 @@ class FileDiscovery:
             offset = StreamOffset.from_json(offset)
         root, url = self.table.url.prefix, self.table.url
         out = []
+        decoded = self._decoded
         for key, size, mtime_us, etag in offset.batch:
-            values = self.layout.decode(root + key) or {}
+            values = decoded.get(key)
+            if values is None:  # a batch planned by another reader (a restart)
+                values = self.layout.decode(root + key) or {}
             modified = (None if mtime_us is None
                         else EPOCH + dt.timedelta(microseconds=mtime_us))
             out.append(PartitionedFile(url.to_url(root + key), size, values,
@@ -366,7 +374,7 @@ class FileDiscovery:
                          self.predicate, t.file_filter, start_after=start_after,
                          max_concurrent_requests=t.options.max_concurrent_requests)
         root = len(t.url.prefix)
-        listed = [_Listed.of(f.meta.path[root:], f.meta) for f in run.files()]
+        listed = [_Listed.of(f.meta.path[root:], f.meta, f.values) for f in run.files()]
         listed.sort(key=lambda f: f.key)
         m = run.metrics
         return listed, {"list_requests": counter.list, "files_listed": m.files_listed,

@@ -38,6 +38,7 @@ from listing.list_cache import CACHE, CachedLister
 from listing.options import ListingOptions
 from listing.packing import WHOLE_FILES, KeyPacking, pack_by_partition_key, pack_file_groups
 from listing.planner import FileFilter, ListedFile, ListingRun, TableProfile
+from listing.planner.url_glob import glob_partition_filter
 from listing.pushdown import Pushdown
 from listing.scan import ListingCounts, ScanMetrics, ScanPlan
 from listing.storage.listing import Lister, Page, RequestCounter
@@ -106,14 +107,18 @@ class ListingTable:
     def open(cls, url: str, format: str | FileFormat = "parquet",  # noqa: A002
              storage_options: dict[str, Any] | None = None, partition_cols: PartitionCols = None,
              schema: pa.Schema | None = None, filesystem: Any = None,
-             **options: Any) -> ListingTable:
+             base_path: str | None = None, **options: Any) -> ListingTable:
         """Open the table at ``url``; ``options`` are listing options and format options.
 
         ``storage_options`` are data, checked against the allowlist of ``url``'s protocol
         (:mod:`listing.options.storage_options`). A caller that needs a store configured beyond it
         passes ``filesystem``: an fsspec filesystem serving ``url``'s protocol, or a
-        callable returning one (called wherever the table is read)."""
-        table_url = TableUrl.parse(url)
+        callable returning one (called wherever the table is read).
+
+        A glob in ``url`` reads what Spark's reader reads for it with ``basePath`` set to
+        ``base_path`` (default: the glob's directory part before its first wildcard): the
+        partition columns below that root, and only the keys the glob matches."""
+        table_url = TableUrl.parse(url, base_path)
         listing_opts = {k: options.pop(k) for k in list(options) if k in ListingOptions.names()}
         opts = ListingOptions.from_dict(listing_opts)
         fmt = formats.get(format, **options)
@@ -210,7 +215,7 @@ class ListingTable:
         if limit is not None and (not isinstance(limit, int) or limit < 0):
             raise OptionError(f"limit must be a non-negative int, got {limit!r}")
         projection = self.projection(columns)
-        split = self.split(self.bind(where))
+        split = self.split(self.bind(where) + self.bind(self.glob_filter))
         counter = RequestCounter()
         ttl = self.options.list_cache_ttl
         lister = (CachedLister(self.storage, counter, progress, ttl=ttl) if ttl
@@ -231,6 +236,11 @@ class ListingTable:
         if profile is not learned.profile or layout_checked != learned.layout_checked:
             self._learned = _Learned(profile, layout_checked)  # replaced whole, never edited
         steps = list(run.steps)
+        if self.url.pattern is not None:
+            implied = self.glob_filter
+            steps.append(f"path glob {self.url.pattern!r} below {self.url}: every listed key "
+                         "is matched against it; its partition filter: "
+                         f"{'none' if implied is None else implied}")
         hits = lister.hits if isinstance(lister, CachedLister) else None
         if hits:
             steps.append(f"{hits} of these listing requests answered from the listing cache")
@@ -326,6 +336,12 @@ class ListingTable:
                                   f"columns: {', '.join(self.schema.names)}")
             out.append(by_lower[c.lower()])
         return out
+
+    @property
+    def glob_filter(self) -> Expr | None:
+        """The partition filter a glob in the table URL implies (see
+        :mod:`listing.planner.url_glob`); None without a glob."""
+        return glob_partition_filter(self.url, self.partition_cols)
 
     @property
     def file_filter(self) -> FileFilter:

@@ -9,9 +9,14 @@ from listing.errors import ListingError
 from listing.options import compile_glob
 from listing.redact import redact_url
 
-_GLOB_CHARS = "*?["
+_GLOB_CHARS = "*?[{"
 #: protocols fsspec reads files from but cannot list a table under
 NOT_LISTABLE = frozenset({"http", "https"})
+
+
+def is_glob(url: str) -> bool:
+    """Whether ``url`` holds a wildcard (``*``, ``?``, ``[``, ``{``), as Hadoop reads one."""
+    return any(c in url for c in _GLOB_CHARS)
 
 
 @dataclass(frozen=True)
@@ -19,24 +24,32 @@ class TableUrl:
     """A parsed table location (DataFusion's ``ListingTableUrl``).
 
     ``root`` is the fsspec path without protocol and without trailing slash
-    (``bucket/events``, ``/data/events``); ``glob`` restricts files below it.
+    (``bucket/events``, ``/data/events``); ``glob`` restricts files below it: the URL as
+    given, and ``pattern`` the same glob relative to ``root`` (``date=2026-03-1*``), one
+    Hadoop glob a path segment, as Spark reads a glob path: a key matches when its first
+    segments below the root match them, so a glob that matches a directory takes all of it.
     """
 
     protocol: str
     root: str
     glob: str | None = None
+    pattern: str | None = None
 
     @classmethod
-    def parse(cls, url: str) -> TableUrl:
+    def parse(cls, url: str, base: str | None = None) -> TableUrl:
+        """``base``: the table root when ``url`` is a glob below it (Spark's ``basePath``);
+        without it the root is the glob's directory part before its first wildcard."""
         if not isinstance(url, str) or not url.strip():
             raise ListingError(f"table URL must be a non-empty string, got {url!r}")
         text = url.strip()
+        if base is not None:
+            return cls._below_base(text, base)
         if text.lower().startswith("file:") and not text[5:].startswith("//"):
             text = "file://" + text[5:]  # Hadoop's file:/x, as Spark's catalog writes paths
         if "://" in text and "@" in text.split("://", 1)[1].split("/", 1)[0]:
             raise ListingError(f"table URL {redact_url(text)!r} carries credentials; pass "
                                "them as storage options (key/secret/token), never in a URL")
-        glob = None
+        glob, pattern = None, None
         cut = min((text.find(c) for c in _GLOB_CHARS if c in text), default=-1)
         if cut >= 0:
             base = text[: text.rfind("/", 0, cut) + 1]
@@ -46,12 +59,14 @@ class TableUrl:
                 raise ListingError(
                     f"table URL glob {shown!r} ends in '/': it is matched against file URLs, "
                     "so it can never match one; drop the '/' or end it with '/*'")
-            compile_glob(glob, "path (table URL glob)")
+            pattern = glob[len(base):]
+            for segment in pattern.split("/"):
+                compile_glob(segment, "path (table URL glob)", file_name=True)
         if "://" not in text:
             if ":" in text.split("/")[0] and len(text.split("/")[0]) > 2:
                 raise ListingError(f"malformed table URL {url!r}: expected scheme://bucket/prefix")
             path = os.path.abspath(os.path.expanduser(text))
-            return cls("file", path.rstrip("/") or "/", _abs_glob(glob))
+            return cls("file", path.rstrip("/") or "/", _abs_glob(glob), pattern)
         protocol, _, rest = text.partition("://")
         protocol = {"s3a": "s3", "local": "file"}.get(protocol.lower(), protocol.lower())
         if protocol in NOT_LISTABLE:
@@ -60,13 +75,31 @@ class TableUrl:
                 "has no LIST), so it cannot hold a table; use the store's own URL (s3://, "
                 "gs://, abfs://, …) or a local path")
         if protocol == "file":
-            return cls("file", os.path.abspath(rest).rstrip("/") or "/", _abs_glob(glob))
+            return cls("file", os.path.abspath(rest).rstrip("/") or "/", _abs_glob(glob),
+                       pattern)
         root = rest.strip("/")
         if protocol == "memory":
             root = "/" + root
         elif not root or rest.startswith("/"):
             raise ListingError(f"malformed table URL {url!r}: no bucket after {protocol}://")
-        return cls(protocol, root, glob)
+        return cls(protocol, root, glob, pattern)
+
+    @classmethod
+    def _below_base(cls, text: str, base: str) -> TableUrl:
+        root = cls.parse(base)
+        if root.glob is not None:
+            raise ListingError(f"basePath {redact_url(base)!r} holds a glob: it must be the "
+                               "table's root directory")
+        below = cls.parse(text)
+        if below.glob is None or below.protocol != root.protocol:
+            raise ListingError(f"path {redact_url(text)!r} is not a glob below basePath "
+                               f"{redact_url(base)!r}")
+        assert below.pattern is not None
+        inner = f"{below.root}/{below.pattern}"
+        if not inner.startswith(root.prefix):
+            raise ListingError(f"path {redact_url(text)!r} is not below basePath "
+                               f"{redact_url(base)!r}")
+        return cls(root.protocol, root.root, below.glob, inner[len(root.prefix):])
 
     @property
     def prefix(self) -> str:
@@ -85,8 +118,23 @@ class TableUrl:
             return "memory://" + path
         return f"{self.protocol}://{path}"
 
+    @property
+    def pattern_segments(self) -> tuple[str, ...] | None:
+        """``pattern`` cut at each ``/`` (None: no glob). A ``/`` inside ``{…}`` is cut too,
+        which Hadoop would expand first: such a glob is refused at parse."""
+        return None if self.pattern is None else tuple(self.pattern.split("/"))
+
     def matches_glob(self, path: str) -> bool:
-        return self.glob is None or compile_glob(self.glob).match(self.to_url(path)) is not None
+        """Whether the key ``path`` (below the root) is one the glob reads: its first
+        segments match the glob's, one by one (a ``*`` stays within its segment)."""
+        segments = self.pattern_segments
+        if segments is None:
+            return True
+        parts = path[len(self.prefix):].split("/") if path.startswith(self.prefix) else []
+        if len(parts) < len(segments):
+            return False
+        return all(compile_glob(g, "path (table URL glob)", file_name=True).match(p) is not None
+                   for g, p in zip(segments, parts, strict=False))
 
     def __str__(self) -> str:
         return self.to_url(self.prefix)

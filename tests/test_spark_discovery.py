@@ -23,7 +23,7 @@ LAYOUTS: dict[str, tuple[list[str], list[str]]] = {
                        ["a > '2021-01-01'"]),
     "date_string": (["a=2021-01-01/p.parquet", "a=abc/p.parquet"], []),
     "nan_infinity": (["a=NaN/p.parquet", "a=1.5/p.parquet", "a=Infinity/p.parquet",
-                      "a=-Infinity/p.parquet"], ["a = 1.5"]),  # not a > 1: see the README
+                      "a=-Infinity/p.parquet"], ["a = 1.5", "a > 1", "a = 'NaN'"]),
     "leading_zeros": (["h=07/p.parquet", "h=7/x.parquet", "h=10/p.parquet"], ["h = 7"]),
     # escaping, default partition name
     "escaped_digit_is_string": (["a=%31/p.parquet", "a=2/p.parquet"], ["a = '1'"]),

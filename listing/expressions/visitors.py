@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import datetime as dt
 import difflib
+import math
 import re
 from collections.abc import Mapping
 from decimal import Decimal
@@ -142,6 +143,8 @@ def coerce_literal(value: Any, field: pa.Field) -> Any:
                 raise ValueError
             if pa.types.is_integer(t) and isinstance(number, int):
                 _check_int_range(number, field)
+            if isinstance(number, float) and math.isnan(number):
+                return math.nan  # one NaN object: sets of values find it (Spark: NaN = NaN)
             return number
         if pa.types.is_date(t):
             if isinstance(value, dt.datetime):
@@ -228,7 +231,8 @@ class _Evaluator(ExprVisitor[frozenset]):
         if isinstance(d, Known):
             if d.value is None:
                 return frozenset({NULL})
-            return frozenset({TRUE if d.value in non_null else miss})
+            hit = any(_OPS["="](d.value, v) for v in non_null)
+            return frozenset({TRUE if hit else miss})
         out: set = {miss, NULL} if d.may_be_null else {miss}
         if d.all_null:
             return frozenset({NULL})
@@ -433,13 +437,23 @@ def _combine(xs: frozenset, ys: frozenset, op: Any) -> frozenset:
     return frozenset(op(x, y) for x in xs for y in ys)
 
 
+def _spark_order(op: Any) -> Any:
+    """``op`` as Spark compares: NaN equals NaN and sorts above every other number (IEEE
+    comparisons with NaN are all false). ``a != a`` holds only for a NaN."""
+    def compare(a: Any, b: Any) -> bool:
+        if a != a or b != b:
+            return bool(op((a != a, 0.0 if a != a else a), (b != b, 0.0 if b != b else b)))
+        return bool(op(a, b))
+    return compare
+
+
 _OPS = {
-    "=": lambda a, b: a == b,
-    "!=": lambda a, b: a != b,
-    "<": lambda a, b: a < b,
-    "<=": lambda a, b: a <= b,
-    ">": lambda a, b: a > b,
-    ">=": lambda a, b: a >= b,
+    "=": _spark_order(lambda a, b: a == b),
+    "!=": _spark_order(lambda a, b: a != b),
+    "<": _spark_order(lambda a, b: a < b),
+    "<=": _spark_order(lambda a, b: a <= b),
+    ">": _spark_order(lambda a, b: a > b),
+    ">=": _spark_order(lambda a, b: a >= b),
 }
 _ARROW_OPS: dict[str, Any] = {
     "=": lambda f, v: f == v,
@@ -452,7 +466,8 @@ _ARROW_OPS: dict[str, Any] = {
 
 
 def _within(v: Any, d: ValueRange) -> bool:
-    return (d.low is None or d.low <= v) and (d.high is None or v <= d.high)
+    le = _OPS["<="]
+    return (d.low is None or le(d.low, v)) and (d.high is None or le(v, d.high))
 
 
 def _compare_bounds(op: str, v: Any, d: ValueRange) -> frozenset:
@@ -462,21 +477,23 @@ def _compare_bounds(op: str, v: Any, d: ValueRange) -> frozenset:
     lo, hi = d.low, d.high
     out: set = {NULL} if d.may_be_null else set()
     try:
+        eq, lt, le = _OPS["="], _OPS["<"], _OPS["<="]
+        single = lo is not None and hi is not None and eq(lo, hi) and eq(hi, v)
         can_true = {
             "=": _within(v, d),
-            "!=": not (lo is not None and lo == hi == v),
-            "<": lo is None or lo < v,
-            "<=": lo is None or lo <= v,
-            ">": hi is None or hi > v,
-            ">=": hi is None or hi >= v,
+            "!=": not single,
+            "<": lo is None or lt(lo, v),
+            "<=": lo is None or le(lo, v),
+            ">": hi is None or lt(v, hi),
+            ">=": hi is None or le(v, hi),
         }[op]
         can_false = {
-            "=": not (lo is not None and lo == hi == v),
+            "=": not single,
             "!=": _within(v, d),
-            "<": hi is None or hi >= v,
-            "<=": hi is None or hi > v,
-            ">": lo is None or lo <= v,
-            ">=": lo is None or lo < v,
+            "<": hi is None or le(v, hi),
+            "<=": hi is None or lt(v, hi),
+            ">": lo is None or le(lo, v),
+            ">=": lo is None or lt(lo, v),
         }[op]
     except TypeError:  # statistics of another type than the literal: know nothing
         return ANY

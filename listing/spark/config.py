@@ -19,6 +19,7 @@ from listing.redact import redact
 from listing.spark.dataframe import TableSpec
 from listing.spark.option_values import json_object, storage_value
 from listing.table import ListingTable
+from listing.url import is_glob
 
 #: who reads the files: Spark's own readers where its JVM can (native), ours (python)
 ENGINES = registry.option("engine").choices
@@ -62,6 +63,7 @@ class SourceConfig:
     stream_options: dict[str, str] = dataclasses.field(default_factory=dict)
     column_bytes: dict[str, int] | None = None  # to_spark's: the driver's sampled footer
     filesystem: str | None = None  # to_spark's: a token of the source class's filesystems
+    base_path: str | None = None  # basePath, when ``url`` is a glob below it
 
     def __repr__(self) -> str:
         return (f"SourceConfig(url={self.url!r}, format={self.format!r}, "
@@ -97,8 +99,11 @@ class SourceConfig:
             raise OptionError("the listing source needs a path: .load('s3://bucket/prefix/') or "
                               ".option('path', …)")
         where: list[Any] = [opts["where"]] if opts.get("where") else []
+        base_path = None
         if len(several) > 1:
             where.append(_union_under_base_path(several, opts["basepath"]))
+        elif opts.get("basepath") and is_glob(url):  # the glob's partition filter, below it
+            base_path = opts["basepath"]
         elif opts.get("basepath"):  # Spark's basePath: a partition folder read as the table
             url, implied = _under_base_path(url, opts["basepath"])
             where += implied
@@ -141,7 +146,7 @@ class SourceConfig:
             raise OptionError(f"option engine={opts['engine']!r}: expected one of "
                               f"{', '.join(ENGINES)}")
         return cls(url, fmt, storage, cols, listing, fmt_opts, where or None, limit, schema,
-                   engine, stream, sizes, filesystem)
+                   engine, stream, sizes, filesystem, base_path)
 
     def open(self, data_schema: pa.Schema | None = None,
              filesystems: dict[str, Any] | None = None) -> ListingTable:
@@ -156,6 +161,7 @@ class SourceConfig:
         table = ListingTable.open(self.url, format=self.format,
                                   storage_options=self.storage_options, filesystem=factory,
                                   partition_cols=self.partition_cols,
+                                  base_path=self.base_path,
                                   schema=data_schema if data_schema is not None
                                   else self.table_schema,
                                   **self.listing_options, **self.format_options)

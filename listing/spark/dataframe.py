@@ -55,9 +55,12 @@ def table_options(table: ListingTable, where: Sequence[Bound], limit: int | None
     factory = table.storage.filesystem_factory
     if factory is not None:  # the caller's own filesystem: shipped on the source class
         spec["filesystem"] = _filesystem_token(factory)
-    opts = {"path": str(table.url) if table.url.protocol != "file" else table.url.root,
+    root = str(table.url) if table.url.protocol != "file" else table.url.root
+    opts = {"path": root if table.url.glob is None else table.url.glob,
             "table_spec": json.dumps(spec),
             "storage_options": json.dumps(table.storage.options)}
+    if table.url.glob is not None:  # the glob, read below the table's root
+        opts["basePath"] = root
     if limit is not None:
         opts["limit"] = str(limit)
     for f in dataclasses.fields(ListingOptions):
