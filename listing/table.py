@@ -215,7 +215,8 @@ class ListingTable:
         if limit is not None and (not isinstance(limit, int) or limit < 0):
             raise OptionError(f"limit must be a non-negative int, got {limit!r}")
         projection = self.projection(columns)
-        split = self.split(self.bind(where) + self.bind(self.glob_filter))
+        implied = self.glob_filter
+        split = self.split(self.bind(where) + self.bind(implied))
         counter = RequestCounter()
         ttl = self.options.list_cache_ttl
         lister = (CachedLister(self.storage, counter, progress, ttl=ttl) if ttl
@@ -237,7 +238,6 @@ class ListingTable:
             self._learned = _Learned(profile, layout_checked)  # replaced whole, never edited
         steps = list(run.steps)
         if self.url.pattern is not None:
-            implied = self.glob_filter
             steps.append(f"path glob {self.url.pattern!r} below {self.url}: every listed key "
                          "is matched against it; its partition filter: "
                          f"{'none' if implied is None else implied}")
