@@ -85,8 +85,10 @@ def hourly(s3_server):
     s3_server.drop_bucket(bucket)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def hourly_tables(s3_server, hourly):
+    """Fresh tables each test: a table learns its layout from its scans, so sequential and
+    parallel sides are compared in the same (unlearned) state whatever ran before."""
     url, _ = hourly
     return {p: open_table(url, s3_server.storage_options, p) for p in (1, 4, 8)}
 

@@ -266,6 +266,29 @@ def test_concurrent_runs_list_what_a_sequential_run_lists(sql) -> None:
     assert par_store.counter.list <= seq_store.counter.list + (1 + 4 if split else 0)
 
 
+def test_a_profile_learned_from_a_whole_listing_plans_the_next_scan() -> None:
+    """A scan that listed the whole table flat (6 pages) leaves a complete profile; the
+    next, selective scan plans from it without a probing page and costs no more than on
+    a freshly sampled table: 3 dates, 3 prefixes. (Taking a complete profile for one page
+    once listed all 6 pages here, estimating 1.)"""
+    keys = daily(days=3000)
+    store = MemoryStore(keys)
+    _, first = scan(store, "region = 'us'")
+    assert store.counter.list == 6 and first.profile is not None and first.profile.complete
+    wanted = "date IN (DATE '2024-01-05', DATE '2026-01-05', DATE '2031-06-01')"
+    fresh_store = MemoryStore(keys)
+    fresh, _ = scan(fresh_store, wanted)
+    store.counter.list, store.listings = 0, []
+    file_filter = FileFilter(TableUrl.parse("s3://" + ROOT), ListingOptions(),
+                             name_endings=(".parquet",))
+    learned = ListingRun(store, ROOT, COLS, first.profile, predicate(wanted), file_filter)
+    files = [f.meta.path for f in learned.files()]
+    assert files == fresh == brute_force(keys, wanted) and len(files) == 6
+    assert store.counter.list == 3 <= fresh_store.counter.list
+    assert store.prefixes() == [f"{ROOT}date={d}/"
+                                for d in ("2024-01-05", "2026-01-05", "2031-06-01")]
+
+
 def test_a_run_starts_after_a_given_key() -> None:
     """``start_after`` (a stream's frontier): keys up to it are neither listed nor returned."""
     keys = daily(days=10)

@@ -280,8 +280,12 @@ class ListingRun:
         if direct is not None:
             yield from self._run_noted(direct)
             return
-        if self.chooser.profile is not None and self.chooser.profile.complete:
-            yield from self._run_noted(Flat(self.root, 0, {}, 1))  # one page holds it all
+        profile = self.chooser.profile
+        if profile is not None and profile.complete:
+            # an earlier scan saw every key: the table's size is known, no page need probe
+            # it (one page holding them all is the flat listing's single request)
+            yield from self._run_noted(Flat(self.root, 0, {}, 1) if profile.keys <= PAGE_SIZE
+                                       else self.chooser.best(self.root, 0, {}))
             return
         yield from self._adaptive()
 
