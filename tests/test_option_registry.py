@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from listing import formats
-from listing.options import ListingOptions, registry
+from listing.options import ListingOptions, registry, storage_options
 from listing.spark.config import REGISTRY_CONF, SourceConfig, registry_json
 from listing.spark.writer import write_options
 
@@ -34,7 +34,8 @@ def test_the_session_hands_the_registry_to_the_jvm(spark: Any) -> None:
 def test_java_reads_every_field_python_declares(spark: Any) -> None:
     text = registry_json()
     seen = json.loads(_jvm_registry(spark).describe(text))
-    assert seen == {**json.loads(text), "acted_on": ACTED_ON}
+    assert seen == {**json.loads(text), "acted_on": ACTED_ON,
+                    "s3a_roles": sorted(storage_options.S3A_ROLES)}
     names = {o.name: o for o in registry.OPTIONS}
     assert all(names[n].native == "planner" or names[n].spark_option for n in ACTED_ON)
 
@@ -115,3 +116,179 @@ def test_every_spelling_reaches_the_option_it_names() -> None:
     refused = [o for o in registry.OPTIONS if o.on_write == "refuse"]
     assert {o.name for o in refused} == {"partition_cols", "where", "limit", "table_spec",
                                          "basepath"}
+
+
+# --- the s3 storage options as S3A settings (storage_options.S3A, S3ASettings.java) ----------
+
+_SIMPLE = "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider"
+_TEMPORARY = "org.apache.hadoop.fs.s3a.TemporaryAWSCredentialsProvider"
+_ANONYMOUS = "org.apache.hadoop.fs.s3a.AnonymousAWSCredentialsProvider"
+_SAMPLES = {"string": "v-1", "url": "http://s3.example:9000", "int": 3, "bool": True,
+            "duration": 2.5}
+
+
+def _leaves(options: tuple[storage_options.StorageOption, ...] | None = None,
+            prefix: str = "") -> list[tuple[str, storage_options.StorageOption]]:
+    """Every s3 option that takes a value, by its dotted name."""
+    out = []
+    for o in storage_options.protocol("s3").options if options is None else options:
+        if o.kind == "object":
+            out += _leaves(o.keys, prefix + o.name + ".")
+        else:
+            out.append((prefix + o.name, o))
+    return out
+
+
+def _nest(path: str, value: Any) -> dict[str, Any]:
+    head, _, rest = path.partition(".")
+    return {head: _nest(rest, value) if rest else value}
+
+
+def _merge(*given: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for d in given:
+        for k, v in d.items():
+            out[k] = _merge(out[k], v) if isinstance(v, dict) and k in out else v
+    return out
+
+
+def _java_s3a(spark: Any, options: dict[str, Any], table: str | None = None) -> dict[str, str]:
+    checked = storage_options.check("s3", options)  # the options as Python takes them
+    return json.loads(_jvm_registry(spark).s3aSettings(table or registry_json(),
+                                                       json.dumps(checked)))
+
+
+def _with_role(role: str, s3a_value: str | None = None) -> dict[str, Any]:
+    """Options giving ``role`` (S3A's ``s3a_value`` for a role with a value table), through
+    the first option the allowlist declares for it."""
+    for path, o in _leaves():
+        if o.s3a.use == "role" and o.s3a.to == role:
+            given = dict(o.s3a.values)
+            if s3a_value is None:
+                return _nest(path, _SAMPLES[o.kind] if o.kind != "string" else role)
+            for value, mapped in given.items():
+                if mapped == s3a_value:
+                    return _nest(path, value)
+    raise AssertionError(f"no s3 option gives role {role}")
+
+
+def _role_settings(role: str, value: Any, s3a_value: str) -> tuple[dict[str, Any], dict]:
+    """The options one role needs beside it, and the settings they make (the roles'
+    meaning, which S3ASettings.java implements)."""
+    key, secret = _with_role("access_key"), _with_role("secret_key")
+    creds = {"access.key": "access_key", "secret.key": "secret_key"}
+    if role == "access_key":
+        return secret, {**creds, "access.key": value, "aws.credentials.provider": _SIMPLE}
+    if role == "secret_key":
+        return key, {**creds, "secret.key": value, "aws.credentials.provider": _SIMPLE}
+    if role == "session_token":
+        return _merge(key, secret), {**creds, "session.token": value,
+                                     "aws.credentials.provider": _TEMPORARY}
+    if role == "anonymous":
+        return {}, {"aws.credentials.provider": _ANONYMOUS} if value else {}
+    if role == "endpoint":
+        return {}, {"endpoint": value, "connection.ssl.enabled": "false",
+                    "path.style.access": "true"}
+    if role == "region":
+        return {}, {"endpoint.region": value}
+    if role == "addressing_style":
+        return {}, {"path.style.access": str(value == "path").lower()}
+    if role == "encryption_algorithm" and s3a_value == "SSE-C":
+        return _with_role("encryption_customer_key"), {
+            "encryption.algorithm": "SSE-C", "encryption.key": "encryption_customer_key"}
+    if role == "encryption_algorithm":
+        return {}, {"encryption.algorithm": s3a_value}
+    algorithm = "SSE-KMS" if role == "encryption_kms_key" else "SSE-C"
+    return _with_role("encryption_algorithm", algorithm), {
+        "encryption.algorithm": algorithm, "encryption.key": value}
+
+
+def _values(o: storage_options.StorageOption) -> list[Any]:
+    if o.kind == "choice":
+        return list(o.choices)
+    if o.kind == "bool":
+        return [True, False]
+    return [_SAMPLES[o.kind]]
+
+
+def _converted(convert: str, value: Any) -> str | None:
+    if convert == "millis":
+        return f"{round(value * 1000)}ms"
+    if convert == "retries_of_attempts":
+        return str(max(0, value - 1))
+    if convert == "flag":
+        return "true" if value else None
+    return str(value)  # text, count
+
+
+def test_java_maps_every_s3_option_as_the_allowlist_declares(spark: Any) -> None:
+    """Each value of each s3 option (choices and both booleans included) becomes in the JVM
+    what its ``s3a`` declaration says: the setting, the role's settings, nothing (skip), or
+    the Python engine with the declared reason, naming the option and never a secret."""
+    assert _java_s3a(spark, {}) == {}  # the control: no options, no settings
+    seen = set()
+    for path, o in _leaves():
+        m = o.s3a
+        seen.add(m.use)
+        for value in _values(o):
+            text = str(value).lower() if o.kind == "bool" else str(value)
+            table = dict(m.values)
+            got = _java_s3a(spark, _nest(path, value))
+            if m.use == "python" or (table and text not in table):
+                shown = "" if m.use == "python" else f"={text}"
+                assert got == {"python": f"storage option {path}{shown} {m.why}"}, path
+            elif m.use == "skip":
+                assert got == {}, path
+            elif m.use == "setting":
+                setting = _converted(m.convert, value)
+                assert got == ({} if setting is None else {m.to: setting}), (path, value)
+            else:
+                if o.kind == "string":
+                    value = text = m.to
+                companions, want = _role_settings(m.to, value, table.get(text, ""))
+                got = _java_s3a(spark, _merge(companions, _nest(path, value)))
+                assert got == want, (path, value)
+    assert seen == {"setting", "role", "skip", "python"}
+
+
+def test_java_takes_the_mapping_from_the_allowlist_it_is_handed(spark: Any) -> None:
+    """No s3 option name lives in the JVM: a table whose entries say otherwise is followed
+    (an option renamed, a setting moved, an option made unmappable), and one asking for a
+    role S3ASettings does not implement is refused."""
+    data = json.loads(registry_json())
+    by_name = {o["name"]: o for o in data["s3a"]}
+    by_name["endpoint_url"]["name"] = "endpoint_elsewhere"
+    by_name["max_retries"]["s3a"]["to"] = "retry.limit"
+    by_name["requester_pays"]["s3a"] = {**by_name["requester_pays"]["s3a"], "use": "python",
+                                        "why": "is off in this table"}
+    changed = json.dumps(data)
+    url = "http://s3.example:9000"
+    java = _jvm_registry(spark)
+    assert json.loads(java.s3aSettings(changed, json.dumps({"endpoint_elsewhere": url}))) == {
+        "endpoint": url, "connection.ssl.enabled": "false", "path.style.access": "true"}
+    assert json.loads(java.s3aSettings(changed, json.dumps({"endpoint_url": url}))) == {
+        "python": "storage option endpoint_url is not in the s3 storage allowlist"}
+    assert json.loads(java.s3aSettings(changed, '{"max_retries": 4}')) == {"retry.limit": "4"}
+    assert json.loads(java.s3aSettings(changed, '{"requester_pays": true}')) == {
+        "python": "storage option requester_pays is off in this table"}
+    # the positive control: the table as Python declares it
+    assert json.loads(java.s3aSettings(registry_json(), '{"requester_pays": true}')) == {
+        "requester.pays.enabled": "true"}
+    by_name["key"]["s3a"]["to"] = "password"
+    with pytest.raises(Exception, match="storage option key to S3A as role password"):
+        java.describe(json.dumps(data))
+
+
+def test_every_s3_option_declares_its_s3a_mapping() -> None:
+    """Objects map key by key, values never; a role is one S3ASettings implements; a value
+    table maps values the option takes."""
+    def walk(options: tuple[storage_options.StorageOption, ...]) -> None:
+        for o in options:
+            assert (o.s3a.use == "keys") == (o.kind == "object"), o.name
+            assert o.s3a.use != "role" or o.s3a.to in storage_options.S3A_ROLES, o.name
+            assert o.s3a.use != "setting" or o.s3a.to, o.name
+            accepted = set(o.choices) if o.kind == "choice" else {"true", "false"}
+            assert not o.s3a.values or {v for v, _ in o.s3a.values} <= accepted, o.name
+            walk(o.keys)
+
+    walk(storage_options.protocol("s3").options)

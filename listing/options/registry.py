@@ -10,7 +10,8 @@ options are exactly :class:`~listing.options.ListingOptions`' fields, with its d
 
 Storage options are not in this table: the allowlist of
 :mod:`listing.options.storage_options` is theirs (``storage.<name>`` or the
-``storage_options`` JSON object). Format options are each format's own
+``storage_options`` JSON object), with what Spark's S3A connector makes of each s3 option;
+the JSON for the JVM carries that part of it too (``s3a``). Format options are each format's own
 (``FileFormat.option_defaults``, with their defaults); this table holds only the
 Spark spellings and Spark equivalents some of them have.
 """
@@ -21,7 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, fields
 from typing import Any, Literal
 
-from listing.options import _FALSE, _TRUE, ListingOptions
+from listing.options import _FALSE, _TRUE, ListingOptions, storage_options
 
 #: where an option is taken: the source's own (path, format, …), file selection and packing
 #: (ListingOptions), streaming, writing, a format's, or a catalog property Spark adds
@@ -215,8 +216,9 @@ def spark_spellings(*scopes: Scope) -> dict[str, str]:
 
 
 def as_json_data() -> dict[str, Any]:
-    """The table as JSON data for the JVM extension (``OptionRegistry.java``); the
-    formats' extensions are added by the Spark edge, which knows the formats."""
+    """The table as JSON data for the JVM extension (``OptionRegistry.java``), with the
+    s3 storage options' S3A mapping (:func:`storage_options.s3a_json_data`); the formats'
+    extensions are added by the Spark edge, which knows the formats."""
     return {
         "prefixes": {"storage": STORAGE_PREFIX, "catalog_copy": CATALOG_COPY_PREFIX},
         "booleans": {"true": sorted(_TRUE), "false": sorted(_FALSE)},
@@ -227,4 +229,5 @@ def as_json_data() -> dict[str, Any]:
              "spark_option": o.spark_option, "native_formats": list(o.native_formats)}
             for o in OPTIONS
         ],
+        "s3a": storage_options.s3a_json_data(),
     }

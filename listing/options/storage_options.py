@@ -23,6 +23,61 @@ from listing.errors import OptionError, StorageConfigError
 from listing.options import parse_bool, parse_duration, parse_int
 
 Kind = Literal["string", "url", "int", "bool", "duration", "choice", "object"]
+#: how an s3 option reaches Hadoop's S3A connector (Spark's own reader, the native engine):
+#: a per-bucket S3A setting of its own (setting), a part of a setting code builds from
+#: several options (role), no effect on what a read returns (skip), the keys of an object
+#: mapped one by one (keys), or none with the same meaning (python: the table stays on the
+#: Python engine, which says why)
+S3AUse = Literal["setting", "role", "skip", "keys", "python"]
+#: how a value becomes a setting's text: as given (text), a count (count), botocore's
+#: seconds as S3A's milliseconds (millis), attempts in all as retries after the first
+#: (retries_of_attempts), ``true`` when true and nothing when false (flag)
+S3AConvert = Literal["text", "count", "millis", "retries_of_attempts", "flag"]
+#: the roles S3ASettings.java builds settings from (each needs code, not a name): the
+#: credentials (and the provider they choose), the endpoint (and TLS from its scheme), the
+#: region, anonymous access, path or virtual-host addressing, server-side encryption
+S3A_ROLES = ("access_key", "secret_key", "session_token", "anonymous", "endpoint", "region",
+             "addressing_style", "encryption_algorithm", "encryption_kms_key",
+             "encryption_customer_key")
+_S3A_NONE = ("has no equivalent in Spark's S3A connector (the Python engine's storage "
+             "layer honours it)")
+
+
+@dataclass(frozen=True)
+class S3A:
+    """How one s3 option maps to S3A's ``fs.s3a.bucket.<bucket>.*`` settings. ``to``: the
+    setting's name below that prefix (setting) or one of :data:`S3A_ROLES` (role);
+    ``values``: when not empty, the only values mapped, each to the text S3A takes (any
+    other value keeps the Python engine); ``why``: what explain() says when the option (or
+    a value of it) keeps the Python engine, after ``storage option <name>``."""
+
+    use: S3AUse
+    to: str = ""
+    convert: S3AConvert = "text"
+    values: tuple[tuple[str, str], ...] = ()
+    why: str = _S3A_NONE
+
+    def as_json_data(self) -> dict[str, Any]:
+        return {"use": self.use, "to": self.to, "convert": self.convert,
+                "values": dict(self.values), "why": self.why}
+
+
+#: an s3 option S3A cannot honour (the default; other protocols' options carry it unused)
+NOT_S3A = S3A("python")
+KEYS = S3A("keys")
+
+
+def _set(to: str, convert: S3AConvert = "text") -> S3A:
+    return S3A("setting", to, convert)
+
+
+def _role(to: str, *values: tuple[str, str]) -> S3A:
+    return S3A("role", to, values=values)
+
+
+def _skip_when(*values: str, why: str = _S3A_NONE) -> S3A:
+    """No effect on a read with one of ``values``; any other keeps the Python engine."""
+    return S3A("skip", values=tuple((v, "") for v in values), why=why)
 
 
 @dataclass(frozen=True)
@@ -38,6 +93,8 @@ class StorageOption:
     choices: tuple[str, ...] = ()
     keys: tuple[StorageOption, ...] = ()
     minimum: int | None = None
+    #: how Spark's S3A connector takes it (s3 options only; see :class:`S3A`)
+    s3a: S3A = NOT_S3A
 
     def describe_kind(self) -> str:
         if self.kind == "choice":
@@ -53,29 +110,37 @@ def _opt(name: str, kind: Kind, meaning: str, **more: Any) -> StorageOption:
 
 #: our own settings (listing.storage.StorageSettings), taken by every protocol
 SETTINGS = (
-    _opt("max_retries", "int", "retries after the first attempt of any request", minimum=0),
-    _opt("retry_mode", "choice", "botocore's retry mode on S3", choices=("standard", "adaptive")),
+    _opt("max_retries", "int", "retries after the first attempt of any request", minimum=0,
+         s3a=_set("attempts.maximum", "count")),
+    _opt("retry_mode", "choice", "botocore's retry mode on S3", choices=("standard", "adaptive"),
+         s3a=_skip_when("standard")),
     _opt("retry_max_backoff", "duration", "longest wait between two attempts"),
     _opt("on_file_change", "choice", "a file rewritten since listing: fail, or read it",
          choices=("error", "read")),
 )
 
-_S3_CLIENT = _opt("client_kwargs", "object", "botocore client settings", keys=(
-    _opt("region_name", "string", "the bucket's region"),
-    _opt("endpoint_url", "url", "an S3-compatible endpoint (http or https URL)"),
+_S3_CLIENT = _opt("client_kwargs", "object", "botocore client settings", s3a=KEYS, keys=(
+    _opt("region_name", "string", "the bucket's region", s3a=_role("region")),
+    _opt("endpoint_url", "url", "an S3-compatible endpoint (http or https URL)",
+         s3a=_role("endpoint")),
     _opt("verify", "bool", "verify TLS certificates (a CA bundle path is not accepted)"),
     _opt("use_ssl", "bool", "use https"),
-    _opt("aws_access_key_id", "string", "access key id", secret=True),
-    _opt("aws_secret_access_key", "string", "secret access key", secret=True),
-    _opt("aws_session_token", "string", "session token", secret=True),
+    _opt("aws_access_key_id", "string", "access key id", secret=True, s3a=_role("access_key")),
+    _opt("aws_secret_access_key", "string", "secret access key", secret=True,
+         s3a=_role("secret_key")),
+    _opt("aws_session_token", "string", "session token", secret=True,
+         s3a=_role("session_token")),
     _opt("aws_account_id", "string", "account id, for account-based endpoints"),
 ))
 
-_S3_CONFIG = _opt("config_kwargs", "object", "botocore Config settings", keys=(
-    _opt("connect_timeout", "duration", "seconds to wait for a connection"),
-    _opt("read_timeout", "duration", "seconds to wait for a response"),
-    _opt("max_pool_connections", "int", "connections kept per client", minimum=1),
-    _opt("region_name", "string", "the bucket's region"),
+_S3_CONFIG = _opt("config_kwargs", "object", "botocore Config settings", s3a=KEYS, keys=(
+    _opt("connect_timeout", "duration", "seconds to wait for a connection",
+         s3a=_set("connection.establish.timeout", "millis")),
+    _opt("read_timeout", "duration", "seconds to wait for a response",
+         s3a=_set("connection.timeout", "millis")),
+    _opt("max_pool_connections", "int", "connections kept per client", minimum=1,
+         s3a=_set("connection.maximum", "count")),
+    _opt("region_name", "string", "the bucket's region", s3a=_set("endpoint.region")),
     _opt("tcp_keepalive", "bool", "TCP keep-alive on connections"),
     _opt("use_dualstack_endpoint", "bool", "IPv4 and IPv6 endpoints"),
     _opt("use_fips_endpoint", "bool", "FIPS endpoints"),
@@ -83,14 +148,18 @@ _S3_CONFIG = _opt("config_kwargs", "object", "botocore Config settings", keys=(
          choices=("when_supported", "when_required")),
     _opt("response_checksum_validation", "choice", "when responses' checksums are checked",
          choices=("when_supported", "when_required")),
-    _opt("retries", "object", "botocore retries (or use max_retries / retry_mode)", keys=(
-        _opt("mode", "choice", "retry mode", choices=("legacy", "standard", "adaptive")),
-        _opt("total_max_attempts", "int", "attempts in all, the first included", minimum=1),
-        _opt("max_attempts", "int", "retries after the first attempt", minimum=0),
+    _opt("retries", "object", "botocore retries (or use max_retries / retry_mode)", s3a=KEYS,
+         keys=(
+        _opt("mode", "choice", "retry mode", choices=("legacy", "standard", "adaptive"),
+             s3a=_skip_when("standard", "legacy")),
+        _opt("total_max_attempts", "int", "attempts in all, the first included", minimum=1,
+             s3a=_set("attempts.maximum", "retries_of_attempts")),
+        _opt("max_attempts", "int", "retries after the first attempt", minimum=0,
+             s3a=_set("attempts.maximum", "count")),
     )),
-    _opt("s3", "object", "S3 addressing and signing", keys=(
+    _opt("s3", "object", "S3 addressing and signing", s3a=KEYS, keys=(
         _opt("addressing_style", "choice", "bucket in the path or the host name",
-             choices=("auto", "path", "virtual")),
+             choices=("auto", "path", "virtual"), s3a=_role("addressing_style")),
         _opt("use_accelerate_endpoint", "bool", "S3 Transfer Acceleration"),
         _opt("payload_signing_enabled", "bool", "sign request bodies"),
         _opt("us_east_1_regional_endpoint", "choice", "us-east-1 endpoint",
@@ -98,25 +167,35 @@ _S3_CONFIG = _opt("config_kwargs", "object", "botocore Config settings", keys=(
     )),
 ))
 
-_S3_REQUESTS = _opt("s3_additional_kwargs", "object", "sent with every request", keys=(
+_S3_REQUESTS = _opt("s3_additional_kwargs", "object", "sent with every request", s3a=KEYS,
+                    keys=(
     _opt("ServerSideEncryption", "choice", "server-side encryption of written objects",
-         choices=("AES256", "aws:kms", "aws:kms:dsse")),
-    _opt("SSEKMSKeyId", "string", "KMS key for aws:kms encryption"),
-    _opt("SSECustomerAlgorithm", "choice", "SSE-C algorithm", choices=("AES256",)),
-    _opt("SSECustomerKey", "string", "SSE-C key", secret=True),
+         choices=("AES256", "aws:kms", "aws:kms:dsse"),
+         s3a=_role("encryption_algorithm", ("AES256", "SSE-S3"), ("aws:kms", "SSE-KMS"),
+                   ("aws:kms:dsse", "DSSE-KMS"))),
+    _opt("SSEKMSKeyId", "string", "KMS key for aws:kms encryption",
+         s3a=_role("encryption_kms_key")),
+    _opt("SSECustomerAlgorithm", "choice", "SSE-C algorithm", choices=("AES256",),
+         s3a=_role("encryption_algorithm", ("AES256", "SSE-C"))),
+    _opt("SSECustomerKey", "string", "SSE-C key", secret=True,
+         s3a=_role("encryption_customer_key")),
     _opt("RequestPayer", "choice", "requester pays", choices=("requester",)),
     _opt("ACL", "choice", "canned ACL of written objects",
          choices=("private", "bucket-owner-read", "bucket-owner-full-control")),
 ))
 
 S3 = (
-    _opt("endpoint_url", "url", "an S3-compatible endpoint (http or https URL)"),
-    _opt("key", "string", "access key id", secret=True),
-    _opt("secret", "string", "secret access key", secret=True),
-    _opt("token", "string", "session token", secret=True),
-    _opt("anon", "bool", "unsigned requests, no credentials (public buckets)"),
-    _opt("use_ssl", "bool", "use https"),
-    _opt("requester_pays", "bool", "the reader pays for requests"),
+    _opt("endpoint_url", "url", "an S3-compatible endpoint (http or https URL)",
+         s3a=_role("endpoint")),
+    _opt("key", "string", "access key id", secret=True, s3a=_role("access_key")),
+    _opt("secret", "string", "secret access key", secret=True, s3a=_role("secret_key")),
+    _opt("token", "string", "session token", secret=True, s3a=_role("session_token")),
+    _opt("anon", "bool", "unsigned requests, no credentials (public buckets)",
+         s3a=_role("anonymous")),
+    _opt("use_ssl", "bool", "use https", s3a=_skip_when(
+        "true", why="has no S3A equivalent (S3A takes the scheme from the endpoint URL)")),
+    _opt("requester_pays", "bool", "the reader pays for requests",
+         s3a=_set("requester.pays.enabled", "flag")),
     _S3_CLIENT, _S3_CONFIG, _S3_REQUESTS,
 ) + SETTINGS
 
@@ -285,3 +364,13 @@ def _flatten(options: tuple[StorageOption, ...], prefix: str = "") -> list[tuple
             kind = o.describe_kind() + (" (secret)" if o.secret else "")
             out.append((name, kind, o.meaning))
     return out
+
+
+def s3a_json_data() -> list[dict[str, Any]]:
+    """The s3 options with their S3A mapping (:class:`S3A`), keys nested, as JSON data for
+    the JVM extension (``S3ASettings.java`` dispatches on it and names no option itself)."""
+    def walk(options: tuple[StorageOption, ...]) -> list[dict[str, Any]]:
+        return [{"name": o.name, "kind": o.kind, "secret": o.secret,
+                 "s3a": o.s3a.as_json_data(), "keys": walk(o.keys)} for o in options]
+
+    return walk(protocol("s3").options)

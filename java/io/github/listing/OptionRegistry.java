@@ -29,7 +29,9 @@ import org.apache.spark.sql.SparkSession;
  * the properties of every task it runs.
  *
  * <p>The code refers by name only to the options whose meaning it implements ({@link
- * #ACTED_ON}); a table that lacks one of them is refused when parsed.
+ * #ACTED_ON}); a table that lacks one of them is refused when parsed. It names no storage
+ * option: the table carries the s3 options' S3A mapping ({@link #s3Options}), and one that
+ * asks for a role or conversion {@link S3ASettings} does not implement is refused too.
  */
 public final class OptionRegistry {
 
@@ -75,6 +77,67 @@ public final class OptionRegistry {
     }
   }
 
+  /**
+   * One s3 storage option of the allowlist (listing.options.storage_options.StorageOption)
+   * and how it maps to S3A ({@link S3ASettings}; storage_options.S3A): a setting of its own
+   * ({@code to}, {@code convert}), a role ({@code to}), skipped, keys mapped one by one, or
+   * a reason to stay on the Python engine ({@code why}); {@code values}: when not empty, the
+   * only values mapped, to S3A's text.
+   */
+  static final class StorageOption {
+    final String name;
+    final String kind;
+    final boolean secret;
+    final String use;
+    final String to;
+    final String convert;
+    final Map<String, String> values;
+    final String why;
+    final Map<String, StorageOption> keys;
+
+    StorageOption(JsonNode o) {
+      name = o.path("name").asText();
+      kind = o.path("kind").asText();
+      secret = o.path("secret").asBoolean();
+      JsonNode s3a = o.path("s3a");
+      use = s3a.path("use").asText();
+      to = s3a.path("to").asText();
+      convert = s3a.path("convert").asText();
+      Map<String, String> vs = new LinkedHashMap<>();
+      s3a.path("values").fields().forEachRemaining(f -> vs.put(f.getKey(), f.getValue().asText()));
+      values = Collections.unmodifiableMap(vs);
+      why = s3a.path("why").asText();
+      keys = storageOptions(o.path("keys"));
+      if (!S3ASettings.USES.contains(use) || !S3ASettings.CONVERTS.contains(convert)
+          || (use.equals("role") && !S3ASettings.ROLES.contains(to))
+          || (use.equals("setting") && to.isEmpty())
+          || use.equals("keys") != kind.equals("object")) {
+        throw new IllegalArgumentException("the option registry maps storage option " + name
+            + " to S3A as " + use + " " + to + " (" + convert + "), which this extension "
+            + "does not implement");
+      }
+    }
+
+    ObjectNode describe() {
+      ObjectNode n = JSON.createObjectNode();
+      n.put("name", name).put("kind", kind).put("secret", secret);
+      ObjectNode s3a = n.putObject("s3a");
+      s3a.put("use", use).put("to", to).put("convert", convert);
+      ObjectNode vs = s3a.putObject("values");
+      values.forEach(vs::put);
+      s3a.put("why", why);
+      ArrayNode ks = n.putArray("keys");
+      keys.values().forEach(k -> ks.add(k.describe()));
+      return n;
+    }
+  }
+
+  private static Map<String, StorageOption> storageOptions(JsonNode list) {
+    Map<String, StorageOption> out = new LinkedHashMap<>();
+    list.forEach(o -> out.put(o.path("name").asText(), new StorageOption(o)));
+    return Collections.unmodifiableMap(out);
+  }
+
   final String storagePrefix;
   final String catalogCopyPrefix;
   private final List<Option> options = new ArrayList<>();
@@ -83,6 +146,8 @@ public final class OptionRegistry {
   final Map<String, String> nativeFormats = new LinkedHashMap<>();
   /** File extensions (no leading dot, lower case) our listing keeps, by our format name. */
   final Map<String, List<String>> extensions = new LinkedHashMap<>();
+  /** The s3 storage options and their S3A mapping, by name (the allowlist's). */
+  final Map<String, StorageOption> s3Options;
   /** How our booleans are spelled (listing.options.parse_bool), lower case. */
   private final Set<String> trueSpellings = new LinkedHashSet<>();
   private final Set<String> falseSpellings = new LinkedHashSet<>();
@@ -106,6 +171,10 @@ public final class OptionRegistry {
       f.getValue().forEach(e -> exts.add(e.asText()));
       extensions.put(f.getKey(), Collections.unmodifiableList(exts));
     });
+    s3Options = storageOptions(root.path("s3a"));
+    if (s3Options.isEmpty()) {
+      throw new IllegalArgumentException("the option registry has no s3 storage options");
+    }
     root.path("booleans").path("true").forEach(t -> trueSpellings.add(t.asText()));
     root.path("booleans").path("false").forEach(f -> falseSpellings.add(f.asText()));
     if (trueSpellings.isEmpty() || falseSpellings.isEmpty()) {
@@ -195,7 +264,25 @@ public final class OptionRegistry {
       n.put("native", o.nativeUse).put("why", o.why).put("spark_option", o.sparkOption);
       o.nativeFormats.forEach(n.putArray("native_formats")::add);
     }
+    ArrayNode s3a = out.putArray("s3a");
+    r.s3Options.values().forEach(o -> s3a.add(o.describe()));
     new java.util.TreeSet<>(ACTED_ON).forEach(out.putArray("acted_on")::add);
+    new java.util.TreeSet<>(S3ASettings.ROLES).forEach(out.putArray("s3a_roles")::add);
+    return out.toString();
+  }
+
+  /**
+   * The S3A settings (names below {@code fs.s3a.bucket.<bucket>.}) that {@link S3ASettings}
+   * makes of {@code storageOptionsJson} under the table in {@code json}, as a JSON object,
+   * or {@code {"python": why}}: a test holds them to what the allowlist declares.
+   */
+  public static String s3aSettings(String json, String storageOptionsJson) {
+    ObjectNode out = JSON.createObjectNode();
+    try {
+      S3ASettings.settings(storageOptionsJson, Map.of(), parse(json)).forEach(out::put);
+    } catch (ListingNativeEngine.NotNative why) {
+      return JSON.createObjectNode().put("python", why.getMessage()).toString();
+    }
     return out.toString();
   }
 }

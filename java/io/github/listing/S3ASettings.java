@@ -17,11 +17,28 @@ import com.fasterxml.jackson.databind.ObjectMapper;
  * options into the Hadoop configuration its scan reads with (driver and executors), and S3A
  * takes {@code fs.s3a.bucket.<b>.*} over {@code fs.s3a.*} for that bucket only, so one table's
  * endpoint and credentials never reach another bucket. Relation options are not printed in
- * plans. Every option either maps to a setting with the same meaning, changes nothing a read
- * returns and is skipped, or is a reason to stay on the Python engine ({@link
- * ListingNativeEngine.NotNative}); reasons name the option, never its value.
+ * plans.
+ *
+ * <p>WHY no option names here: the storage allowlist (Python's {@code
+ * listing.options.storage_options}, handed over in the option registry, {@link
+ * OptionRegistry#s3Options}) says for each s3 option whether it maps to an S3A setting of its
+ * own (and how its value converts), gives one of the {@link #ROLES} that code combines
+ * (credentials, endpoint, region, anonymous access, addressing, encryption), changes nothing
+ * a read returns (skipped), or is a reason to stay on the Python engine ({@link
+ * ListingNativeEngine.NotNative}). This class implements the roles and conversions only;
+ * reasons name the option, never its value.
  */
 final class S3ASettings {
+
+  /** The roles this class builds settings from (listing.options.storage_options.S3A_ROLES). */
+  static final Set<String> ROLES = Set.of("access_key", "secret_key", "session_token",
+      "anonymous", "endpoint", "region", "addressing_style", "encryption_algorithm",
+      "encryption_kms_key", "encryption_customer_key");
+  /** How an option maps (listing.options.storage_options.S3AUse). */
+  static final Set<String> USES = Set.of("setting", "role", "skip", "keys", "python");
+  /** How a value becomes a setting's text (listing.options.storage_options.S3AConvert). */
+  static final Set<String> CONVERTS = Set.of("text", "count", "millis",
+      "retries_of_attempts", "flag");
 
   private static final ObjectMapper JSON = new ObjectMapper();
   private static final String SIMPLE = "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider";
@@ -29,8 +46,7 @@ final class S3ASettings {
       "org.apache.hadoop.fs.s3a.TemporaryAWSCredentialsProvider";
   private static final String ANONYMOUS =
       "org.apache.hadoop.fs.s3a.AnonymousAWSCredentialsProvider";
-  /** Options that change how requests are retried, never what a read returns. */
-  private static final Set<String> RETRY_MODES = Set.of("standard", "legacy");
+  private static final Set<String> ADDRESSING = Set.of("auto", "path", "virtual");
 
   private S3ASettings() {
   }
@@ -54,6 +70,18 @@ final class S3ASettings {
   static Map<String, String> map(String bucket, String storageOptionsJson,
       Map<String, String> storageDotOptions, OptionRegistry registry)
       throws ListingNativeEngine.NotNative {
+    Map<String, String> out = new LinkedHashMap<>();
+    for (Map.Entry<String, String> e
+        : settings(storageOptionsJson, storageDotOptions, registry).entrySet()) {
+      out.put("fs.s3a.bucket." + bucket + "." + e.getKey(), e.getValue());
+    }
+    return out;
+  }
+
+  /** The S3A settings (names below {@code fs.s3a.bucket.<bucket>.}) the options make. */
+  static Map<String, String> settings(String storageOptionsJson,
+      Map<String, String> storageDotOptions, OptionRegistry registry)
+      throws ListingNativeEngine.NotNative {
     Map<String, JsonNode> given = new LinkedHashMap<>();
     String text = storageOptionsJson == null ? "" : storageOptionsJson.trim();
     if (!text.isEmpty()) {
@@ -72,237 +100,181 @@ final class S3ASettings {
       given.put(e.getKey(), value(e.getValue()));  // storage.<name> wins, as in SourceConfig
     }
     Map<String, String> s3a = new LinkedHashMap<>();
-    String endpoint = null;
-    String addressing = null;
-    boolean anon = false;
-    String key = null;
-    String secret = null;
-    String token = null;
-    String region = null;
+    Roles roles = new Roles();
     for (Map.Entry<String, JsonNode> e : given.entrySet()) {
-      String name = e.getKey();
-      JsonNode v = e.getValue();
-      if (v == null || v.isNull()) {
-        continue;
-      }
-      switch (name) {
-        case "key": case "aws_access_key_id":
-          key = text(name, v);
-          break;
-        case "secret": case "aws_secret_access_key":
-          secret = text(name, v);
-          break;
-        case "token": case "aws_session_token":
-          token = text(name, v);
-          break;
-        case "anon":
-          anon = bool(name, v, registry);
-          break;
-        case "endpoint_url":
-          endpoint = text(name, v);
-          break;
-        case "region": case "region_name":
-          region = text(name, v);
-          break;
-        case "use_ssl":
-          if (!bool(name, v, registry)) {
-            throw new ListingNativeEngine.NotNative("storage option use_ssl=false has no S3A "
-                + "equivalent (S3A takes the scheme from the endpoint URL)");
-          }
-          break;
-        case "requester_pays":
-          if (bool(name, v, registry)) {
-            s3a.put("requester.pays.enabled", "true");
-          }
-          break;
-        case "client_kwargs":
-          for (Map.Entry<String, JsonNode> c : fields(name, v).entrySet()) {
-            switch (c.getKey()) {
-              case "endpoint_url" -> endpoint = text("client_kwargs.endpoint_url", c.getValue());
-              case "region_name" -> region = text("client_kwargs.region_name", c.getValue());
-              case "aws_access_key_id" -> key = text("client_kwargs.aws_access_key_id",
-                  c.getValue());
-              case "aws_secret_access_key" -> secret = text(
-                  "client_kwargs.aws_secret_access_key", c.getValue());
-              case "aws_session_token" -> token = text("client_kwargs.aws_session_token",
-                  c.getValue());
-              default -> throw unmapped("client_kwargs." + c.getKey());
-            }
-          }
-          break;
-        case "config_kwargs":
-          addressing = config(fields(name, v), s3a, addressing);
-          break;
-        case "s3_additional_kwargs":
-          encryption(fields(name, v), s3a);
-          break;
-        case "max_retries":  // ours: retries after the first attempt, as S3A's SDK setting
-          s3a.put("attempts.maximum", String.valueOf(integer(name, v)));
-          break;
-        case "retry_mode":
-          if (!text(name, v).equals("standard")) {
-            throw unmapped("retry_mode=" + text(name, v));
-          }
-          break;
-        default:
-          // on_file_change (reads checked against the listed ETag), retry_max_backoff,
-          // listing settings of ours, and anything else: Python's storage layer only
-          throw unmapped(name);
+      if (e.getValue() != null && !e.getValue().isNull()) {
+        apply(registry.s3Options.get(e.getKey()), e.getKey(), e.getValue(), s3a, roles,
+            registry);
       }
     }
-    if (anon && (key != null || secret != null || token != null)) {
-      throw new ListingNativeEngine.NotNative("storage options anon and credentials together");
-    }
-    if ((key == null) != (secret == null)) {
-      throw new ListingNativeEngine.NotNative("storage options key and secret come together");
-    }
-    if (token != null && key == null) {
-      throw new ListingNativeEngine.NotNative("storage option token without key and secret");
-    }
-    if (anon) {
-      s3a.put("aws.credentials.provider", ANONYMOUS);
-    } else if (key != null) {
-      s3a.put("access.key", key);
-      s3a.put("secret.key", secret);
-      if (token != null) {
-        s3a.put("session.token", token);
-      }
-      s3a.put("aws.credentials.provider", token != null ? TEMPORARY : SIMPLE);
-    }
-    if (endpoint != null) {
-      String lower = endpoint.toLowerCase(Locale.ROOT);
-      if (!lower.startsWith("http://") && !lower.startsWith("https://")) {
-        throw new ListingNativeEngine.NotNative("storage option endpoint_url is not an http(s) "
-            + "URL");
-      }
-      if (lower.substring(lower.indexOf("://") + 3).contains("@")) {
-        throw new ListingNativeEngine.NotNative("storage option endpoint_url holds credentials");
-      }
-      s3a.put("endpoint", endpoint);
-      s3a.put("connection.ssl.enabled", String.valueOf(lower.startsWith("https://")));
-    }
-    // botocore addresses a custom endpoint path-style unless told "virtual"; AWS's own
-    // endpoints virtual-host style unless told "path"
-    boolean pathStyle = addressing == null || addressing.equals("auto")
-        ? endpoint != null : addressing.equals("path");
-    if (addressing != null || endpoint != null) {
-      s3a.put("path.style.access", String.valueOf(pathStyle));
-    }
-    if (region != null) {
-      s3a.put("endpoint.region", region);
-    }
-    Map<String, String> out = new LinkedHashMap<>();
-    for (Map.Entry<String, String> e : s3a.entrySet()) {
-      out.put("fs.s3a.bucket." + bucket + "." + e.getKey(), e.getValue());
-    }
-    return out;
+    roles.credentials(s3a);
+    roles.endpoint(s3a);
+    roles.encryption(s3a);
+    return s3a;
   }
 
-  /** botocore's Config as S3A settings; returns the addressing style, if given. */
-  private static String config(Map<String, JsonNode> config, Map<String, String> s3a,
-      String addressing) throws ListingNativeEngine.NotNative {
-    String style = addressing;
-    for (Map.Entry<String, JsonNode> c : config.entrySet()) {
-      String name = "config_kwargs." + c.getKey();
-      JsonNode v = c.getValue();
-      switch (c.getKey()) {
-        case "s3":
-          for (Map.Entry<String, JsonNode> s : fields(name, v).entrySet()) {
-            if (!s.getKey().equals("addressing_style")) {
-              throw unmapped(name + "." + s.getKey());
-            }
-            style = text(name + ".addressing_style", s.getValue());
-            if (!Set.of("auto", "path", "virtual").contains(style)) {
-              throw unmapped(name + ".addressing_style=" + style);
-            }
-          }
-          break;
-        case "retries":
-          for (Map.Entry<String, JsonNode> r : fields(name, v).entrySet()) {
-            switch (r.getKey()) {
-              // botocore counts the first attempt in total_max_attempts, not in max_attempts
-              case "max_attempts" -> s3a.put("attempts.maximum",
-                  String.valueOf(integer(name + ".max_attempts", r.getValue())));
-              case "total_max_attempts" -> s3a.put("attempts.maximum", String.valueOf(
-                  Math.max(0, integer(name + ".total_max_attempts", r.getValue()) - 1)));
-              case "mode" -> {
-                if (!RETRY_MODES.contains(text(name + ".mode", r.getValue()))) {
-                  throw unmapped(name + ".mode=" + r.getValue().asText());
-                }
-              }
-              default -> throw unmapped(name + "." + r.getKey());
-            }
-          }
-          break;
-        case "connect_timeout":
-          s3a.put("connection.establish.timeout", millis(name, v));
-          break;
-        case "read_timeout":
-          s3a.put("connection.timeout", millis(name, v));
-          break;
-        case "max_pool_connections":
-          s3a.put("connection.maximum", String.valueOf(integer(name, v)));
-          break;
-        case "region_name":
-          s3a.put("endpoint.region", text(name, v));
-          break;
-        default:
-          throw unmapped(name);
-      }
-    }
-    return style;
-  }
-
-  /** s3fs's SSE request parameters as S3A's encryption settings. */
-  private static void encryption(Map<String, JsonNode> extra, Map<String, String> s3a)
+  /** One option (or key) {@code path} with value {@code v}, as {@code option} maps it. */
+  private static void apply(OptionRegistry.StorageOption option, String path, JsonNode v,
+      Map<String, String> s3a, Roles roles, OptionRegistry registry)
       throws ListingNativeEngine.NotNative {
-    String algorithm = null;
-    String keyId = null;
-    String customerKey = null;
-    for (Map.Entry<String, JsonNode> e : extra.entrySet()) {
-      String name = "s3_additional_kwargs." + e.getKey();
-      switch (e.getKey()) {
-        case "ServerSideEncryption" -> algorithm = text(name, e.getValue());
-        case "SSEKMSKeyId" -> keyId = text(name, e.getValue());
-        case "SSECustomerAlgorithm" -> {
-          if (!text(name, e.getValue()).equals("AES256")) {
-            throw unmapped(name);
-          }
-          algorithm = "SSE-C";
+    if (option == null) {
+      throw new ListingNativeEngine.NotNative("storage option " + path + " is not in the s3 "
+          + "storage allowlist");
+    }
+    switch (option.use) {
+      case "keys" -> {
+        for (Map.Entry<String, JsonNode> c : fields(path, v).entrySet()) {
+          apply(option.keys.get(c.getKey()), path + "." + c.getKey(), c.getValue(), s3a, roles,
+              registry);
         }
-        case "SSECustomerKey" -> customerKey = text(name, e.getValue());
-        default -> throw unmapped(name);
       }
-    }
-    if (algorithm == null) {
-      if (keyId != null || customerKey != null) {
-        throw new ListingNativeEngine.NotNative("storage options SSEKMSKeyId or SSECustomerKey "
-            + "without an algorithm");
-      }
-      return;
-    }
-    switch (algorithm) {
-      case "AES256" -> s3a.put("encryption.algorithm", "SSE-S3");
-      case "aws:kms" -> s3a.put("encryption.algorithm", "SSE-KMS");
-      case "aws:kms:dsse" -> s3a.put("encryption.algorithm", "DSSE-KMS");
-      case "SSE-C" -> {
-        if (customerKey == null) {
-          throw new ListingNativeEngine.NotNative("storage option SSECustomerAlgorithm without "
-              + "SSECustomerKey");
+      case "python" -> throw new ListingNativeEngine.NotNative("storage option " + path + " "
+          + option.why);
+      case "skip" -> mapped(option, path, v, registry);
+      case "role" -> roles.give(option.to, path, mapped(option, path, v, registry), option);
+      default -> {  // setting
+        String setting = convert(option, path, v, registry);
+        if (setting != null) {
+          s3a.put(option.to, setting);
         }
-        s3a.put("encryption.algorithm", "SSE-C");
       }
-      default -> throw unmapped("s3_additional_kwargs.ServerSideEncryption");
-    }
-    String key = "SSE-C".equals(algorithm) ? customerKey : keyId;
-    if (key != null) {
-      s3a.put("encryption.key", key);
     }
   }
 
-  private static ListingNativeEngine.NotNative unmapped(String name) {
-    return new ListingNativeEngine.NotNative("storage option " + name + " has no equivalent in "
-        + "Spark's S3A connector (the Python engine's storage layer honours it)");
+  /**
+   * The value as text ({@code true}/{@code false} for a bool), through the option's value
+   * table when it has one: a value not in it keeps the Python engine.
+   */
+  private static String mapped(OptionRegistry.StorageOption option, String path, JsonNode v,
+      OptionRegistry registry) throws ListingNativeEngine.NotNative {
+    String t = option.kind.equals("bool") ? String.valueOf(bool(path, v, registry))
+        : text(path, v);
+    if (option.values.isEmpty()) {
+      return t;
+    }
+    if (!option.values.containsKey(t)) {
+      throw new ListingNativeEngine.NotNative("storage option " + path
+          + (option.secret ? "" : "=" + t) + " " + option.why);
+    }
+    return option.values.get(t);
+  }
+
+  /** A setting's text, or null when the option sets nothing (a false flag). */
+  private static String convert(OptionRegistry.StorageOption option, String path, JsonNode v,
+      OptionRegistry registry) throws ListingNativeEngine.NotNative {
+    return switch (option.convert) {
+      case "count" -> String.valueOf(integer(path, v));
+      case "millis" -> millis(path, v);
+      // botocore counts the first attempt in total_max_attempts; S3A's setting does not
+      case "retries_of_attempts" -> String.valueOf(Math.max(0, integer(path, v) - 1));
+      case "flag" -> bool(path, v, registry) ? "true" : null;
+      default -> mapped(option, path, v, registry);
+    };
+  }
+
+  /** What the options give each role, and the option that gave it (for reasons). */
+  private static final class Roles {
+    private final Map<String, String> values = new LinkedHashMap<>();
+    private final Map<String, String> from = new LinkedHashMap<>();
+
+    void give(String role, String path, String value, OptionRegistry.StorageOption option)
+        throws ListingNativeEngine.NotNative {
+      if (role.equals("addressing_style") && !ADDRESSING.contains(value)) {
+        throw new ListingNativeEngine.NotNative("storage option " + path + "=" + value + " "
+            + option.why);
+      }
+      values.put(role, value);
+      from.put(role, path);
+    }
+
+    private String get(String role) {
+      return values.get(role);
+    }
+
+    /** The credentials provider and its keys; anonymous access takes none. */
+    void credentials(Map<String, String> s3a) throws ListingNativeEngine.NotNative {
+      String key = get("access_key");
+      String secret = get("secret_key");
+      String token = get("session_token");
+      String given = key != null ? from.get("access_key") : secret != null
+          ? from.get("secret_key") : from.get("session_token");
+      if ("true".equals(get("anonymous")) && given != null) {
+        throw new ListingNativeEngine.NotNative("storage options " + from.get("anonymous")
+            + " and " + given + " together");
+      }
+      if ((key == null) != (secret == null)) {
+        throw new ListingNativeEngine.NotNative("storage option " + given + " needs "
+            + (key == null ? "an access key" : "a secret key") + " too");
+      }
+      if (token != null && key == null) {
+        throw new ListingNativeEngine.NotNative("storage option " + given + " needs an access "
+            + "key and a secret key too");
+      }
+      if ("true".equals(get("anonymous"))) {
+        s3a.put("aws.credentials.provider", ANONYMOUS);
+      } else if (key != null) {
+        s3a.put("access.key", key);
+        s3a.put("secret.key", secret);
+        if (token != null) {
+          s3a.put("session.token", token);
+        }
+        s3a.put("aws.credentials.provider", token != null ? TEMPORARY : SIMPLE);
+      }
+    }
+
+    /** The endpoint, TLS from its scheme, addressing style and region. */
+    void endpoint(Map<String, String> s3a) throws ListingNativeEngine.NotNative {
+      String endpoint = get("endpoint");
+      String addressing = get("addressing_style");
+      if (endpoint != null) {
+        String lower = endpoint.toLowerCase(Locale.ROOT);
+        if (!lower.startsWith("http://") && !lower.startsWith("https://")) {
+          throw new ListingNativeEngine.NotNative("storage option " + from.get("endpoint")
+              + " is not an http(s) URL");
+        }
+        if (lower.substring(lower.indexOf("://") + 3).contains("@")) {
+          throw new ListingNativeEngine.NotNative("storage option " + from.get("endpoint")
+              + " holds credentials");
+        }
+        s3a.put("endpoint", endpoint);
+        s3a.put("connection.ssl.enabled", String.valueOf(lower.startsWith("https://")));
+      }
+      // botocore addresses a custom endpoint path-style unless told "virtual"; AWS's own
+      // endpoints virtual-host style unless told "path"
+      boolean pathStyle = addressing == null || addressing.equals("auto")
+          ? endpoint != null : addressing.equals("path");
+      if (addressing != null || endpoint != null) {
+        s3a.put("path.style.access", String.valueOf(pathStyle));
+      }
+      if (get("region") != null) {
+        s3a.put("endpoint.region", get("region"));
+      }
+    }
+
+    /** Server-side encryption: S3A's algorithm name (the option's value table) and key. */
+    void encryption(Map<String, String> s3a) throws ListingNativeEngine.NotNative {
+      String algorithm = get("encryption_algorithm");
+      String kmsKey = get("encryption_kms_key");
+      String customerKey = get("encryption_customer_key");
+      if (algorithm == null) {
+        if (kmsKey != null || customerKey != null) {
+          throw new ListingNativeEngine.NotNative("storage option " + from.get(
+              kmsKey != null ? "encryption_kms_key" : "encryption_customer_key")
+              + " needs an encryption algorithm too");
+        }
+        return;
+      }
+      boolean customer = algorithm.equals("SSE-C");
+      if (customer && customerKey == null) {
+        throw new ListingNativeEngine.NotNative("storage option "
+            + from.get("encryption_algorithm") + " needs an SSE-C key too");
+      }
+      s3a.put("encryption.algorithm", algorithm);
+      String key = customer ? customerKey : kmsKey;
+      if (key != null) {
+        s3a.put("encryption.key", key);
+      }
+    }
   }
 
   private static JsonNode value(String text) {
