@@ -18,9 +18,9 @@ from listing.options import ListingOptions, registry, storage_options
 from listing.spark.config import REGISTRY_CONF, SourceConfig, registry_json
 from listing.spark.writer import write_options
 
-#: the Java class's names for the options it acts on by name (OptionRegistry.ACTED_ON)
-ACTED_ON = ["basepath", "engine", "format", "limit", "path", "path_glob_filter", "paths",
-            "quote", "recursivefilelookup", "storage_options", "table_spec", "where"]
+#: the extension's names for the options it acts on by name (OptionRegistry.ACTED_ON)
+ACTED_ON = ["basepath", "engine", "format", "key_grouped", "limit", "path", "path_glob_filter",
+            "paths", "quote", "recursivefilelookup", "storage_options", "table_spec", "where"]
 
 
 def _jvm_registry(spark: Any) -> Any:
@@ -37,7 +37,10 @@ def test_java_reads_every_field_python_declares(spark: Any) -> None:
     assert seen == {**json.loads(text), "acted_on": ACTED_ON,
                     "s3a_roles": sorted(storage_options.S3A_ROLES)}
     names = {o.name: o for o in registry.OPTIONS}
-    assert all(names[n].native == "planner" or names[n].spark_option for n in ACTED_ON)
+    # the native hand-off's own options, quote (Spark's escape follows it) and key_grouped
+    # (KeyGroupedScans reports a partitioning for it)
+    assert all(names[n].native == "planner" or names[n].spark_option or n == "key_grouped"
+               for n in ACTED_ON)
 
 
 def test_java_refuses_a_registry_without_an_option_it_acts_on(spark: Any) -> None:
@@ -292,3 +295,34 @@ def test_every_s3_option_declares_its_s3a_mapping() -> None:
             walk(o.keys)
 
     walk(storage_options.protocol("s3").options)
+
+
+def _key_grouped_plan(spark: Any, root: str, value: str) -> str:
+    df = (spark.read.format("listing").option("engine", "python")
+          .option("open_cost_in_bytes", "0").option("key_grouped", value).load(root))
+    return df.groupBy("date").count()._jdf.queryExecution().executedPlan().toString()
+
+
+def test_key_grouping_reads_the_option_as_the_registry_spells_it(spark: Any,
+                                                                 tmp_path: Any) -> None:
+    """KeyGroupedScans takes key_grouped's name and boolean spellings from the registry the
+    session holds: any true spelling in any case drops the shuffle, a false one keeps it,
+    and a registry without a spelling makes the JVM read it as not true."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    for day in ("2024-01-01", "2024-01-02"):
+        (tmp_path / f"date={day}").mkdir()
+        pq.write_table(pa.table({"id": [1, 2, 3]}), tmp_path / f"date={day}" / "p.parquet")
+    root = str(tmp_path)
+    assert "Exchange" in _key_grouped_plan(spark, root, "No")  # the control: it shuffles
+    for true in ("On", "YES", "1", "true"):
+        assert "Exchange" not in _key_grouped_plan(spark, root, true), true
+    data = json.loads(registry_json())
+    data["booleans"]["true"] = [t for t in data["booleans"]["true"] if t != "yes"]
+    spark.conf.set(REGISTRY_CONF, json.dumps(data))
+    try:
+        assert "Exchange" in _key_grouped_plan(spark, root, "YES")
+        assert "Exchange" not in _key_grouped_plan(spark, root, "On")
+    finally:
+        spark.conf.set(REGISTRY_CONF, registry_json())

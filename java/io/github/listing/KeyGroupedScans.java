@@ -4,12 +4,12 @@ import java.nio.charset.StandardCharsets;
 import java.time.LocalDate;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 
+import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
 import org.apache.spark.sql.connector.expressions.Expression;
@@ -60,11 +60,25 @@ final class KeyGroupedScans {
   private KeyGroupedScans() {
   }
 
-  /** Whether the scan's options ask for key grouping (as Python's parse_bool reads true). */
+  /**
+   * Whether the scan's options ask for key grouping: an option the session's registry files
+   * under {@link #OPTION}, true as the registry spells booleans (Python's parse_bool). A
+   * session without the registry has no listing source to scan, so asks for none.
+   */
   static boolean requested(Map<String, String> options) {
-    String value = options.get(OPTION);
-    return value != null
-        && List.of("true", "1", "yes", "on").contains(value.trim().toLowerCase(Locale.ROOT));
+    OptionRegistry registry;
+    try {
+      registry = OptionRegistry.of(SparkSession.active());
+    } catch (ListingNativeEngine.NotNative | IllegalStateException none) {
+      return false;
+    }
+    for (Map.Entry<String, String> e : options.entrySet()) {
+      OptionRegistry.Option option = registry.lookup(e.getKey());
+      if (option != null && option.name.equals(OPTION)) {
+        return Boolean.TRUE.equals(registry.bool(e.getValue()));
+      }
+    }
+    return false;
   }
 
   /** Spark's Python partition that also states its partition key. */
