@@ -130,18 +130,6 @@ _SAMPLES = {"string": "v-1", "url": "http://s3.example:9000", "int": 3, "bool": 
             "duration": 2.5}
 
 
-def _leaves(options: tuple[storage_options.StorageOption, ...] | None = None,
-            prefix: str = "") -> list[tuple[str, storage_options.StorageOption]]:
-    """Every s3 option that takes a value, by its dotted name."""
-    out = []
-    for o in storage_options.protocol("s3").options if options is None else options:
-        if o.kind == "object":
-            out += _leaves(o.keys, prefix + o.name + ".")
-        else:
-            out.append((prefix + o.name, o))
-    return out
-
-
 def _nest(path: str, value: Any) -> dict[str, Any]:
     head, _, rest = path.partition(".")
     return {head: _nest(rest, value) if rest else value}
@@ -164,7 +152,7 @@ def _java_s3a(spark: Any, options: dict[str, Any], table: str | None = None) -> 
 def _with_role(role: str, s3a_value: str | None = None) -> dict[str, Any]:
     """Options giving ``role`` (S3A's ``s3a_value`` for a role with a value table), through
     the first option the allowlist declares for it."""
-    for path, o in _leaves():
+    for path, o in storage_options.leaves("s3"):
         if o.s3a.use == "role" and o.s3a.to == role:
             given = dict(o.s3a.values)
             if s3a_value is None:
@@ -230,7 +218,7 @@ def test_java_maps_every_s3_option_as_the_allowlist_declares(spark: Any) -> None
     the Python engine with the declared reason, naming the option and never a secret."""
     assert _java_s3a(spark, {}) == {}  # the control: no options, no settings
     seen = set()
-    for path, o in _leaves():
+    for path, o in storage_options.leaves("s3"):
         m = o.s3a
         seen.add(m.use)
         for value in _values(o):
@@ -326,3 +314,10 @@ def test_key_grouping_reads_the_option_as_the_registry_spells_it(spark: Any,
         assert "Exchange" not in _key_grouped_plan(spark, root, "On")
     finally:
         spark.conf.set(REGISTRY_CONF, registry_json())
+
+
+def test_readme_s3a_table_is_the_allowlist() -> None:
+    from pathlib import Path
+
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    assert storage_options.s3a_markdown_table() in readme

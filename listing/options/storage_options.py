@@ -39,6 +39,25 @@ S3AConvert = Literal["text", "count", "millis", "retries_of_attempts", "flag"]
 S3A_ROLES = ("access_key", "secret_key", "session_token", "anonymous", "endpoint", "region",
              "addressing_style", "encryption_algorithm", "encryption_kms_key",
              "encryption_customer_key")
+#: what each role becomes in S3A (the README's table; S3ASettings.java implements them)
+S3A_ROLE_SETTINGS = {
+    "access_key": "`access.key`, with the Simple credentials provider (the Temporary one "
+                  "with a session token)",
+    "secret_key": "`secret.key`",
+    "session_token": "`session.token`, with the Temporary credentials provider",
+    "anonymous": "when true, the Anonymous credentials provider (no credentials with it)",
+    "endpoint": "`endpoint`; `connection.ssl.enabled` from its scheme; "
+                "`path.style.access=true` (botocore's default for a custom endpoint)",
+    "region": "`endpoint.region`",
+    "addressing_style": "`path.style.access` (`path`: true, `virtual`: false, `auto`: true "
+                        "with a custom endpoint)",
+    "encryption_algorithm": "`encryption.algorithm`",
+    "encryption_kms_key": "`encryption.key` (with an SSE-KMS algorithm)",
+    "encryption_customer_key": "`encryption.key` (with the SSE-C algorithm)",
+}
+_CONVERTED = {"text": "", "count": "", "millis": " (seconds as milliseconds)",
+              "retries_of_attempts": " (attempts in all minus the first)",
+              "flag": " (`true` when true)"}
 _S3A_NONE = ("has no equivalent in Spark's S3A connector (the Python engine's storage "
              "layer honours it)")
 
@@ -374,3 +393,40 @@ def s3a_json_data() -> list[dict[str, Any]]:
                  "s3a": o.s3a.as_json_data(), "keys": walk(o.keys)} for o in options]
 
     return walk(protocol("s3").options)
+
+
+def s3a_markdown_table() -> str:
+    """The README's table of what Spark's S3A connector makes of the s3 options (a test
+    holds the README to it): every option with an S3A meaning; the others keep the Python
+    engine."""
+    rows = ["| storage option | S3A setting (`fs.s3a.bucket.<bucket>.*`) |", "| --- | --- |"]
+    python = []
+    for name, option in leaves("s3"):
+        m = option.s3a
+        values = ", ".join(f"`{v}`" + (f" → `{t}`" if t else "") for v, t in m.values)
+        only = f" ({values}; other values keep the Python engine)" if values else ""
+        if m.use == "python":
+            python.append(f"`{name}`")
+        elif m.use == "skip":
+            rows.append(f"| `{name}` | none: no effect on what a read returns{only} |")
+        elif m.use == "setting":
+            rows.append(f"| `{name}` | `{m.to}`{_CONVERTED[m.convert]}{only} |")
+        else:
+            rows.append(f"| `{name}` | {S3A_ROLE_SETTINGS[m.to]}{only} |")
+    rows.append(f"| {', '.join(python)} | none: the table stays on the Python engine |")
+    return "\n".join(rows)
+
+
+def leaves(protocol_name: str) -> list[tuple[str, StorageOption]]:
+    """The options of ``protocol_name`` that take a value, by dotted name (an object's
+    keys below it: ``config_kwargs.retries.mode``), in allowlist order."""
+    def walk(options: tuple[StorageOption, ...], prefix: str) -> list[tuple[str, StorageOption]]:
+        out: list[tuple[str, StorageOption]] = []
+        for o in options:
+            if o.kind == "object":
+                out += walk(o.keys, prefix + o.name + ".")
+            else:
+                out.append((prefix + o.name, o))
+        return out
+
+    return walk(protocol(protocol_name).options, "")
