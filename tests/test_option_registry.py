@@ -20,7 +20,7 @@ from listing.spark.writer import write_options
 
 #: the extension's names for the options it acts on by name (OptionRegistry.ACTED_ON)
 ACTED_ON = ["basepath", "engine", "format", "key_grouped", "limit", "path", "path_glob_filter",
-            "paths", "quote", "recursivefilelookup", "storage_options", "table_spec", "where"]
+            "paths", "quote", "recursivefilelookup", "storage_options", "where"]
 
 
 def _jvm_registry(spark: Any) -> Any:
@@ -118,7 +118,7 @@ def test_every_spelling_reaches_the_option_it_names() -> None:
                 assert write_options({"path": "/t", spelling: "1"})[option.name] == "1"
     refused = [o for o in registry.OPTIONS if o.on_write == "refuse"]
     assert {o.name for o in refused} == {"partition_cols", "where", "limit", "table_spec",
-                                         "basepath"}
+                                         "expression_filters", "basepath"}
 
 
 # --- the s3 storage options as S3A settings (storage_options.S3A, S3ASettings.java) ----------
@@ -321,3 +321,56 @@ def test_readme_s3a_table_is_the_allowlist() -> None:
 
     readme = (Path(__file__).parents[1] / "README.md").read_text()
     assert storage_options.s3a_markdown_table() in readme
+
+
+# --- to_spark's table_spec: decoded by Python only, stated for the JVM as plain options -------
+
+def _spec_options(tmp_path: Any, fmt: str = "parquet", where: str | None = None
+                  ) -> dict[str, str]:
+    """to_spark's options for a small table (``where``: its filters, as to_spark binds
+    them)."""
+    from listing.spark.dataframe import table_options
+    from listing.table import ListingTable
+    from listing.testing import datasets
+
+    ds = datasets.daily(str(tmp_path / fmt), format=fmt, days=1, rows_per_file=2)
+    table = ListingTable.open(ds.root, format=fmt)
+    return table_options(table, table.bind(where) if where else [], None)
+
+
+def test_the_jvm_decides_on_the_plain_options_beside_the_spec(spark: Any, tmp_path: Any) -> None:
+    """The JVM never decodes table_spec: to_spark states the format, a native format's
+    options and its filters as registry options, and the hand-off follows those."""
+    engine = spark._jvm.io.github.listing.ListingNativeEngine  # noqa: SLF001
+
+    def reason(options: dict[str, str]) -> str | None:
+        why = engine.pythonReason(spark._jsparkSession, options,  # noqa: SLF001
+                                  "listing_table")
+        return None if why is None else str(why)
+
+    plain = _spec_options(tmp_path)
+    assert plain["format"] == "parquet" and plain["merge_schema"] == "false"
+    assert "expression_filters" not in plain
+    assert reason(plain) is None  # the control: to_spark's table is handed off
+    assert reason({**plain, "table_spec": "not a spec"}) is None  # never decoded there
+    filtered = _spec_options(tmp_path / "f", where="id > 1 AND region = 'eu'")
+    assert filtered["expression_filters"] == "2"
+    assert reason(filtered) == ("option expression_filters (filters given to to_spark "
+                                "travel as our expressions)")
+    csv = _spec_options(tmp_path / "c", "csv")
+    assert (csv["header"], csv["delimiter"], csv["null_values"]) == ("true", ",", "")
+
+
+def test_a_spec_its_plain_options_disagree_with_is_refused(tmp_path: Any) -> None:
+    """Both engines read one table: the source refuses a spec whose plain statement is
+    missing or says otherwise (the JVM would decide on a different table)."""
+    from listing.errors import OptionError
+
+    options = _spec_options(tmp_path, "csv")
+    assert SourceConfig.parse(options).format == "csv"  # the control
+    for key, value in (("format", "parquet"), ("header", "false"), ("expression_filters", "2"),
+                       ("format", None)):
+        changed = {**options, key: value} if value is not None else {
+            k: v for k, v in options.items() if k != key}
+        with pytest.raises(OptionError, match=f"table_spec disagrees with option {key}"):
+            SourceConfig.parse(changed)

@@ -28,7 +28,8 @@ from listing.options import _FALSE, _TRUE, ListingOptions, storage_options
 #: (ListingOptions), streaming, writing, a format's, or a catalog property Spark adds
 Scope = Literal["source", "listing", "stream", "write", "format", "catalog"]
 #: what the native hand-off (Spark's own reader) does with an option: the planner reads it
-#: itself; it changes tasks, never rows (ignore); only its false value hands off
+#: itself; it changes tasks, never rows, or (table_spec) all it says that matters to the
+#: JVM is stated in other options too (ignore); only its false value hands off
 #: (false_only); it always keeps the Python engine (python); or it becomes Spark's
 #: ``spark_option`` for the formats in ``native_formats`` (spark)
 Native = Literal["planner", "ignore", "false_only", "python", "spark"]
@@ -100,7 +101,11 @@ OPTIONS: tuple[Option, ...] = (
     _o("limit", "source", "int", "at most this many rows", native="planner",
        on_write="refuse"),
     _o("table_spec", "source", "json", "the table ListingTable.to_spark describes",
-       native="planner", on_write="refuse", listed=False),
+       on_write="refuse", listed=False),
+    _o("expression_filters", "source", "int", "how many filters to_spark's table_spec "
+       "carries (stated beside it for the native hand-off)", native="python",
+       why="(filters given to to_spark travel as our expressions)", on_write="refuse",
+       listed=False),
     _o("basepath", "source", "string", "the table root above a partition folder",
        spark=("basePath",), native="planner", on_write="refuse"),
     _o("engine", "source", "choice", "who reads the files: Spark's own reader (native) "

@@ -127,12 +127,12 @@ class SourceConfig:
             # the source's own (read above), a write's, a catalog property: not the table's
         fmt = opts.get("format", registry.option("format").default)
         cols: list[Any] | None = _partition_cols(opts.get("partition_cols"))
-        schema, sizes, filesystem = None, None, None
+        schema, sizes, filesystem, spec = None, None, None, None
         if "table_spec" in opts:  # written by ListingTable.to_spark: data, never code
             spec = TableSpec.parse(opts["table_spec"])
             fmt, cols, schema = spec.format, list(spec.partition_cols), spec.schema
             sizes, filesystem = spec.column_bytes, spec.filesystem
-            fmt_opts = {**spec.format_options, **fmt_opts}
+            fmt_opts = {**fmt_opts, **spec.format_options}  # the plain ones state them
             where += spec.where
         limit = None
         if opts.get("limit"):
@@ -141,6 +141,8 @@ class SourceConfig:
             except ValueError:
                 raise OptionError(f"option limit={opts['limit']!r} is not an integer") from None
         _check_format_options(fmt, fmt_opts)
+        if spec is not None:
+            spec.check_stated(opts)
         engine = opts.get("engine", registry.option("engine").default).strip().lower()
         if engine not in ENGINES:
             raise OptionError(f"option engine={opts['engine']!r}: expected one of "

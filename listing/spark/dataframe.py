@@ -7,6 +7,12 @@ name and options, partition columns and schema as an Arrow IPC schema, filters a
 The worker rebuilds the table from it without listing or reading a file, and nothing
 in it can name code: a format not in the registry is registered (and shipped to the
 workers with the source class) before the DataFrame is built.
+
+Only :class:`TableSpec` decodes the spec. What the JVM extension's native hand-off needs
+of it (``ListingNativeEngine.java``) travels beside it as plain options the option registry
+knows (:func:`stated_options`): the format, the format's options for a format Spark also
+reads, and ``expression_filters`` when filters travel as our expressions. The source
+refuses a spec those options disagree with, so both engines read the same table.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from listing import formats
 from listing.errors import OptionError
 from listing.expressions import Bound
 from listing.expressions.codec import from_json, to_json
-from listing.options import ListingOptions
+from listing.options import ListingOptions, registry
 from listing.table import ListingTable
 
 SPEC_VERSION = 1
@@ -41,10 +47,11 @@ def table_options(table: ListingTable, where: Sequence[Bound], limit: int | None
         known = None
     if type(known) is not type(fmt):  # a format given as an instance: make it a name
         formats.register(name, type(fmt))
+    format_options = {k: v for k, v in fmt.options.items() if v is not None}
     spec = {
         "version": SPEC_VERSION,
         "format": name,
-        "format_options": {k: v for k, v in fmt.options.items() if v is not None},
+        "format_options": format_options,
         "partition_schema": _schema_text(pa.schema(
             [pa.field(n, t) for n, t in table.partition_cols])),
         "schema": _schema_text(table.file_schema),
@@ -58,7 +65,8 @@ def table_options(table: ListingTable, where: Sequence[Bound], limit: int | None
     root = str(table.url) if table.url.protocol != "file" else table.url.root
     opts = {"path": root if table.url.glob is None else table.url.glob,
             "table_spec": json.dumps(spec),
-            "storage_options": json.dumps(table.storage.options)}
+            "storage_options": json.dumps(table.storage.options),
+            **stated_options(name, format_options, len(where))}
     if table.url.glob is not None:  # the glob, read below the table's root
         opts["basePath"] = root
     if limit is not None:
@@ -68,6 +76,28 @@ def table_options(table: ListingTable, where: Sequence[Bound], limit: int | None
         if value != f.default and value is not None:
             opts[f.name] = value.isoformat() if hasattr(value, "isoformat") else str(value)
     return opts
+
+
+def stated_options(format_name: str, format_options: dict[str, Any], filters: int
+                   ) -> dict[str, str]:
+    """The plain options that state, beside a spec, what the JVM's native hand-off needs
+    of it: ``format``; for a format Spark also reads, its options as option text (a
+    boolean ``true``/``false``, a list comma-separated); ``expression_filters``, the
+    number of filters the spec carries, when there are any (they keep our engine)."""
+    out = {"format": format_name}
+    if format_name in registry.NATIVE_FORMATS:
+        out.update({k.lower(): _text(v) for k, v in format_options.items() if v is not None})
+    if filters:
+        out["expression_filters"] = str(filters)
+    return out
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, list | tuple):
+        return ",".join(str(v) for v in value)
+    return str(value)
 
 
 #: filesystems Python callers gave their tables (``ListingTable.open(filesystem=...)``), by
@@ -96,6 +126,16 @@ class TableSpec:
     where: list[Any]
     column_bytes: dict[str, int] | None = None
     filesystem: str | None = None  # a token of FILESYSTEMS: the caller's own filesystem
+
+    def check_stated(self, options: dict[str, str]) -> None:
+        """Refuse ``options`` (lower-cased keys) whose plain statement of this spec
+        (:func:`stated_options`) is missing or differs: the JVM decides on those."""
+        stated = stated_options(self.format, self.format_options, len(self.where))
+        for key in sorted({*stated, "expression_filters"}):
+            if options.get(key) != stated.get(key):
+                raise OptionError(f"option table_spec disagrees with option {key} (to_spark "
+                                  f"states the spec's {key} beside it: "
+                                  f"{stated.get(key, 'none')!r})")
 
     @classmethod
     def parse(cls, text: str) -> TableSpec:

@@ -3,15 +3,11 @@ package io.github.listing;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
-import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
-
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.expressions.Attribute;
@@ -490,7 +486,10 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
    * a reason to stay on the Python engine: {@code registry} says which ({@link
    * OptionRegistry}). {@code noS3A}: null when Spark's JVM can read {@code s3a://} (S3A),
    * else why not; an {@code s3://} or {@code s3a://} table is then read as {@code s3a://},
-   * its storage options mapped by {@link S3ASettings}.
+   * its storage options mapped by {@link S3ASettings}. A {@code listing_table} relation's
+   * {@code table_spec} is not read here: {@code to_spark} states what this needs of it as
+   * plain options (listing.spark.dataframe.stated_options), and the source refuses a spec
+   * they disagree with.
    */
   static NativePlan plan(Map<String, String> given, String source, OptionRegistry registry,
       Set<String> pythonFormats, String noS3A) throws NotNative {
@@ -506,9 +505,6 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
         .toLowerCase(Locale.ROOT);
     Map<String, String> formatOptions = new LinkedHashMap<>();
     List<String> where = new ArrayList<>();
-    if (opts.containsKey("table_spec")) {
-      format = tableSpec(opts.get("table_spec"), formatOptions, registry.defaultOf("format"));
-    }
     if (pythonFormats.contains(format)) {
       throw new NotNative("format " + format + " is registered from Python "
           + "(listing.formats.register): Spark's own reader is not that class");
@@ -594,7 +590,7 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
             case "path_glob_filter":
               userGlob = value;
               break;
-            default:  // read above: path, paths, format, engine, table_spec, storage options
+            default:  // read above: path, paths, format, engine, storage options
               break;
           }
           break;
@@ -631,36 +627,6 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
     plan.options.put("pathGlobFilter", extensionGlob(extensions));
     formatOptions(plan, formatOptions, registry);
     return plan;
-  }
-
-  /** The format options of a {@code listing_table} spec (written by ListingTable.to_spark). */
-  private static String tableSpec(String text, Map<String, String> formatOptions,
-      String defaultFormat) throws NotNative {
-    JsonNode spec;
-    try {
-      spec = new ObjectMapper().readTree(text);
-    } catch (Exception e) {
-      throw new NotNative("option table_spec is not JSON");
-    }
-    JsonNode where = spec.path("where");
-    if (where.isArray() && where.size() > 0) {
-      throw new NotNative("filters given to to_spark travel as our expressions");
-    }
-    Iterator<Map.Entry<String, JsonNode>> fields = spec.path("format_options").fields();
-    while (fields.hasNext()) {
-      Map.Entry<String, JsonNode> f = fields.next();
-      JsonNode v = f.getValue();
-      String value;
-      if (v.isArray()) {
-        List<String> items = new ArrayList<>();
-        v.forEach(item -> items.add(item.asText()));
-        value = String.join(",", items);
-      } else {
-        value = v.asText();
-      }
-      formatOptions.put(f.getKey().toLowerCase(Locale.ROOT), value);
-    }
-    return spec.path("format").asText(defaultFormat).toLowerCase(Locale.ROOT);
   }
 
   /** Our format options in Spark's names, when the meaning is the same. */

@@ -40,7 +40,7 @@ public final class OptionRegistry {
 
   /** The options ListingNativeEngine acts on by name (each must be in the table). */
   static final Set<String> ACTED_ON = Set.of("path", "paths", "format", "engine", "where",
-      "limit", "table_spec", "storage_options", "basepath", "recursivefilelookup",
+      "limit", "storage_options", "basepath", "recursivefilelookup",
       "path_glob_filter", "quote", "key_grouped");
 
   private static final ObjectMapper JSON = new ObjectMapper();
