@@ -94,6 +94,11 @@ def _frame(spark: Any, reader: str, table: TableDef, storage: dict[str, Any], q:
     return df.where(where) if where else df
 
 
+def _load() -> list[float]:
+    """The machine's 1-, 5- and 15-minute load averages (moto and Spark share its cores)."""
+    return [round(x, 2) for x in os.getloadavg()]
+
+
 def _engine(df: Any) -> str:
     plan = df._jdf.queryExecution().executedPlan().toString()  # noqa: SLF001
     return "python" if "BatchScan listing" in plan else "native"
@@ -182,7 +187,7 @@ def throughput_s3(spark: Any, server: Any, storage: dict[str, Any], rows: int, r
     root = f"s3://{table.bucket}/{table.prefix}".rstrip("/")
     out: dict[str, Any] = {"rows": total, "files": len(files),
                            "bytes": sum(p.stat().st_size for p in files), "runs": runs,
-                           "queries": {}}
+                           "load_start": _load(), "queries": {}}
     log(f"[s3a] throughput: {total:,} rows, {len(files)} files, "
         f"{out['bytes'] / 2**20:.0f} MiB in moto")
     for q in tp._queries():  # noqa: SLF001 - the same queries as the local section
@@ -216,6 +221,7 @@ def throughput_s3(spark: Any, server: Any, storage: dict[str, Any], rows: int, r
         if not qres["agree"]:
             raise AssertionError(f"throughput {q.name}: results differ {results}")
         out["queries"][q.name] = qres
+    out["load_end"] = _load()
     server.drop_bucket(table.bucket)
     return out
 
@@ -246,7 +252,8 @@ def run(quick: bool, runs: int, log: Callable[[str], None] = print,
                 secs = build(server, table)
                 log(f"[s3a] built {table.name}: {len(table.files):,} keys ({secs:.1f} s)")
                 _s3a_conf(spark, storage, table)
-                result: dict[str, Any] = {"keys": len(table.files), "queries": {}}
+                result: dict[str, Any] = {"keys": len(table.files), "load_start": _load(),
+                                          "queries": {}}
                 for q in queries(table):
                     files = sum(1 for _, v in table.files if q.matches(v))
                     if files > cap:
@@ -264,6 +271,9 @@ def run(quick: bool, runs: int, log: Callable[[str], None] = print,
                             f"plan {res['plan_s']:6.2f} s total {res['total_s']:6.2f} s "
                             f"({res['engine']})")
                     result["queries"][q.name] = qres
+                result["load_end"] = _load()
+                log(f"[s3a] {table.name}: load average {result['load_start']} at the "
+                    f"start, {result['load_end']} at the end")
                 section["tables"][table.name] = result
                 server.drop_bucket(table.bucket)
             if tp_rows:
@@ -274,11 +284,18 @@ def run(quick: bool, runs: int, log: Callable[[str], None] = print,
     return section
 
 
+def _loads(part: dict[str, Any]) -> str:
+    """``; load average a → b`` (1-minute averages at the part's start and end), if known."""
+    if "load_start" not in part or "load_end" not in part:
+        return ""
+    return f"; load average {part['load_start'][0]:.1f} → {part['load_end'][0]:.1f}"
+
+
 def markdown(section: dict[str, Any]) -> str:
     lines = []
     for name, t in section["tables"].items():
         lines += [f"**{name}** ({t['keys']:,} keys; requests LIST/HEAD/GET; seconds: plan, "
-                  f"end-to-end count; median of {section['runs']})", "",
+                  f"end-to-end count; median of {section['runs']}{_loads(t)})", "",
                   "| query | files | " + " | ".join(READERS) + " |",
                   "| --- | ---: | " + " | ".join("---" for _ in READERS) + " |"]
         for q in t["queries"].values():
@@ -296,7 +313,8 @@ def markdown(section: dict[str, Any]) -> str:
     if tp:
         lines += [f"**throughput on S3** ({tp['rows']:,} rows, {tp['files']} Parquet files, "
                   f"{tp['bytes'] / 2**20:.0f} MiB in moto; seconds, median of {tp['runs']}; "
-                  "ours / Spark's S3A reader; requests LIST/HEAD/GET of the warm-up)", "",
+                  "ours / Spark's S3A reader; requests LIST/HEAD/GET of the warm-up"
+                  f"{_loads(tp)})", "",
                   "| query | " + " | ".join(TP_READERS) + " |",
                   "| --- | " + " | ".join("---" for _ in TP_READERS) + " |"]
         for q in tp["queries"].values():
@@ -337,18 +355,24 @@ def main(argv: list[str] | None = None) -> int:
     command = shlex.join(["python", "-m", "bench.s3a",
                           *(argv if argv is not None else sys.argv[1:])])
     started = dt.datetime.now().astimezone().isoformat(timespec="seconds")
+    load_start = _load()
     t0 = time.perf_counter()
     section = run(args.quick, args.runs, lambda m: print(m, flush=True), args.max_files,
                   days, args.throughput_rows)
     section.update({"command": command, "code": report.code_revision(ROOT),
-                    "started": started, "seconds": time.perf_counter() - t0})
+                    "started": started, "seconds": time.perf_counter() - t0,
+                    "load_start": load_start, "load_end": _load()})
     text = (f"Command: `{command}`, code {section['code']}, started {started}, took "
-            f"{section['seconds'] / 60:.1f} min.\n\n" + markdown(section))
-    if args.out:
+            f"{section['seconds'] / 60:.1f} min; load average (1, 5, 15 min) "
+            f"{', '.join(map(str, load_start))} at the start, "
+            f"{', '.join(map(str, section['load_end']))} at the end (2 cores).\n\n"
+            + markdown(section))
+    if args.out:  # the results first: a chart that fails loses no run
         args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.with_suffix(".json").write_text(json.dumps(section, indent=1))
+        args.out.with_suffix(".md").write_text(text)
         pngs = charts.s3a_charts(section, args.out)
         text += "\n" + "\n".join(f"![{p.stem}]({p.name})" for p in pngs) + "\n"
-        args.out.with_suffix(".json").write_text(json.dumps(section, indent=1))
         args.out.with_suffix(".md").write_text(text)
     print(text)
     return 0

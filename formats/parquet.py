@@ -26,10 +26,12 @@ from listing.storage.reading import open_input
 from listing.storage.spec import StorageSpec
 
 
-def open_parquet(fs: Any, file: PartitionedFile) -> pq.ParquetFile:
-    """ParquetFile over an fsspec file, opened without a metadata request."""
+def open_parquet(fs: Any, file: PartitionedFile, *, data: bool = True) -> pq.ParquetFile:
+    """ParquetFile over an fsspec file, opened without a metadata request. ``data``: column
+    chunks will be read too, so a small file is fetched whole in one request; without it
+    only the footer is fetched (a schema, row counts)."""
     try:
-        handle = open_input(fs, file, whole_if_small=True)
+        handle = open_input(fs, file, whole_if_small=data)
         return pq.ParquetFile(handle, pre_buffer=True)
     except Exception as err:  # noqa: BLE001 - classified, never swallowed
         raise_as(read_failure(file.path, err, "not a readable Parquet file"), err)
@@ -52,10 +54,10 @@ class ParquetFormat(FileFormat):
         fs = storage.filesystem()
 
         def footer(f: PartitionedFile) -> tuple[str, pa.Schema]:
-            return f.path, open_parquet(fs, f).schema_arrow.remove_metadata()
+            return f.path, open_parquet(fs, f, data=False).schema_arrow.remove_metadata()
 
         if not self.options["merge_schema"] or len(files) == 1:
-            pf = open_parquet(fs, files[0])
+            pf = open_parquet(fs, files[0], data=False)
             return Inferred(pf.schema_arrow.remove_metadata(), column_bytes(pf.metadata))
         with ThreadPoolExecutor(max_workers=16) as pool:
             return Inferred(unify_schemas(list(pool.map(footer, files))))
@@ -79,10 +81,11 @@ def column_bytes(md: pq.FileMetaData) -> dict[str, int]:
 class ParquetOpener(FileOpener):
     def read_batches(self, file: PartitionedFile) -> Iterator[pa.RecordBatch]:
         src = self.source
-        pf = open_parquet(self.fs, file)
+        wanted = src.read_schema.names
+        pf = open_parquet(self.fs, file, data=bool(wanted))  # no column: the footer's counts
         md = pf.metadata
         present = set(pf.schema_arrow.names)
-        columns = [n for n in src.read_schema.names if n in present]
+        columns = [n for n in wanted if n in present]
         groups = self._row_groups(md, file, present)
         self.count("row_groups_total", md.num_row_groups)
         self.count("row_groups_read", len(groups))

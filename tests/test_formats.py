@@ -539,3 +539,33 @@ def test_parquet_reads_only_the_projected_column_chunks(store: Store, s3_server:
     whole = table.scan().collect()
     assert whole.table.column("wide").to_pylist() == wide.to_pylist()
     assert whole.metrics["bytes_read"] >= len(payload) * 9 // 10
+
+
+def test_parquet_rows_alone_fetch_only_the_footer(store: Store, s3_server: S3Server) -> None:
+    """A scan that needs no column of a file (a count, partition columns only) reads row
+    counts from the footer: one small GET, even for a file under the 8 MiB threshold that
+    a read of its columns fetches whole (the positive control)."""
+    import os
+
+    import pyarrow.parquet as pq
+
+    from listing import ListingTable
+
+    n = 20_000
+    wide = pa.array([os.urandom(60).hex() for _ in range(n)])  # 120 incompressible bytes
+    sink = io.BytesIO()
+    pq.write_table(pa.table({"wide": wide}), sink, row_group_size=5_000, compression="none")
+    payload = sink.getvalue()
+    assert 1024 * 1024 < len(payload) < 8 * 1024 * 1024
+    store.put("rows/k=1/small.parquet", payload)
+    table = ListingTable.open(f"s3://{store.root}/rows",
+                              storage_options=store.fs.storage_options,
+                              schema=pa.schema([("wide", pa.string())]))
+    counted = table.scan(columns=["k"]).collect()
+    assert counted.table.num_rows == n
+    assert counted.metrics["read_requests"] == 1
+    assert counted.metrics["bytes_read"] < len(payload) // 10
+    read = table.scan(columns=["wide"]).collect()
+    assert read.table.column("wide").to_pylist() == wide.to_pylist()
+    assert read.metrics["read_requests"] == 1
+    assert read.metrics["bytes_read"] == len(payload)
