@@ -33,20 +33,18 @@ from typing import Any, Protocol
 import pyarrow as pa
 
 from listing.errors import OptionError
-from listing.expressions import Bound, conjunction, split_by_columns
+from listing.expressions import Bound, Expr, conjunction, split_by_columns
 from listing.files import PartitionedFile
 from listing.hive import HiveLayout
 from listing.options import (
-    ListingOptions,
     parse_duration,
     parse_int,
     parse_size,
     parse_timestamp,
     registry,
 )
-from listing.planner import FileFilter, ListingRun, TableProfile
-from listing.storage import StorageSpec
-from listing.storage.listing import Lister, ObjectMeta, RequestCounter
+from listing.planner import ListingRun
+from listing.storage.listing import ObjectMeta
 from listing.url import TableUrl
 
 #: files seen by a "latest" start within this much of the listing are remembered, so a file
@@ -235,23 +233,18 @@ class _Listed:
 class DiscoveredTable(Protocol):
     """What discovery reads of the table it serves: :class:`listing.table.ListingTable` is
     one (``ListingTable.discovery`` builds a :class:`FileDiscovery`), and discovery, below
-    the table, never imports it."""
+    the table, never imports it. Its listings are the table's own runs."""
 
     url: TableUrl
-    storage: StorageSpec
     partition_cols: list[tuple[str, pa.DataType]]
-    options: ListingOptions
-
-    @property
-    def profile(self) -> TableProfile | None: ...
 
     @property
     def partition_names(self) -> list[str]: ...
 
-    @property
-    def file_filter(self) -> FileFilter: ...
-
     def bind(self, where: Any) -> list[Bound]: ...
+
+    def listing_run(self, predicate: Expr | None = None, *,
+                    start_after: str | None = None) -> ListingRun: ...
 
 
 class FileDiscovery:
@@ -368,16 +361,13 @@ class FileDiscovery:
         return None if after is None else self.table.url.prefix + after
 
     def _list(self, start_after: str | None) -> tuple[list[_Listed], dict[str, int]]:
-        t = self.table
-        counter = RequestCounter()
-        run = ListingRun(Lister(t.storage, counter), t.url.prefix, t.partition_cols, t.profile,
-                         self.predicate, t.file_filter, start_after=start_after,
-                         max_concurrent_requests=t.options.max_concurrent_requests)
-        root = len(t.url.prefix)
+        run = self.table.listing_run(self.predicate, start_after=start_after)
+        root = len(self.table.url.prefix)
         listed = [_Listed.of(f.meta.path[root:], f.meta, f.values) for f in run.files()]
         listed.sort(key=lambda f: f.key)
         m = run.metrics
-        return listed, {"list_requests": counter.list, "files_listed": m.files_listed,
+        return listed, {"list_requests": run.lister.counter.list,
+                        "files_listed": m.files_listed,
                         "partitions_pruned": m.partitions_pruned}
 
     def _classify(self, start: StreamOffset, listed: Iterable[_Listed]

@@ -147,7 +147,9 @@ class ListingTable:
         column_bytes = None
         if schema is None and fmt.options.get("merge_schema") is True:
             assert profile is not None
-            file_schema = _merged_schema(table_url, fmt, storage, cols, profile, lister)
+            # the table without data columns yet: what its listing lists, it merges
+            draft = cls(table_url, storage, fmt, cols, pa.schema([]), profile, opts, {})
+            file_schema = draft._merged_schema(lister)
         elif schema is None:
             assert sample is not None
             inferred = _infer_schema(table_url, fmt, storage, sample, cols, counter)
@@ -206,6 +208,20 @@ class ListingTable:
         data, residual = split_by_columns(rest, self.file_schema.names)
         return SplitFilter(partition, data, residual)
 
+    # --- listing --------------------------------------------------------------------------
+    def listing_run(self, predicate: Expr | None = None, *, start_after: str | None = None,
+                    lister: Lister | None = None, sequential: bool = False) -> ListingRun:
+        """The listing of the keys ``predicate`` (bound, on partition columns only) can
+        match, after the key ``start_after``: the one place a run of this table is built,
+        with its prefix, partition columns, learned profile, file filter and
+        ``max_concurrent_requests`` (one request at a time when ``sequential``: a caller
+        that stops at its first file). ``lister``: whose requests it counts (default: a
+        new one, its counter at ``run.lister.counter``)."""
+        return ListingRun(lister or Lister(self.storage, RequestCounter()), self.url.prefix,
+                          self.partition_cols, self.profile, predicate, self.file_filter,
+                          start_after, max_concurrent_requests=(
+                              1 if sequential else self.options.max_concurrent_requests))
+
     # --- scanning -------------------------------------------------------------------------
     def scan(self, columns: Sequence[str] | None = None, where: Where = None,
              limit: int | None = None, *, min_partitions: int | None = None,
@@ -222,9 +238,7 @@ class ListingTable:
         lister = (CachedLister(self.storage, counter, progress, ttl=ttl) if ttl
                   else Lister(self.storage, counter, progress))
         learned = self._learned
-        run = ListingRun(lister, self.url.prefix, self.partition_cols, learned.profile,
-                         split.partition, self.file_filter,
-                         max_concurrent_requests=self.options.max_concurrent_requests)
+        run = self.listing_run(split.partition, lister=lister)
         files: list[PartitionedFile] = []
         with gc_paused():
             for batch in run.batches():
@@ -313,6 +327,18 @@ class ListingTable:
             return 1.0
         return sum(sizes[c] for c in set(columns)) / total
 
+    def _merged_schema(self, lister: Lister) -> pa.Schema:
+        """``merge_schema``: the union over every file this table lists (footers read by
+        the format, concurrently); costs a full listing and one read per file."""
+        url, fmt = self.url, self.format
+        found = [PartitionedFile(url.to_url(f.meta.path), f.meta.size, etag=f.meta.etag)
+                 for f in self.listing_run(lister=lister).files()
+                 if f.meta.size > 0]  # empty files have no schema
+        if not found:
+            raise TableNotFoundError(f"no {fmt.name} files under {url} and no schema given")
+        lister.counter.get += len(found)
+        return fmt.infer_schema(found, self.storage)
+
     def _check_declared_layout(self, counter: RequestCounter) -> None:
         """An empty scan of a table opened with declared partition columns: make sure the
         names exist on disk, so a misspelt column cannot pass for an empty result."""
@@ -368,9 +394,7 @@ class ListingTable:
         """The table's first non-empty data file in key order (None: none), for a check that
         needs one file and not the list, such as a CSV header: it costs the pages up to
         that file, one LIST unless the table starts with hidden or foreign keys."""
-        run = ListingRun(Lister(self.storage, RequestCounter()), self.url.prefix,
-                         self.partition_cols, self.profile, None, self.file_filter)
-        files = run.files()
+        files = self.listing_run(sequential=True).files()
         try:  # an empty file is no data file (as Spark's file index has it)
             first = next((f for f in files if f.meta.size > 0), None)
         finally:
@@ -442,21 +466,6 @@ def _declared(partition_cols: PartitionCols) -> list[tuple[str, pa.DataType | No
         # a name without a type (None, as Spark's "date,hour" arrives) is inferred
         out.append((name, None if type_ is None else partition_type(type_, name)))
     return out
-
-
-def _merged_schema(url: TableUrl, fmt: FileFormat, storage: StorageSpec,
-                   cols: list[tuple[str, pa.DataType]], profile: TableProfile,
-                   lister: Lister) -> pa.Schema:
-    """``merge_schema``: the union over every file of the table (footers read by the
-    format, concurrently); costs a full listing and one read per file, by request."""
-    run = ListingRun(lister, url.prefix, cols, profile, None,
-                     FileFilter(url, ListingOptions(), fmt.matches, fmt.name_endings))
-    found = [PartitionedFile(url.to_url(f.meta.path), f.meta.size, etag=f.meta.etag)
-             for f in run.files() if f.meta.size > 0]  # empty files have no schema
-    if not found:
-        raise TableNotFoundError(f"no {fmt.name} files under {url} and no schema given")
-    lister.counter.get += len(found)
-    return fmt.infer_schema(found, storage)
 
 
 def _infer_schema(url: TableUrl, fmt: FileFormat, storage: StorageSpec, sample: Page,

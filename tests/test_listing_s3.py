@@ -32,8 +32,10 @@ def daily(s3_server):
     s3_server.drop_bucket(bucket)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def daily_table(daily):
+    """A fresh table each test (one LIST and one footer read): a table keeps what its scans
+    learn, so no test may see what another's scans taught it."""
     return ListingTable.open(daily.root + "/", storage_options=daily.storage_options)
 
 

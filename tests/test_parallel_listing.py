@@ -24,8 +24,6 @@ from test_pruning_property import COLUMNS, layout, predicates, trees
 
 from listing import ListingTable, OptionError, col
 from listing.errors import StorageError
-from listing.planner import ListingRun
-from listing.storage import Lister, RequestCounter
 from listing.testing.faults import FaultProxy
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -143,17 +141,15 @@ def test_fully_declared_table_samples_then_splits(s3_server, hourly):
 @pytest.mark.parametrize("start", [0, 2500, 3999, 7777, 10799])
 def test_start_after_is_respected_by_every_range(s3_server, hourly, start):
     url, _ = hourly
-    table = open_table(url, s3_server.storage_options, 1)
+    table = open_table(url, s3_server.storage_options, 8)
     keys = sorted(f.path.removeprefix("s3://") for f in table.scan().files)
     after = keys[start]
     results = {}
-    for parallel in (1, 8):
-        counter = RequestCounter()
-        run = ListingRun(Lister(table.storage, counter), table.url.prefix, table.partition_cols,
-                         table.profile, None, table.file_filter, after,
-                         max_concurrent_requests=parallel)
-        results[parallel] = [f.meta.path for f in run.files()]
-    assert results[1] == results[8] == keys[start + 1:]
+    for sequential in (True, False):  # a stream's run: the table's, after its frontier
+        run = table.listing_run(start_after=after, sequential=sequential)
+        assert run.max_concurrent_requests == (1 if sequential else 8)
+        results[sequential] = [f.meta.path for f in run.files()]
+    assert results[True] == results[False] == keys[start + 1:]
 
 
 # --- random layouts and filters -------------------------------------------------------------

@@ -16,9 +16,10 @@ import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import functions as F
 
-from listing.files import PartitionedFile
+from listing.files import FileGroup, PartitionedFile
 from listing.options import ListingOptions
 from listing.packing import KEY_GROUP_MAX_SPLITS, pack_by_partition_key
+from listing.spark.partition import key_marker
 
 MB = 1024 * 1024
 DATES = [dt.date(2024, 1, d) for d in range(1, 5)]
@@ -232,3 +233,17 @@ def test_pack_by_partition_key_declines_with_a_reason():
     assert not small.key_grouped
     assert small.reason == ("by size (key_grouped: partition values average 1,048,576 bytes "
                             "of files, under open_cost_in_bytes)")
+
+
+def test_key_marker_is_the_text_key_grouped_scans_reads():
+    """The bytes KeyGroupedScans.java parses: JSON between the marks, ASCII-escaped, a date
+    as ISO text (``LocalDate.parse``), other values JSON's own; a timestamp (a type that
+    class does not convert) marks no key."""
+    values = {"date": dt.date(2024, 1, 31), "region": "zürich", "n": 7, "ok": True,
+              "none": None}
+    group = FileGroup(0, (PartitionedFile("s3://b/t/f.parquet", 1, values),))
+    assert key_marker(group) == (
+        '\x1elisting-key:{"names": ["date", "region", "n", "ok", "none"], '
+        '"values": ["2024-01-31", "z\\u00fcrich", 7, true, null]}\x1e')
+    stamped = {"at": dt.datetime(2024, 1, 31, 12, tzinfo=dt.UTC)}
+    assert key_marker(FileGroup(0, (PartitionedFile("s3://b/t/f.parquet", 1, stamped),))) == ""

@@ -122,3 +122,24 @@ def test_errors_from_python_workers_lead_with_our_message(spark, s3_server, even
     first = str(err.value).splitlines()[0]
     assert "OptionError: unknown option(s) bogusoption" in first
     assert "Traceback" not in str(err.value)
+
+
+def test_merge_schema_merges_only_the_files_the_table_reads(spark, tmp_path):
+    """``mergeSchema`` with ``pathGlobFilter``: the union of the files that pass the filter
+    (Spark's reader merges its file index's files, filtered), as Spark's own reader has it."""
+    for part, name, table in (
+            ("d=1", "a.parquet", pa.table({"id": pa.array([1], pa.int64())})),
+            ("d=2", "b.parquet", pa.table({"id": pa.array([2], pa.int64()), "extra": ["x"]})),
+            ("d=3", "a2.parquet", pa.table({"id": pa.array([3], pa.int64()), "more": [1.5]}))):
+        (tmp_path / part).mkdir()
+        (tmp_path / part / name).write_bytes(datasets.encode(table, "parquet"))
+    root = str(tmp_path)
+
+    def read(fmt):
+        return (spark.read.format(fmt).option("mergeSchema", "true")
+                .option("pathGlobFilter", "a*").load(root))
+
+    ours, sparks = read("listing"), read("parquet")
+    assert ours.schema == sparks.schema
+    assert ours.columns == ["id", "more", "d"]  # the positive control: 'more' is merged
+    assert sorted(ours.collect()) == sorted(sparks.collect())

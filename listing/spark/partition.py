@@ -18,6 +18,7 @@ from pyspark.sql.datasource import InputPartition
 
 from listing.file_stream import ReadSpec
 from listing.files import FileGroup
+from listing.hive import cast_text
 
 
 @dataclasses.dataclass
@@ -51,13 +52,15 @@ KEY_MARK = "\x1elisting-key:"
 def key_marker(group: FileGroup) -> str:
     """The partition value every file of ``group`` holds, marked for KeyGroupedScans.java
     (JSON, ASCII-escaped so the end mark cannot occur inside); "" when a value is of a type
-    that class does not read (only strings, integers, booleans, dates and nulls)."""
+    that class does not read (only strings, integers, booleans, dates and nulls). Strings,
+    integers, booleans and nulls are JSON's own; a date is the text :func:`cast_text`
+    spells for the JVM (``2024-01-31``, which Java's ``LocalDate.parse`` reads)."""
     values = group.files[0].partition_values
     out: list[Any] = []
     for v in values.values():
         if isinstance(v, dt.datetime) or not (v is None or isinstance(v, (str, int, dt.date))):
             return ""
-        out.append(v.isoformat() if isinstance(v, dt.date) else v)
+        out.append(cast_text(v) if isinstance(v, dt.date) else v)
     return KEY_MARK + json.dumps({"names": list(values), "values": out}) + SUMMARY_END
 
 
