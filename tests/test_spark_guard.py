@@ -27,6 +27,7 @@ from listing.spark.extension import (
     extension_conf,
     is_guard_active,
 )
+from listing.spark.s3a import connector_jars
 
 # Python workers cannot import this test module; ship the toy classes by value instead.
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -84,9 +85,16 @@ class ToyDataSource(DataSource):
 
 
 def make_session(conf: dict[str, str]) -> SparkSession:
-    """A local[2] session with the toy source registered; ``conf`` adds static confs."""
+    """A local[2] session with the toy source registered; ``conf`` adds static confs.
+
+    When this session is the run's first, it launches the JVM every later session of the
+    run shares, and a jar joins the driver's classpath only at launch: so it carries the
+    S3A connector as ``listing.session()`` does (else the S3 tests that run after it find
+    no S3A filesystem)."""
     os.environ["PYSPARK_PYTHON"] = sys.executable
     builder = SparkSession.builder.master("local[2]").appName("test_spark_guard")
+    jars = [conf.get("spark.jars", ""), *(str(j) for j in connector_jars())]
+    conf = {**conf, "spark.jars": ",".join(filter(None, jars))}
     for key, value in {**BASE_CONF, **conf}.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
