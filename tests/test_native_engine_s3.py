@@ -260,6 +260,7 @@ def test_without_the_connector_s3_stays_python_and_says_so(spark, s3_server, par
             f.num_rows for f in ds.files if f.partition_values["region"] == "us")
         (text,) = listing.explain(auto, show=False)
         assert "no S3A connector" in text and "python -m listing.spark.s3a" in text
+        assert "before any other in this process" in text  # why a later session lacks it
         with pytest.raises(Exception, match=r"engine=native.*storage s3://.*no S3A connector"):
             read(spark, ds, "native")
     finally:

@@ -198,7 +198,8 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
     } catch (java.io.IOException | RuntimeException | LinkageError e) {
       return "Spark's JVM here has no S3A connector (" + e.getClass().getSimpleName() + ": "
           + String.valueOf(e.getMessage()).split("\n", 2)[0] + "; fetch it with python -m "
-          + "listing.spark.s3a and build the session with listing.session())";
+          + "listing.spark.s3a and build the session with listing.session() before any other "
+          + "in this process: the driver's classpath is fixed when its JVM starts)";
     }
   }
 
