@@ -41,7 +41,7 @@ from listing.planner import FileFilter, ListedFile, ListingRun, TableProfile
 from listing.planner.url_glob import glob_partition_filter
 from listing.pushdown import Pushdown
 from listing.scan import ListingCounts, ScanMetrics, ScanPlan
-from listing.storage.listing import Lister, Page, RequestCounter
+from listing.storage.listing import Lister, ObjectMeta, Page, RequestCounter
 from listing.storage.spec import StorageSpec
 from listing.url import TableUrl
 
@@ -145,15 +145,15 @@ class ListingTable:
             profile = TableProfile.from_page(table_url.prefix, sample, len(cols))
 
         column_bytes = None
-        if schema is None and fmt.options.get("merge_schema") is True:
-            assert profile is not None
-            # the table without data columns yet: what its listing lists, it merges
+        if schema is None:
+            assert sample is not None and profile is not None
+            # the table without data columns yet: its schema comes from files it reads
             draft = cls(table_url, storage, fmt, cols, pa.schema([]), profile, opts, {})
-            file_schema = draft._merged_schema(lister)
-        elif schema is None:
-            assert sample is not None
-            inferred = _infer_schema(table_url, fmt, storage, sample, cols, counter)
-            file_schema, column_bytes = inferred.schema, inferred.column_bytes
+            if fmt.options.get("merge_schema") is True:
+                file_schema = draft._merged_schema(lister)
+            else:
+                inferred = draft._inferred_schema(sample, lister)
+                file_schema, column_bytes = inferred.schema, inferred.column_bytes
         else:
             file_schema = schema if isinstance(schema, pa.Schema) else pa.schema(schema)
         part_names = {n for n, _ in cols}
@@ -339,6 +339,32 @@ class ListingTable:
         lister.counter.get += len(found)
         return fmt.infer_schema(found, self.storage)
 
+    def _inferred_schema(self, sample: Page, lister: Lister) -> Inferred:
+        """One file's schema, of a file this table reads (as Spark infers from its filtered
+        file index): the first the sampled page holds that the file filter keeps (format,
+        URL glob, ``path_glob_filter``, modification time), else the first of the pages
+        after it. A table whose filter keeps no file yet reads nothing (a glob may match
+        later files, as a stream's do): its columns are those of its first format file."""
+        url, fmt, keep = self.url, self.format, self.file_filter.accepts
+
+        def first_in_sample(accepts: Callable[[ObjectMeta], bool]) -> PartitionedFile | None:
+            meta = next((m for m in sample.files if m.size and accepts(m)
+                         and not is_hidden_below(url.prefix, m.path)), None)
+            return None if meta is None else PartitionedFile(url.to_url(meta.path), meta.size)
+
+        found = first_in_sample(keep)
+        if found is None and sample.truncated and not self.file_filter.by_name_only:
+            found = self.first_file(lister, start_after=sample.files[-1].path)
+        if found is None:
+            found = first_in_sample(lambda m: fmt.matches(m.path))
+        if found is None:
+            raise TableNotFoundError(
+                f"no {fmt.name} files under {url} (looked at the first {len(sample.files)} "
+                f"keys; extensions {', '.join(fmt.extensions) or 'any'}; empty files have "
+                "no schema) and no schema given")
+        lister.counter.get += 1
+        return fmt.infer([found], self.storage)
+
     def _check_declared_layout(self, counter: RequestCounter) -> None:
         """An empty scan of a table opened with declared partition columns: make sure the
         names exist on disk, so a misspelt column cannot pass for an empty result."""
@@ -390,11 +416,16 @@ class ListingTable:
         :mod:`listing.discovery`."""
         return FileDiscovery(self, where, DiscoverySettings.parse(options))
 
-    def first_file(self) -> PartitionedFile | None:
+    def first_file(self, lister: Lister | None = None,
+                   start_after: str | None = None) -> PartitionedFile | None:
         """The table's first non-empty data file in key order (None: none), for a check that
         needs one file and not the list, such as a CSV header: it costs the pages up to
-        that file, one LIST unless the table starts with hidden or foreign keys."""
-        files = self.listing_run(sequential=True).files()
+        that file, one LIST unless the table starts with hidden or foreign keys.
+        ``lister``: whose requests it counts (default: a new one); ``start_after``: the
+        first key is after this one."""
+        glob = self.split(self.bind(self.glob_filter)).partition  # what the URL's glob keeps
+        files = self.listing_run(glob, lister=lister, sequential=True,
+                                 start_after=start_after).files()
         try:  # an empty file is no data file (as Spark's file index has it)
             first = next((f for f in files if f.meta.size > 0), None)
         finally:
@@ -468,15 +499,3 @@ def _declared(partition_cols: PartitionCols) -> list[tuple[str, pa.DataType | No
     return out
 
 
-def _infer_schema(url: TableUrl, fmt: FileFormat, storage: StorageSpec, sample: Page,
-                  cols: list[tuple[str, pa.DataType]], counter: RequestCounter) -> Inferred:
-    for meta in sample.files:
-        if is_hidden_below(url.prefix, meta.path) or not meta.size \
-                or not fmt.matches(meta.path):
-            continue
-        counter.get += 1
-        return fmt.infer([PartitionedFile(url.to_url(meta.path), meta.size)], storage)
-    raise TableNotFoundError(
-        f"no {fmt.name} files under {url} (looked at the first {len(sample.files)} keys; "
-        f"extensions {', '.join(fmt.extensions) or 'any'}; empty files have no schema) and "
-        "no schema given")

@@ -258,6 +258,32 @@ def test_merge_schema_reads_every_footer(s3_server, s3_bucket):
     assert rows == [{"id": 1, "extra": None, "d": 1}, {"id": 2, "extra": "x", "d": 2}]
 
 
+def test_schema_sample_past_the_first_page_is_a_file_the_table_reads(s3_server, s3_bucket):
+    """The first page (1,000 keys) holds only files ``path_glob_filter`` leaves out: the
+    schema comes from the first kept file of the pages after it (one LIST more, not the
+    first page again), never from a file the table does not read."""
+    old = datasets.encode(pa.table({"id": pa.array([1], pa.int64())}), "parquet")
+    new = datasets.encode(pa.table({"id": pa.array([2], pa.int64()), "extra": ["x"]}),
+                          "parquet")
+    skipped = {f"t/d=1/a-{i:04d}.parquet": old for i in range(1000)}
+    s3_server.put_objects_fast(s3_bucket, {**skipped, "t/d=2/b.parquet": new})
+    url = f"s3://{s3_bucket}/t"
+    with s3_server.log.capture(bucket=s3_bucket) as cap:
+        table = ListingTable.open(url, storage_options=s3_server.storage_options,
+                                  path_glob_filter="b*")
+    assert table.file_schema.names == ["id", "extra"]
+    assert cap.count("LIST") == table.open_metrics["list_requests"] == 2
+    assert cap.count("GET") == 1
+    assert table.to_arrow().to_pylist() == [{"id": 2, "extra": "x", "d": 2}]
+    # the control: without the filter the first file's schema is the table's
+    assert ListingTable.open(url, storage_options=s3_server.storage_options
+                             ).file_schema.names == ["id"]
+    # a filter that keeps no file reads nothing, with the columns of the table's first file
+    none = ListingTable.open(url, storage_options=s3_server.storage_options,
+                             path_glob_filter="c*")
+    assert none.file_schema.names == ["id"] and none.to_arrow().num_rows == 0
+
+
 DECLARED = {"partition_cols": [("date", "date"), ("region", "string")],
             "schema": pa.schema([("id", pa.int64()), ("amount", pa.float64()),
                                  ("name", pa.string())])}

@@ -143,3 +143,49 @@ def test_merge_schema_merges_only_the_files_the_table_reads(spark, tmp_path):
     assert ours.schema == sparks.schema
     assert ours.columns == ["id", "more", "d"]  # the positive control: 'more' is merged
     assert sorted(ours.collect()) == sorted(sparks.collect())
+
+
+def _two_schemas(tmp_path, first, second):
+    """``d=1/<first>`` holds only ``id``; ``d=2/<second>`` holds ``id`` and ``extra``: a
+    schema taken from the first key of the listing lacks ``extra``."""
+    for part, name, table in (
+            ("d=1", first, pa.table({"id": pa.array([1], pa.int64())})),
+            ("d=2", second, pa.table({"id": pa.array([2], pa.int64()), "extra": ["x"]}))):
+        (tmp_path / part).mkdir()
+        (tmp_path / part / name).write_bytes(datasets.encode(table, "parquet"))
+    return str(tmp_path)
+
+
+@pytest.mark.parametrize("option, value", [("pathGlobFilter", "b*"),
+                                           ("modifiedAfter", "2020-06-01T00:00:00")])
+def test_schema_comes_from_the_files_the_table_reads(spark, tmp_path, option, value):
+    """Without ``mergeSchema`` the schema is one file's, and that file is one the reader
+    keeps (Spark infers from its filtered file index): a first key that ``pathGlobFilter``
+    or ``modifiedAfter`` leaves out is not the sample, or ``extra`` would be silently
+    missing from every row."""
+    import os
+    root = _two_schemas(tmp_path, "a.parquet", "b.parquet")
+    old = 1577836800  # 2020-01-01: before the modifiedAfter cut, so only d=2/b is kept
+    os.utime(os.path.join(root, "d=1", "a.parquet"), (old, old))
+
+    def read(fmt):
+        return spark.read.format(fmt).option(option, value).load(root)
+
+    ours, sparks = read("listing"), read("parquet")
+    assert ours.schema == sparks.schema
+    assert ours.columns == ["id", "extra", "d"]  # the positive control: b's column is there
+    assert sorted(ours.collect()) == sorted(sparks.collect()) == [(2, "x", 2)]
+
+
+def test_schema_of_a_url_glob_comes_from_the_files_it_matches(spark, tmp_path):
+    """A glob in the path: the schema is that of a file the glob matches (Spark's reader
+    with ``basePath`` infers from the matched files only)."""
+    root = _two_schemas(tmp_path, "a.parquet", "a.parquet")
+
+    def read(fmt):
+        return spark.read.format(fmt).option("basePath", root).load(root + "/d=2*")
+
+    ours, sparks = read("listing"), read("parquet")
+    assert ours.schema == sparks.schema
+    assert ours.columns == ["id", "extra", "d"]
+    assert sorted(ours.collect()) == sorted(sparks.collect()) == [(2, "x", 2)]

@@ -64,6 +64,28 @@ def test_url_glob_that_matches_nothing_reads_nothing(s3_server, hourly):
     assert len(plan.files) == 3 * 4  # positive control: a bracket and a ? match
 
 
+def test_url_glob_samples_its_schema_and_first_file_within_the_glob(s3_server, hourly):
+    """The schema is a matched file's (Spark infers from the files it reads): the first
+    sampled page holds no key of ``date=2026-03-1*``, so ``open`` costs the sample and one
+    LIST of the glob's range, and reads that range's first file; ``first_file`` (the CSV
+    header's sample) lists what the glob's ``where`` lists, not the table from its start."""
+    url = f"s3://{hourly}/t/date=2026-03-1*"
+    with s3_server.log.capture(bucket=hourly) as cap:
+        table = ListingTable.open(url, storage_options=s3_server.storage_options)
+    gets = [e.key for e in cap.entries() if e.kind == "GET"]
+    assert cap.count("LIST") == 2 and gets == ["t/date=2026-03-10/hour=00/p.parquet"], (
+        cap.count("LIST"), gets)
+    with s3_server.log.capture(bucket=hourly) as cap:
+        first = table.first_file()
+    assert first is not None and "/date=2026-03-10/hour=00/" in first.path
+    assert cap.count("LIST") == 1  # from the start of the table: two pages
+    # the control: a glob the first page holds costs the sample alone
+    with s3_server.log.capture(bucket=hourly) as cap:
+        ListingTable.open(f"s3://{hourly}/t/date=2026-01-0*",
+                          storage_options=s3_server.storage_options)
+    assert cap.count("LIST") == 1
+
+
 def test_url_glob_names_the_table_columns_and_its_values(s3_server, hourly):
     table = ListingTable.open(f"s3a://{hourly}/t/date=2026-03-1*/hour=0*",
                               storage_options=s3_server.storage_options)
