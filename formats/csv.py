@@ -8,7 +8,10 @@ Options (strings accepted, since Spark passes every option as a string):
   disables quoting), ``escape`` (none);
 - ``null_values`` (``[""]``): list, or comma-separated string, of spellings of null;
 - ``sample_bytes`` (1 MiB): how much of a file schema inference reads;
-- ``merge_schema`` (false): infer the union schema over every given file;
+- ``infer_schema`` (true; Spark's ``inferSchema``): column types from the sample; false
+  reads every column as a string, as Spark's CSV reader does by default;
+- ``merge_schema`` (false): infer the union schema over every given file (a column whose
+  files disagree is a string: what Spark's ``inferSchema``, which reads every file, infers);
 - ``multiline`` (false): allow quoted values containing newlines; such files cannot be
   split into byte ranges, so this reads each file whole (still streaming);
 - ``block_size`` (1 MiB): bytes pyarrow parses per batch, the unit of memory.
@@ -62,6 +65,7 @@ class CsvOptions:
     null_values: tuple[str, ...]
     multiline: bool
     block_size: int
+    infer_schema: bool = True
 
     @classmethod
     def parse(cls, options: dict[str, Any]) -> CsvOptions:
@@ -73,6 +77,7 @@ class CsvOptions:
             null_values=tuple(parse_list(options.get("null_values", ("",)))),
             multiline=parse_bool(options.get("multiline", False), "multiline"),
             block_size=parse_int(options.get("block_size", 1 << 20), "block_size", minimum=1),
+            infer_schema=parse_bool(options.get("infer_schema", True), "infer_schema"),
         )
 
     def parse_options(self, **extra: Any) -> pacsv.ParseOptions:
@@ -100,7 +105,7 @@ class CsvFormat(TextFormat):
     option_defaults = {
         "header": True, "delimiter": ",", "quote": '"', "escape": None, "null_values": ("",),
         "sample_bytes": 1 << 20, "merge_schema": False, "multiline": False,
-        "block_size": 1 << 20,
+        "block_size": 1 << 20, "infer_schema": True,
     }
 
     def parse_options(self, options: dict[str, Any]) -> CsvOptions:
@@ -128,6 +133,8 @@ class CsvFormat(TextFormat):
                                         f"first {len(data)} bytes: {err}") from None
                 data = data[:cut + 1]
         schema = inferred_schema(table.schema)
+        if not opts.infer_schema:  # Spark's CSV reader without inferSchema: all text
+            schema = pa.schema([f.with_type(pa.string()) for f in schema])
         if not opts.header:
             schema = pa.schema([f.with_name(f"_c{i}") for i, f in enumerate(schema)])
         return schema

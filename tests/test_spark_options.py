@@ -189,3 +189,30 @@ def test_schema_of_a_url_glob_comes_from_the_files_it_matches(spark, tmp_path):
     assert ours.schema == sparks.schema
     assert ours.columns == ["id", "extra", "d"]
     assert sorted(ours.collect()) == sorted(sparks.collect()) == [(2, "x", 2)]
+
+
+def test_csv_infer_schema_by_sparks_name(spark, tmp_path):
+    """``inferSchema=false`` reads every CSV column as a string, as Spark's CSV reader does
+    by default: two files whose ``x`` is a number in one and text in the other read as
+    Spark reads them. Inferred from the first file (our default), ``x`` is a number and the
+    second file cannot be read (the control); ``mergeSchema`` samples both (a string)."""
+    for part, text in (("d=1", "id,x\n1,10\n2,20\n"), ("d=2", "id,x\n3,abc\n4,2.5\n")):
+        (tmp_path / part).mkdir()
+        (tmp_path / part / "f.csv").write_text(text)
+    root = str(tmp_path)
+
+    def ours(option, value):
+        return (spark.read.format("listing").option("format", "csv").option("header", "true")
+                .option(option, value).load(root))
+
+    sparks = spark.read.option("header", "true").csv(root)
+    plain = ours("inferSchema", "false")
+    assert plain.schema == sparks.schema
+    assert sorted(plain.collect()) == sorted(sparks.collect())
+    assert sparks.schema["x"].dataType.simpleString() == "string"
+    inferred = ours("inferSchema", "true")
+    assert inferred.schema["x"].dataType.simpleString() == "bigint"
+    with pytest.raises(Exception, match="abc"):
+        inferred.collect()
+    merged = ours("mergeSchema", "true").orderBy("id").collect()
+    assert [r.x for r in merged] == ["10", "20", "abc", "2.5"]

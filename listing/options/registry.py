@@ -167,6 +167,9 @@ OPTIONS: tuple[Option, ...] = (
     _o("merge_schema", "format", "bool", "merge the files' schemas",
        spark=("mergeSchema",)),
     _o("sample_bytes", "format", "size", "bytes sampled to infer a schema"),
+    _o("infer_schema", "format", "bool", "infer CSV column types from the sample (false: "
+       "every column a string, as Spark's CSV reader without inferSchema)",
+       spark=("inferSchema",)),
     _o("block_size", "format", "size", "bytes per read block"),
     _o("header", "format", "bool", "the first line names the columns", native="spark",
        spark_option="header", native_formats=("csv",)),
