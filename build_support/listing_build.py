@@ -19,9 +19,18 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import warnings
+
 from setuptools import build_meta as _setuptools
 from setuptools.build_meta import *  # noqa: F403 - every other hook as setuptools has it
 from setuptools.command.build_py import build_py as _build_py
+from setuptools.warnings import InformationOnly
+
+# setuptools' ten-line note on every editable install (`make` installs this checkout
+# editable) that folders named like the package may take precedence during imports: here
+# they are the package (listing/, and formats/ and fixtures/ mapped as listing.formats and
+# listing.testing); pip printed it on every `make`. Only this informational note is muted.
+warnings.filterwarnings("ignore", message="Editable installation", category=InformationOnly)
 
 ROOT = Path(__file__).resolve().parents[1]
 
