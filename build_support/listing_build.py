@@ -15,11 +15,10 @@ import os
 import re
 import shutil
 import tomllib
+import warnings
 from pathlib import Path
 from types import ModuleType
 from typing import Any
-
-import warnings
 
 from setuptools import build_meta as _setuptools
 from setuptools.build_meta import *  # noqa: F403 - every other hook as setuptools has it
