@@ -1,7 +1,7 @@
 """``python -m bench``: the benchmarks against the peers, written to ``bench/results/``.
 
-    python -m bench                     # full: ~25 min on 2 cores (see bench/README.md)
-    python -m bench --quick             # small sizes, ~5 min
+    python -m bench                     # full: an hour or more on 2 cores (bench/README.md)
+    python -m bench --quick             # small sizes
     python -m bench --only listing      # one section: listing | throughput | memory | write
                                         #   | streaming | latency (listing's latency-model
                                         #   table alone, ours and the peers: ~5 min)
@@ -136,7 +136,7 @@ def s3a_section(quick: bool, runs: int, timeout: float, out: Path) -> dict[str, 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="small sizes (~5 min)")
+    ap.add_argument("--quick", action="store_true", help="small sizes")
     ap.add_argument("--only", choices=SECTIONS + EXTRA_SECTIONS, action="append",
                     help="run only this section (repeatable)")
     ap.add_argument("--runs", type=int, default=3, help="timed runs per figure (3)")

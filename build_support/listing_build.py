@@ -15,6 +15,7 @@ import os
 import re
 import shutil
 import tomllib
+import warnings
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -22,6 +23,13 @@ from typing import Any
 from setuptools import build_meta as _setuptools
 from setuptools.build_meta import *  # noqa: F403 - every other hook as setuptools has it
 from setuptools.command.build_py import build_py as _build_py
+from setuptools.warnings import InformationOnly
+
+# setuptools' ten-line note on every editable install (`make` installs this checkout
+# editable) that folders named like the package may take precedence during imports: here
+# they are the package (listing/, and formats/ and fixtures/ mapped as listing.formats and
+# listing.testing); pip printed it on every `make`. Only this informational note is muted.
+warnings.filterwarnings("ignore", message="Editable installation", category=InformationOnly)
 
 ROOT = Path(__file__).resolve().parents[1]
 

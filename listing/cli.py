@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections import Counter
 from typing import Any
 
-from listing.errors import ListingError
+from listing.errors import ListingError, OptionError
 
 EPILOG = """storage options come from one allowlist per protocol (README: Storage options are
 data); on s3:// endpoint_url, key, secret, token, anon=true, client_kwargs={"region_name":
@@ -32,7 +33,7 @@ def _storage_options(pairs: list[str]) -> dict[str, Any]:
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
-            raise SystemExit(f"--storage-option wants KEY=VALUE, got {pair!r}")
+            raise OptionError(f"--storage-option wants KEY=VALUE, got {pair!r}")
         try:
             out[key] = json.loads(value)
         except json.JSONDecodeError:
@@ -134,8 +135,8 @@ def cmd_watch(args: argparse.Namespace) -> None:
     if state is not None and state.exists():
         try:
             offset = json.loads(state.read_text())
-        except json.JSONDecodeError as err:
-            raise SystemExit(f"--offset-file {state}: not a saved offset ({err})") from None
+        except (OSError, json.JSONDecodeError) as err:
+            raise OptionError(f"--offset-file {state}: not a saved offset ({err})") from None
     trigger = 0
     try:
         while args.count is None or trigger < args.count:
@@ -153,7 +154,11 @@ def cmd_watch(args: argparse.Namespace) -> None:
                       flush=True)
             offset = found.offset
             if state is not None:
-                state.write_text(json.dumps(offset.to_json()))
+                try:
+                    state.write_text(json.dumps(offset.to_json()))
+                except OSError as err:
+                    raise OptionError(f"--offset-file {state}: cannot save the offset "
+                                      f"({err})") from None
     except KeyboardInterrupt:
         pass
 
@@ -211,8 +216,16 @@ def _version() -> str:
         return "unknown (not installed)"
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a usage error as one line ``error: …`` (exit status 2) like every
+    other error of the command, pointing at the command's ``--help``."""
+
+    def error(self, message: str) -> Any:
+        self.exit(2, f"error: {message} (see: {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="listing", description="List, inspect and plan Hive-partitioned tables on any "
         "fsspec store (S3 and more), as the listing Spark source would.", epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -223,6 +236,7 @@ def build_parser() -> argparse.ArgumentParser:
     def table_command(name: str, help_text: str) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_text, description=help_text, epilog=EPILOG,
                            formatter_class=argparse.RawDescriptionHelpFormatter)
+        p.set_defaults(parser=p)
         p.add_argument("url", help="table root: s3://bucket/prefix/, any fsspec URL, or a path")
         p.add_argument("--format", default="parquet",
                        help="file format: parquet, csv, json, arrow, or a registered/"
@@ -285,7 +299,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"days of data to write, from {DEMO_START} (default 730)")
     p.add_argument("--where", help=f"the query's filter (default: {DEMO_WHERE}; on a "
                                    "table ending before 2026-03-03, its last three days)")
-    p.set_defaults(func=cmd_demo)
+    p.set_defaults(func=cmd_demo, parser=p)
     return parser
 
 
@@ -293,7 +307,10 @@ def main(argv: list[str] | None = None) -> int:
     """Run one command; every error the toolkit raises (bad input, a failing or
     misconfigured store) is one line ``error: …`` on stderr and exit status 2."""
     global _progress_shown
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # named by the subcommand they were given to (argparse names the top level)
+        args.parser.error(f"unrecognized arguments: {' '.join(extra)}")
     _progress_shown = False
     try:
         args.func(args)
@@ -302,6 +319,15 @@ def main(argv: list[str] | None = None) -> int:
             print(file=sys.stderr)
         print(f"error: {' '.join(str(err).split())}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `listing ls … | head`: the reader stopped reading
+        # Python would report the failed flush of stdout at exit: point it at /dev/null
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except KeyboardInterrupt:
+        if _progress_shown:
+            print(file=sys.stderr)
+        print("interrupted", file=sys.stderr)
+        return 130
     return 0
 
 

@@ -11,6 +11,7 @@ the reverse.
 from __future__ import annotations
 
 import datetime as dt
+import sys
 import time
 
 from listing.testing import datasets
@@ -26,6 +27,8 @@ def run(days: int, where: str) -> None:
     import listing
     from listing import ListingTable
 
+    if hasattr(sys.stdout, "reconfigure"):  # each line as it comes, under `| tee` too
+        sys.stdout.reconfigure(line_buffering=True)
     with S3Server() as server:
         bucket = server.create_bucket("lake")
         root = f"s3://{bucket}/events"
@@ -57,8 +60,13 @@ def run(days: int, where: str) -> None:
         # no Python worker reuse: at spark.stop() pyspark 4.3's daemon prints a
         # BrokenPipeError traceback for an idle reused worker whose JVM side has closed
         # (a race: the worker answers the EOF, then fails to flush the answer)
+        print("   starting Spark (listing.session(): a local JVM, then the source "
+              "registered) …", flush=True)
+        started = time.perf_counter()
         spark = listing.session(app_name="listing-demo",
                                 conf={"spark.python.worker.reuse": "false"})
+        print(f"   Spark {spark.version} ready in {time.perf_counter() - started:.0f}s; "
+              "load() opens the table in a Python worker …", flush=True)
         with server.log.capture() as cap:
             df = (spark.read.format("listing")
                   .option("format", "parquet")

@@ -12,14 +12,16 @@ The user never fetched Spark's S3A connector (an empty connector cache): the S3 
 stays on the Python engine and ``listing.explain`` says why.
 
 Then the same virtualenv gets the ``connect`` extra, starts a Spark Connect server with the
-README's command (``sbin/start-connect-server.sh`` of the installed pyspark, the jar from
-``python -m listing.spark.extension``) and a Connect client reads the S3 table through it.
+README's command, run as written from a shell where the virtualenv is not on PATH (the
+server's Python workers then need the ``PYSPARK_PYTHON`` the command sets), and a Connect
+client reads the S3 table through it.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -68,8 +70,6 @@ with StandaloneCluster(work / "cluster", workers=1, cores_per_worker=2,
     sys.exit(code)
 """
 
-#: the module the README names for the shipped jar's path
-JAR_MODULE = "listing.spark.extension"
 CONNECT_TIMEOUT = 240.0
 
 #: a Spark Connect client in the new virtualenv: retries until the server answers
@@ -203,27 +203,38 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def readme_connect_command(venv: Path, port: int) -> str:
+    """The README's command that starts a Connect server, for ``venv``, on ``port``."""
+    section = (ROOT / "README.md").read_text().split("### Spark Connect\n", 1)[1]
+    blocks = re.findall(r"```bash\n(.*?)```", section.split("\n### ", 1)[0], re.S)
+    assert len(blocks) == 1, blocks
+    assert "/path/to/venv/bin/python" in blocks[0]
+    lines = [re.sub(r"\s+#.*$", "", line) for line in blocks[0].splitlines()]
+    lines = [line for line in lines if line.strip() and not line.lstrip().startswith("#")]
+    lines[-1] += (f" --conf spark.connect.grpc.binding.port={port}"
+                  " --conf spark.ui.enabled=false --master local[2]")
+    return "\n".join(lines).replace("/path/to/venv", str(venv)) + "\n"
+
+
 def connect_server(venv: Path, wheel: Path, uenv: dict[str, str], tmp_path: Path,
                    ds: datasets.Dataset) -> None:
-    """The README's Spark Connect command, from the virtualenv, and a client reading S3."""
+    """The README's Spark Connect command, run as written from a shell where the virtualenv
+    is not activated (not on PATH), and a client reading S3 through the server."""
     py = venv / "bin" / "python"
     run([py, "-m", "pip", "install", "-q", f"{wheel}[connect]"], tmp_path, uenv,
         INSTALL_TIMEOUT)
-    jar = run([py, "-m", JAR_MODULE], tmp_path, uenv, 60).stdout.strip().splitlines()[-1]
-    assert Path(jar).is_file() and jar.startswith(str(venv)), jar
     spark_home = Path(run([py, "-c", "import pyspark, os; print(os.path.dirname("
                                "pyspark.__file__))"], tmp_path, uenv, 60).stdout.strip())
     port = free_port()
     daemon = tmp_path / "connect"
-    env = {**uenv, "VIRTUAL_ENV": str(venv), "SPARK_PID_DIR": str(daemon),
-           "SPARK_LOG_DIR": str(daemon), "SPARK_IDENT_STRING": f"clean-{port}"}
-    env["PYSPARK_PYTHON"] = f"{env['VIRTUAL_ENV']}/bin/python"  # as the README says
-    start = [spark_home / "sbin" / "start-connect-server.sh", "--jars", jar,
-             "--conf", "spark.sql.extensions=io.github.listing.ListingSparkExtensions",
-             "--conf", "spark.sql.python.filterPushdown.enabled=true",
-             "--conf", f"spark.connect.grpc.binding.port={port}",
-             "--conf", "spark.ui.enabled=false", "--master", "local[2]"]
-    run(start, tmp_path, env, 120)
+    tools = [p for p in uenv["PATH"].split(os.pathsep) if Path(p) != venv / "bin"]
+    env = {**uenv, "PATH": os.pathsep.join(tools), "SPARK_PID_DIR": str(daemon),
+           "SPARK_LOG_DIR": str(daemon), "SPARK_IDENT_STRING": f"clean-{port}",
+           "SPARK_LOCAL_IP": "127.0.0.1"}
+    assert "VIRTUAL_ENV" not in env and not shutil.which("spark-submit", path=env["PATH"])
+    script = tmp_path / "start-connect.sh"
+    script.write_text(readme_connect_command(venv, port))
+    run(["bash", script], tmp_path, env, 120)
     try:
         proc = subprocess.run(
             [str(py), "-c", CONNECT_CLIENT, f"sc://127.0.0.1:{port}", f"{ds.root}",

@@ -186,3 +186,44 @@ def test_demo_query_has_rows_for_any_number_of_days(s3_server, days):
     table = ListingTable.open(ds.root, storage_options=s3_server.storage_options)
     assert table.to_arrow(where=where).num_rows > 0
     s3_server.drop_bucket(bucket)
+
+
+@pytest.mark.parametrize(("argv", "fault"), [
+    (["ls", "s3://lake/x", "--bogus"], "unrecognized arguments: --bogus"),
+    (["frobnicate"], "invalid choice: 'frobnicate'"),
+    (["ls"], "the following arguments are required: url"),
+    (["explain", "s3://lake/x", "--limit", "many"], "argument --limit: invalid int value"),
+])
+def test_usage_errors_are_one_line(argv, fault, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: ") and fault in err, err
+    assert "--help" in err  # where to look next
+
+
+def test_malformed_storage_option_is_an_error_line(capsys):
+    assert main(["ls", "s3://lake/x", "--storage-option", "endpoint_url"]) == 2
+    err = capsys.readouterr().err
+    assert err == "error: --storage-option wants KEY=VALUE, got 'endpoint_url'\n"
+
+
+def test_unreadable_offset_file_is_an_error_line(tmp_path, capsys):
+    datasets.daily(str(tmp_path / "t"), days=1)
+    assert main(["watch", str(tmp_path / "t"), "--count", "1", "--offset-file",
+                 str(tmp_path)]) == 2
+    assert capsys.readouterr().err.startswith(f"error: --offset-file {tmp_path}: ")
+
+
+def test_output_piped_into_head_ends_quietly(tmp_path):
+    """`listing ls … | head -1`: the reader goes away while ls still prints."""
+    ds = datasets.daily(str(tmp_path / "t"), days=600)  # ~90 kB of output: past a pipe's buffer
+    proc = subprocess.Popen([sys.executable, "-m", "listing.cli", "ls", ds.root, "-q"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.readline().strip().endswith(b".parquet")
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 1
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err

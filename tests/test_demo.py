@@ -17,6 +17,8 @@ def test_demo_prints_rows_plan_and_request_counts():
     out = proc.stdout
     # no traceback at the end (pyspark's daemon printed BrokenPipeError ones at stop)
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    # what the demo is doing while Spark starts and plans (it sat silent for a minute)
+    assert "   starting Spark (listing.session()" in out and " ready in " in out, out[-3000:]
     assert "== plan for WHERE date BETWEEN '2026-03-01' AND '2026-03-03'" in out, out[-3000:]
     assert "(server saw: LIST=1, GET=0, HEAD=0)" in out  # planning the query: one LIST
     assert "list 'lake/events/date=2026-03-0' from date=2026-03-01 to date=2026-03-03" in out

@@ -358,3 +358,20 @@ def test_readme_describes_what_dataset_builders_return(tmp_path):
     ds = builders.daily(str(tmp_path / "t"), days=1)
     assert [n for n in sorted(named) if not hasattr(ds, n)] == []
     assert {"path", "partition_values", "num_rows", "table"} <= set(vars(ds.files[0]))
+
+
+def test_readme_says_what_each_dataset_builder_returns():
+    """The README's list of builders: each named one exists, and returns a ``Dataset``
+    unless the README names it as the exception."""
+    import re
+    import typing
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    para = text.split("Builders in `listing.testing.datasets`:", 1)[1].split("brute-force", 1)[0]
+    listed, _, returns = para.partition("Each builder")
+    names = [n for n in re.findall(r"`(\w+)`", listed) if n in datasets.__all__]
+    exceptions = set(re.findall(r"`(\w+)`", returns.split("returns a `Dataset`", 1)[0]))
+    assert {"daily", "hourly", "add_hidden_files", "build"} <= set(names), names
+    for name in names:
+        hint = typing.get_type_hints(getattr(datasets, name))["return"]
+        assert (hint is datasets.Dataset) == (name not in exceptions), (name, hint)

@@ -477,3 +477,18 @@ def test_explicit_dash_p_alongside_entry_point(installed: Installed) -> None:
     assert run.returncode == 0, _describe(run)
     assert run.outcomes == {OWN: "PASSED"}, _describe(run)
     assert "already registered" not in run.output, _describe(run)
+
+
+def test_editable_install_prints_no_setuptools_note(tmp_path: Path) -> None:
+    """`make` installs the checkout editable: pip's output stays free of setuptools'
+    'Editable installation … folders with the same name as your package' note."""
+    env = _clean_env()
+    src = tmp_path / "src"
+    shutil.copytree(ROOT, src, ignore=_copy_ignore)
+    venv = tmp_path / "venv"
+    _run([_base_python(), "-m", "venv", "--without-pip", venv], cwd=tmp_path, env=env)
+    out = _run([sys.executable, "-m", "pip", "--python", venv / "bin" / "python", "install",
+                "--no-deps", "--no-compile", "-e", src], cwd=tmp_path, env=env,
+               timeout=BUILD_TIMEOUT)  # the dev venv's pip, as `make` upgrades pip first
+    assert "Editable installation" not in out.stdout + out.stderr, out.stderr[-3000:]
+    assert "Successfully installed spark-listing" in out.stdout

@@ -119,3 +119,19 @@ def test_the_callers_jars_and_extensions_are_kept_and_ours_listed_once(monkeypat
     s3a = [str(j) for j in connector_jars()]  # Spark's S3A connector, when fetched
     assert builder.confs["spark.jars"] == ",".join(
         ["/opt/other.jar", *s3a, str(extension_jar().resolve())])
+
+
+def test_registering_without_pandas_prints_no_warning(spark, monkeypatch):
+    """The wheel needs no pandas; registering the source must not warn that it is missing
+    (pyspark's Arrow UDTFs want pandas, and pyspark 4.3 turns them on by default)."""
+    import warnings
+
+    from pyspark.sql import udtf as udtf_mod
+
+    def no_pandas() -> None:
+        raise ImportError("Pandas >= 2.2.0 must be installed; however, it was not found.")
+
+    monkeypatch.setattr(udtf_mod, "require_minimum_pandas_version", no_pandas)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        session_mod.register(spark)

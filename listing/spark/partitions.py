@@ -64,4 +64,7 @@ def register_partitions_function(spark: Any) -> None:
     """Make ``listing_partitions(...)`` callable in ``spark``'s SQL."""
     from pyspark.sql.functions import udtf
 
-    spark.udtf.register(NAME, udtf(ListingPartitions))
+    # a few rows per call: plain Python rows. Left to Spark's default (Arrow UDTFs on, in
+    # pyspark 4.3), a session without pandas (the wheel installed without the `connect`
+    # extra) printed a UserWarning about pandas every time the source was registered
+    spark.udtf.register(NAME, udtf(ListingPartitions, useArrow=False))
