@@ -34,8 +34,15 @@ _ESCAPED = set('"#%\'*/:=?\\\x7f{[]^') | {chr(c) for c in range(0x01, 0x20)}
 _SAFE = re.compile(r"[A-Za-z0-9_.\-]*")
 _INT = re.compile(r"[+-]?\d+")
 _FLOAT = re.compile(r"[+-]?((\d+\.?\d*|\.\d+)([eE][+-]?\d+)?[dDfF]?|NaN|Infinity)")
+#: Java's hexadecimal floating-point literal (``0x1p3`` is 8.0), which Double.parseDouble reads
+_HEX_FLOAT = re.compile(
+    r"[+-]?0[xX]([0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)[pP][+-]?\d+[dDfF]?")
+#: what java.math.BigDecimal reads (no suffix, no whitespace, no NaN)
+_BIG_DECIMAL = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
-_TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(\.\d{1,9})?")
+#: Spark's partition timestamp pattern ``yyyy-MM-dd HH:mm:ss[.S]``: at most one digit of a
+#: fraction (``…00.5`` is a timestamp, ``…00.123`` a string, as Spark 4 infers them)
+_TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(\.\d)?")
 #: what a declared timestamp column accepts (a cast, as Spark casts for a user schema)
 _TIMESTAMP_CAST = re.compile(r"\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(\.\d{1,9})?")
 _INT32 = (-(2**31), 2**31 - 1)
@@ -196,10 +203,10 @@ def infer_type(raw: str) -> pa.DataType | None:
             return pa.int32()
         if _INT64[0] <= n <= _INT64[1]:
             return pa.int64()
-        digits = len(value.lstrip("+-"))
-        if digits <= 38:
-            return pa.decimal128(max(digits, 1), 0)
-    if _FLOAT.fullmatch(value):
+    precision = _integral_precision(value)
+    if precision is not None and precision <= 38:
+        return pa.decimal128(precision, 0)
+    if _is_java_double(value):
         return pa.float64()
     text = unescape_path_name(raw)
     if _TIMESTAMP.fullmatch(text) and _try(lambda: _parse_timestamp(text)):
@@ -207,6 +214,40 @@ def infer_type(raw: str) -> pa.DataType | None:
     if _DATE.fullmatch(value) and _try(lambda: dt.date.fromisoformat(value)):
         return pa.date32()
     return pa.string()
+
+
+def _integral_precision(value: str) -> int | None:
+    """The digits of ``value`` read as Java's ``BigDecimal`` when it has no fraction (its
+    scale is not positive: ``1e5``, ``1.``, ``1.0e10``, a 30-digit integer), as Spark types
+    it a ``decimal(p, 0)``; None otherwise (``1.5``, ``1.0``, ``1d``)."""
+    if not _BIG_DECIMAL.fullmatch(value):
+        return None
+    sign_digits_exponent = Decimal(value).as_tuple()
+    exponent = sign_digits_exponent.exponent
+    if not isinstance(exponent, int) or exponent < 0:
+        return None
+    return len(sign_digits_exponent.digits) + exponent
+
+
+def _java_trim(value: str) -> str:
+    """``String.trim()``: every character up to U+0020 off both ends."""
+    return value.strip("".join(chr(c) for c in range(0x21)))
+
+
+def _is_java_double(value: str) -> bool:
+    """Whether ``Double.parseDouble`` reads ``value``: decimal or hexadecimal, with an
+    optional ``d``/``f`` suffix, ``NaN``/``Infinity``, around any whitespace."""
+    trimmed = _java_trim(value)
+    return bool(_FLOAT.fullmatch(trimmed) or _HEX_FLOAT.fullmatch(trimmed))
+
+
+def _java_double(value: str) -> float:
+    trimmed = _java_trim(value)
+    if _HEX_FLOAT.fullmatch(trimmed):
+        return float.fromhex(trimmed.rstrip("dDfF"))
+    if not _FLOAT.fullmatch(trimmed):
+        raise ValueError(value)
+    return float(trimmed.rstrip("dDfF"))
 
 
 def _try(fn: Any) -> bool:
@@ -291,9 +332,7 @@ def _convert(value: str, type_: pa.DataType) -> Any:
             raise OverflowError(value)
         return n
     if pa.types.is_floating(type_):
-        if not _FLOAT.fullmatch(value):
-            raise ValueError(value)
-        return float(value.rstrip("dDfF"))
+        return _java_double(value)
     if pa.types.is_decimal(type_):
         return Decimal(value)
     if pa.types.is_date(type_):

@@ -107,7 +107,8 @@ class ListingTable:
     def open(cls, url: str, format: str | FileFormat = "parquet",  # noqa: A002
              storage_options: dict[str, Any] | None = None, partition_cols: PartitionCols = None,
              schema: pa.Schema | None = None, filesystem: Any = None,
-             base_path: str | None = None, **options: Any) -> ListingTable:
+             base_path: str | None = None, folders: Sequence[str] | None = None,
+             **options: Any) -> ListingTable:
         """Open the table at ``url``; ``options`` are listing options and format options.
 
         ``storage_options`` are data, checked against the allowlist of ``url``'s protocol
@@ -117,8 +118,15 @@ class ListingTable:
 
         A glob in ``url`` reads what Spark's reader reads for it with ``basePath`` set to
         ``base_path`` (default: the glob's directory part before its first wildcard): the
-        partition columns below that root, and only the keys the glob matches."""
+        partition columns below that root, and only the keys the glob matches.
+
+        ``folders``: paths below ``url`` (folders or files, relative to it, spelled as on
+        disk) that alone are read, as Spark reads several paths under ``basePath``; a
+        partition filter on their ``k=v`` segments keeps the listing to them."""
         table_url = TableUrl.parse(url, base_path)
+        if folders is not None:
+            table_url = dataclasses.replace(
+                table_url, folders=tuple(f.strip("/") for f in folders))
         listing_opts = {k: options.pop(k) for k in list(options) if k in ListingOptions.names()}
         opts = ListingOptions.from_dict(listing_opts)
         fmt = formats.get(format, **options)
@@ -255,6 +263,9 @@ class ListingTable:
             steps.append(f"path glob {self.url.pattern!r} below {self.url}: every listed key "
                          "is matched against it; its partition filter: "
                          f"{'none' if implied is None else implied}")
+        if self.url.folders is not None:
+            steps.append(f"paths below {self.url}: {', '.join(self.url.folders)}; every "
+                         "listed key is one of them or below one")
         hits = lister.hits if isinstance(lister, CachedLister) else None
         if hits:
             steps.append(f"{hits} of these listing requests answered from the listing cache")

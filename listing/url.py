@@ -28,12 +28,16 @@ class TableUrl:
     given, and ``pattern`` the same glob relative to ``root`` (``date=2026-03-1*``), one
     Hadoop glob a path segment, as Spark reads a glob path: a key matches when its first
     segments below the root match them, so a glob that matches a directory takes all of it.
+    ``folders``: the paths below ``root`` the table was given as (Spark's several paths
+    under ``basePath``, each a folder or a file, as spelled on disk); only keys at or below
+    one of them are read, so ``hour=07/`` never reads its sibling ``hour=7/``.
     """
 
     protocol: str
     root: str
     glob: str | None = None
     pattern: str | None = None
+    folders: tuple[str, ...] | None = None
 
     @classmethod
     def parse(cls, url: str, base: str | None = None) -> TableUrl:
@@ -124,13 +128,24 @@ class TableUrl:
         which Hadoop would expand first: such a glob is refused at parse."""
         return None if self.pattern is None else tuple(self.pattern.split("/"))
 
+    @property
+    def selects_keys(self) -> bool:
+        """Whether :meth:`matches_glob` can refuse a key below the root (a glob or
+        ``folders``)."""
+        return self.glob is not None or self.folders is not None
+
     def matches_glob(self, path: str) -> bool:
         """Whether the key ``path`` (below the root) is one the glob reads: its first
-        segments match the glob's, one by one (a ``*`` stays within its segment)."""
+        segments match the glob's, one by one (a ``*`` stays within its segment); with
+        ``folders``, it is one of them or below one."""
+        below = path[len(self.prefix):] if path.startswith(self.prefix) else None
+        if self.folders is not None and (below is None or not any(
+                below == f or below.startswith(f + "/") for f in self.folders)):
+            return False
         segments = self.pattern_segments
         if segments is None:
             return True
-        parts = path[len(self.prefix):].split("/") if path.startswith(self.prefix) else []
+        parts = below.split("/") if below is not None else []
         if len(parts) < len(segments):
             return False
         return all(compile_glob(g, "path (table URL glob)", file_name=True).match(p) is not None

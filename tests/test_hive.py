@@ -48,7 +48,8 @@ def test_unescape_leaves_malformed_percent_alone() -> None:
 @pytest.mark.parametrize(("raw", "expected"), [
     ("7", pa.int32()), ("07", pa.int32()), ("-3", pa.int32()), ("3000000000", pa.int64()),
     ("123456789012345678901234", pa.decimal128(24, 0)), ("1.5", pa.float64()),
-    ("1e3", pa.float64()), ("2026-03-01", pa.date32()),
+    ("1e3", pa.decimal128(4, 0)), ("1.5e-1", pa.float64()), ("1.5e1", pa.decimal128(2, 0)),
+    ("2026-03-01", pa.date32()),
     ("2026-03-01 10%3A00%3A00", pa.timestamp("us", tz="UTC")), ("us", pa.string()),
     ("2026-13-01", pa.string()), (DEFAULT_PARTITION_NAME, None),
 ])

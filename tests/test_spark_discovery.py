@@ -11,8 +11,10 @@ import pyarrow.parquet as pq
 import pytest
 
 DATA = pa.table({"id": pa.array([1, 2], pa.int64())})
+NULL = "__HIVE_DEFAULT_PARTITION__"
 
-# name: (files below the root (an empty string: a zero-byte file), filters to count)
+# name: (files below the root: ``….parquet`` holds DATA, ``:empty`` marks a zero-byte one,
+# ``:data`` a file named otherwise that holds DATA, any other name is zero bytes; filters)
 LAYOUTS: dict[str, tuple[list[str], list[str]]] = {
     # types and widening
     "int_long_decimal": (["a=1/p.parquet", "a=3000000000/p.parquet",
@@ -53,6 +55,56 @@ LAYOUTS: dict[str, tuple[list[str], list[str]]] = {
     "mixed_partition_and_plain": (["a=1/p.parquet", "plain/p.parquet"], []),
     # no partitions
     "flat": (["p.parquet", "q.parquet"], []),
+    # ParquetPartitionDiscoverySuite: "parse partitions", "read partitioned table - with
+    # nulls", type conflicts (SPARK-22109 and after), escaping (SPARK-7847), string values
+    # kept (SPARK-34314), invalid dates and times (SPARK-23436, SPARK-36861), dot files
+    # (SPARK-8037), _SUCCESS and _temporary, summary files (SPARK-15895), a file beside a
+    # partition folder (SPARK-49163)
+    "two_levels_double_and_string": (["a=10/b=20/p.parquet", "a=10.5/b=hello/p.parquet"],
+                                     ["b = 'hello'", "a > 10"]),
+    "nulls_on_two_levels": ([f"pi={x}/ps={y}/p.parquet" for x in ("1", NULL)
+                             for y in ("foo", NULL)], ["pi IS NULL", "ps IS NULL", "pi = 1"]),
+    "null_date_timestamp_int_decimal": (
+        [f"a={NULL}/b=0/p.parquet", "a=2014-01-01/b=9223372036854775807111/p.parquet",
+         f"a=2014-01-01 00%3A01%3A00.0/b={NULL}/p.parquet"],
+        ["b > 0", "a IS NULL", "a > '2014-01-01'"]),
+    "strings_and_timestamps": (["s=2015-01-01 00%3A00%3A00/p.parquet",
+                                "s=2014-01-01 00%3A00%3A00/p.parquet", "s=blah/p.parquet"],
+                               ["s = 'blah'", "s = '2015-01-01 00:00:00'"]),
+    "decimal_widening": (["d=1/p.parquet", "d=3/p.parquet", f"d={'2' * 30}/p.parquet"],
+                         ["d > 2"]),
+    # Java's BigDecimal reads 1e5, 1. and 1.0e10 without a fraction: decimal(p, 0)
+    "decimal_exponents": (["a=1e5/p.parquet", "a=7/p.parquet", "a=-1./p.parquet",
+                           "a=1.0e10/p.parquet"], ["a > 10"]),
+    # Double.parseDouble reads hexadecimal and space-padded numbers
+    "java_doubles": (["a=0x1p3/p.parquet", "a= 1.5/p.parquet", "a=4d/p.parquet"], ["a > 2"]),
+    # yyyy-MM-dd HH:mm:ss[.S]: one digit of a fraction at most, else a string
+    "timestamp_fraction_digits": (["t=2021-01-01 00%3A00%3A00.123456/p.parquet",
+                                   "t=2021-01-01 00%3A00%3A00.12/p.parquet"], []),
+    "timestamp_one_fraction_digit": (["t=2021-01-01 00%3A00%3A00.5/p.parquet",
+                                      "t=2021-01-02 00%3A00%3A00/p.parquet"],
+                                     ["t > '2021-01-01'"]),
+    "escaped_glob_characters": (["s=%2F/p.parquet", "s=%5B%5D/p.parquet", "s=%3F/p.parquet",
+                                 "s=This is a string, %2F%5B%5D%3F%3D%3A/p.parquet"],
+                                ["s = '[]'", "s = 'This is a string, /[]?=:'"]),
+    "string_values_kept": (["part=AA/p.parquet", "part=-0/p.parquet"], ["part = '-0'"]),
+    "invalid_dates_and_times_are_strings": (
+        ["m=2018-41/h=2018-01-01-04/t=2021-01-01T00/p.parquet",
+         "m=2018-42/h=10%3A61/t=T00%3A01%3A02/p.parquet"], []),
+    "strings_times_and_timestamps": (["s=00%3A00%3A00/p.parquet", "s=23%3A59%3A00.001/p.parquet",
+                                      "s=2015-01-01 00%3A01%3A00/p.parquet"], []),
+    "dot_files": (["b=1/c=1/d=1/p.parquet", "b=1/.DS_Store", "b=1/c=1/.foo/bar",
+                   "b=2/c=2/d=2/p.parquet"], ["b = 1"]),
+    "success_and_temporary": (["b=1/_SUCCESS", "b=1/c=1/_SUCCESS", "b=1/c=1/p.parquet",
+                               "b=1/c=1/_temporary/x", "_temporary/0/y", "b=2/_TeMpOrArY/z",
+                               "b=2/c=2/p.parquet"], []),
+    "summary_files_above_the_leaves": (
+        ["p0=0/_metadata:data", "p0=0/_common_metadata:data", "p0=0/.dummy",
+         "p0=0/p1=0/_metadata:data", "p0=0/p1=0/_common_metadata:data", "p0=0/p1=0/p.parquet"],
+        ["p1 = 0"]),
+    "file_beside_partition_folder": (["col1=a/dummy.parquet", "col1=a/col2=b/p.parquet"], []),
+    "plain_folder_between_partitions": (["a=10/b_hello/c=1.5/p.parquet",
+                                         "a=11/b_hello/c=2.5/p.parquet"], []),
 }
 
 #: where we differ from Spark on purpose. Each: files, what Spark does, and the outcome we
@@ -80,12 +132,12 @@ DIFFERENT: dict[str, tuple[list[str], str, tuple]] = {
 
 def build(root, files):
     for f in files:
-        path = root / f.removesuffix(":empty")
+        path = root / f.removesuffix(":empty").removesuffix(":data")
         path.parent.mkdir(parents=True, exist_ok=True)
-        if f.endswith(":empty") or not f.endswith(".parquet"):
-            path.write_bytes(b"")
-        else:
+        if f.endswith(":data") or (f.endswith(".parquet") and not f.endswith(":empty")):
             pq.write_table(DATA, path)
+        else:
+            path.write_bytes(b"")
 
 
 def outcome(df_of, filters):
@@ -129,7 +181,12 @@ def test_partition_discovery_where_we_differ_on_purpose(spark, tmp_path, name):
 
 
 ON_S3 = ["escaped_digit_is_string", "hidden_files", "nan_infinity", "timestamp_escaped_colons",
-         "underscore_partition", "empty_column_name"]
+         "underscore_partition", "empty_column_name", "decimal_exponents",
+         "timestamp_fraction_digits", "escaped_glob_characters", "summary_files_above_the_leaves"]
+
+
+def _key(f: str) -> str:
+    return f.removesuffix(":empty").removesuffix(":data")
 
 
 @pytest.mark.parametrize("name", ON_S3)
@@ -142,8 +199,7 @@ def test_partition_discovery_on_s3_as_spark_on_disk(spark, s3_server, s3_bucket,
     files, filters = LAYOUTS[name]
     build(tmp_path, files)
     s3_server.put_objects_fast(s3_bucket, {
-        f"t/{f.removesuffix(':empty')}": (tmp_path / f.removesuffix(":empty")).read_bytes()
-        for f in files})
+        f"t/{_key(f)}": (tmp_path / _key(f)).read_bytes() for f in files})
     theirs = outcome(lambda: spark.read.parquet(str(tmp_path)), filters)
     ours = outcome(lambda: spark.read.format("listing")
                    .option("storage_options", json.dumps(s3_server.storage_options))
@@ -212,3 +268,96 @@ def test_several_roots_that_are_not_one_table_are_errors(spark, tmp_path, paths,
         reader = reader.option("basePath", str(tmp_path / base))
     with pytest.raises(Exception, match=message):
         reader.load([str(tmp_path / p) for p in paths]).collect()
+
+
+# --- basePath: a folder read as its spelling on disk, files as roots ------------------------
+
+@pytest.mark.parametrize(("files", "paths"), [
+    # hour=7/ spells the value of hour=07/ otherwise: Spark reads the folder given only
+    (["h=07/p.parquet", "h=7/x.parquet", "h=10/p.parquet"], ["h=07"]),
+    (["h=07/p.parquet", "h=7/x.parquet", "h=10/p.parquet"], ["h=07", "h=10"]),
+    (["d=1.0/p.parquet", "d=1/p.parquet", "d=2.5/p.parquet"], ["d=1.0"]),
+    (["s=%41/p.parquet", "s=A/p.parquet", "s=B/p.parquet"], ["s=%41"]),
+    # files, not folders, below basePath (FileIndexSuite's "different path options")
+    (["pi=1/ps=foo/p.parquet", "pi=2/ps=bar/p.parquet"], ["pi=1/ps=foo/p.parquet"]),
+    (["pi=1/ps=foo/p.parquet", "pi=1/ps=foo/q.parquet", "pi=2/ps=bar/p.parquet"],
+     ["pi=1/ps=foo/p.parquet", "pi=2/ps=bar/p.parquet"]),
+])
+def test_paths_below_base_path_read_as_spark_reads_them(spark, tmp_path, files, paths):
+    build(tmp_path, files)
+    root = str(tmp_path)
+    full = [f"{root}/{p}" for p in paths]
+    theirs = outcome(lambda: spark.read.option("basePath", root).parquet(*full), [])
+    ours = outcome(lambda: spark.read.format("listing").option("basePath", root)
+                   .load(full if len(full) > 1 else full[0]), [])
+    assert theirs[0] != "error" and ours == theirs
+
+
+def test_paths_below_base_path_on_s3_list_what_the_where_lists(s3_server, s3_bucket):
+    """``hour=07/`` as the path: the keys of ``hour=7/`` are listed (the value is the same)
+    but never read; Python API, with what the plan says."""
+    from listing import ListingTable
+
+    data = datasets_encode()
+    s3_server.put_objects_fast(s3_bucket, {f"t/h={h}/p.parquet": data for h in ("07", "7", "10")})
+    table = ListingTable.open(f"s3://{s3_bucket}/t", folders=["h=07"],
+                              storage_options=s3_server.storage_options)
+    plan = table.scan(where="h = 7")
+    assert [f.path.split("/t/")[1] for f in plan.files] == ["h=07/p.parquet"]
+    assert "h=07" in plan.explain()
+
+
+# --- more of Spark's discovery suites: roots, path options ---------------------------------
+
+@pytest.mark.parametrize(("files", "read"), [
+    # SPARK-11678: discovery stops at the root, whatever its name
+    (["key=value/b=1/c=1/p.parquet", "key=value/b=2/c=2/p.parquet", "key=value/_SUCCESS"],
+     "key=value"),
+    (["key=value/table/b=1/c=1/p.parquet", "key=value/table/b=2/c=2/p.parquet"],
+     "key=value/table"),
+    # a leaf folder or a file read alone has no partition columns
+    (["pi=1/ps=foo/p.parquet", "pi=2/ps=bar/p.parquet"], "pi=1/ps=foo"),
+    (["pi=1/ps=foo/p.parquet", "pi=2/ps=bar/p.parquet"], "pi=1/ps=foo/p.parquet"),
+])
+def test_table_root_as_spark_reads_it(spark, tmp_path, files, read):
+    build(tmp_path, files)
+    path = f"{tmp_path}/{read}"
+    theirs = outcome(lambda: spark.read.parquet(path), [])
+    assert theirs[0] != "error"
+    assert outcome(lambda: spark.read.format("listing").load(path), []) == theirs
+
+
+# --- where we differ on purpose, beyond DIFFERENT's layouts --------------------------------
+
+def test_data_column_that_is_a_partition_column_comes_last(spark, tmp_path):
+    """SPARK-18108: a file holding a column named as a partition column. The partition
+    folder's value and type win in both; Spark's V1 Parquet source keeps the data column's
+    place, we put it after the data columns as Spark's V2 file sources do."""
+    (tmp_path / "a=1").mkdir()
+    pq.write_table(pa.table({"a": pa.array([5], pa.int64()), "b": [2.0]}),
+                   tmp_path / "a=1" / "p.parquet")
+    theirs = outcome(lambda: spark.read.parquet(str(tmp_path)), ["a = 1"])
+    ours = outcome(lambda: spark.read.format("listing").load(str(tmp_path)), ["a = 1"])
+    assert theirs == ([("a", "int"), ("b", "double")], [("1", "2.0")], [1])
+    assert ours == ([("b", "double"), ("a", "int")], [("2.0", "1")], [1])
+
+
+def test_user_schema_without_partition_columns_projects(spark, tmp_path):
+    """A user schema naming data columns only: Spark appends the inferred partition columns
+    anyway; ours reads what the schema names (a narrower schema is how a Python source is
+    told its projection)."""
+    build(tmp_path, ["a=7/p.parquet", "a=8/p.parquet"])
+    theirs = spark.read.schema("id long").parquet(str(tmp_path))
+    ours = spark.read.format("listing").schema("id long").load(str(tmp_path))
+    assert theirs.columns == ["id", "a"] and ours.columns == ["id"]
+    assert ours.count() == theirs.count() == 4
+
+
+def test_the_same_folder_twice_is_refused(spark, tmp_path):
+    """Spark reads a folder given twice once; we refuse the request (it names a file twice)."""
+    build(tmp_path, ["h=10/p.parquet", "h=11/p.parquet"])
+    root = str(tmp_path)
+    assert spark.read.option("basePath", root).parquet(f"{root}/h=10", f"{root}/h=10").count() == 2
+    with pytest.raises(Exception, match="overlap"):
+        spark.read.format("listing").option("basePath", root).load(
+            [f"{root}/h=10", f"{root}/h=10"]).collect()

@@ -337,10 +337,15 @@ def test_a_file_rewritten_after_its_batch_was_planned_does_not_wedge_the_stream(
              .start())
         return finish(q)
 
+    import listing
+
+    listing.skipped_files(spark, reset=True)
     assert "crash after planning" in (start(rewrite_then_crash) or "")
     for _ in range(2):  # the replayed batch reads the current content; a restart after it
         assert start(collect) is None  # finds nothing new
     assert seen == [[10, 11, 900, 901, 902]]
+    # counted where the driver sees it, not only in the task's log
+    assert listing.skipped_files(spark, reset=True).get("files_changed") == 1
 
 
 def test_explicit_on_file_change_error_still_stops_the_stream(spark, s3_server, events,

@@ -42,7 +42,7 @@ class FileFilter:
     def by_name_only(self) -> bool:
         """Whether only the name's ending decides (no glob, no modification time)."""
         opts = self.options
-        return (self.url.glob is None and not opts.path_glob_filter
+        return (not self.url.selects_keys and not opts.path_glob_filter
                 and not opts.modified_before and not opts.modified_after)
 
     def accepts(self, meta: ObjectMeta) -> bool:
@@ -53,7 +53,7 @@ class FileFilter:
         name = path[path.rfind("/") + 1:]
         if name.endswith(IN_PROGRESS_SUFFIXES) or not self.is_format_file(path):
             return False
-        if self.url.glob is not None and not self.url.matches_glob(path):
+        if self.url.selects_keys and not self.url.matches_glob(path):
             return False
         if opts.path_glob_filter and compile_glob(
                 opts.path_glob_filter, "path_glob_filter", file_name=True).match(name) is None:

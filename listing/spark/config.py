@@ -64,6 +64,8 @@ class SourceConfig:
     column_bytes: dict[str, int] | None = None  # to_spark's: the driver's sampled footer
     filesystem: str | None = None  # to_spark's: a token of the source class's filesystems
     base_path: str | None = None  # basePath, when ``url`` is a glob below it
+    #: the paths below basePath given (several, or one folder or file): only they are read
+    folders: list[str] | None = None
 
     def __repr__(self) -> str:
         return (f"SourceConfig(url={self.url!r}, format={self.format!r}, "
@@ -100,13 +102,17 @@ class SourceConfig:
                               ".option('path', …)")
         where: list[Any] = [opts["where"]] if opts.get("where") else []
         base_path = None
+        folders: list[str] | None = None
         if len(several) > 1:
             where.append(_union_under_base_path(several, opts["basepath"]))
+            folders = [_below(p, opts["basepath"]) for p in several]
         elif opts.get("basepath") and is_glob(url):  # the glob's partition filter, below it
             base_path = opts["basepath"]
         elif opts.get("basepath"):  # Spark's basePath: a partition folder read as the table
+            below = _below(url, opts["basepath"])
             url, implied = _under_base_path(url, opts["basepath"])
             where += implied
+            folders = [below] if below else None
         storage: dict[str, Any] = {}
         if "storage_options" in opts:
             storage.update(json_object("storage_options", opts["storage_options"]))
@@ -148,7 +154,7 @@ class SourceConfig:
             raise OptionError(f"option engine={opts['engine']!r}: expected one of "
                               f"{', '.join(ENGINES)}")
         return cls(url, fmt, storage, cols, listing, fmt_opts, where or None, limit, schema,
-                   engine, stream, sizes, filesystem, base_path)
+                   engine, stream, sizes, filesystem, base_path, folders)
 
     def open(self, data_schema: pa.Schema | None = None,
              filesystems: dict[str, Any] | None = None) -> ListingTable:
@@ -163,7 +169,7 @@ class SourceConfig:
         table = ListingTable.open(self.url, format=self.format,
                                   storage_options=self.storage_options, filesystem=factory,
                                   partition_cols=self.partition_cols,
-                                  base_path=self.base_path,
+                                  base_path=self.base_path, folders=self.folders,
                                   schema=data_schema if data_schema is not None
                                   else self.table_schema,
                                   **self.listing_options, **self.format_options)
@@ -205,19 +211,30 @@ def _json_list(name: str, value: str) -> list[Any]:
     return parsed if isinstance(parsed, list) else [parsed]
 
 
-def _under_base_path(path: str, base: str) -> tuple[str, list[Expr]]:
-    """``(base, filters)`` for a partition folder ``path`` below ``base``: its ``k=v``
-    segments become equality filters, so the folder's columns stay in the table (as with
-    Spark's basePath) and the listing reads only that folder."""
+def _below(path: str, base: str) -> str:
+    """``path`` relative to ``base`` (``""``: the base itself), as spelled on disk."""
     root, below = base.rstrip("/"), path.rstrip("/")
     if below != root and not below.startswith(root + "/"):
         raise OptionError(f"path {path!r} is not below basePath {base!r}")
+    return below[len(root):].strip("/")
+
+
+def _under_base_path(path: str, base: str) -> tuple[str, list[Expr]]:
+    """``(base, filters)`` for a partition folder (or a file in one) ``path`` below
+    ``base``: its ``k=v`` segments become equality filters, so the folder's columns stay in
+    the table (as with Spark's basePath) and the listing reads only that folder; the
+    equality also holds for a sibling spelling the same value otherwise (``hour=7/`` beside
+    ``hour=07/``), so the table reads only keys below ``path`` itself (``folders``)."""
+    below = _below(path, base)
+    segments = below.split("/") if below else []
     filters: list[Expr] = []
-    for segment in below[len(root):].strip("/").split("/") if below != root else []:
+    for i, segment in enumerate(segments):
         name, sep, raw = segment.partition("=")
+        if not sep and i == len(segments) - 1:
+            break  # a file (or a plain folder) named last: read as the path it is
         if not sep or not name:
             raise OptionError(f"path {path!r} below basePath {base!r} must be partition "
-                              f"folders (name=value), not {segment!r}")
+                              f"folders (name=value), or a file in one, not {segment!r}")
         column = unescape_path_name(name)
         filters.append(IsNull(column) if raw == DEFAULT_PARTITION_NAME
                        else Compare(column, "=", unescape_path_name(raw)))
@@ -228,7 +245,7 @@ def _union_under_base_path(paths: list[str], base: str) -> Expr:
     """The filter that reads exactly the partition folders ``paths`` below ``base`` (each
     as :func:`_under_base_path`): the OR of their equalities, which the planner lists as
     one prefix per folder. The same folder twice, or one inside another, is an error
-    (Spark would read its files twice)."""
+    (Spark reads their files once; a request naming a file twice is refused, not guessed)."""
     folders = [p.rstrip("/") for p in paths]
     for i, a in enumerate(folders):
         for b in folders[i + 1:]:

@@ -69,6 +69,14 @@ def table_options(table: ListingTable, where: Sequence[Bound], limit: int | None
             **stated_options(name, format_options, len(where))}
     if table.url.glob is not None:  # the glob, read below the table's root
         opts["basePath"] = root
+    folders = table.url.folders
+    if folders:  # the paths below the root it was given: read only they
+        opts["basePath"] = root
+        paths = [f"{root.rstrip('/')}/{f}" for f in folders]
+        if len(paths) == 1:
+            opts["path"] = paths[0]
+        else:
+            opts["paths"] = json.dumps(paths)
     if limit is not None:
         opts["limit"] = str(limit)
     for f in dataclasses.fields(ListingOptions):

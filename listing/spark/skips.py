@@ -49,7 +49,9 @@ def accumulator(spark: Any) -> Accumulator[dict[str, Any]] | None:
 def skipped_files(spark: Any, reset: bool = False) -> dict[str, Any]:
     """Files skipped by Spark tasks of ``listing`` scans in this session since it was
     registered (or the last reset): ``files_skipped_missing``, ``files_skipped_corrupt``
-    and up to 1000 ``paths``. ``reset`` starts the sums again."""
+    and up to 1000 ``paths``; ``files_changed``, files read as they were when read rather
+    than as listed (a stream's default, ``on_file_change=read``: each is logged with its
+    path by the task). ``reset`` starts the sums again."""
     acc = accumulator(spark)
     if acc is None:
         return {}
