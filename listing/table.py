@@ -38,7 +38,7 @@ from listing.list_cache import CACHE, CachedLister
 from listing.options import ListingOptions
 from listing.packing import WHOLE_FILES, KeyPacking, pack_by_partition_key, pack_file_groups
 from listing.planner import FileFilter, ListedFile, ListingRun, TableProfile
-from listing.planner.url_glob import glob_partition_filter
+from listing.planner.url_glob import folders_partition_filter, glob_partition_filter
 from listing.pushdown import Pushdown
 from listing.scan import ListingCounts, ScanMetrics, ScanPlan
 from listing.storage.listing import Lister, ObjectMeta, Page, RequestCounter
@@ -239,8 +239,8 @@ class ListingTable:
         if limit is not None and (not isinstance(limit, int) or limit < 0):
             raise OptionError(f"limit must be a non-negative int, got {limit!r}")
         projection = self.projection(columns)
-        implied = self.glob_filter
-        split = self.split(self.bind(where) + self.bind(implied))
+        by_glob, by_folders = self.url_filters
+        split = self.split(self.bind(where) + self.bind(by_glob) + self.bind(by_folders))
         counter = RequestCounter()
         ttl = self.options.list_cache_ttl
         lister = (CachedLister(self.storage, counter, progress, ttl=ttl) if ttl
@@ -262,10 +262,11 @@ class ListingTable:
         if self.url.pattern is not None:
             steps.append(f"path glob {self.url.pattern!r} below {self.url}: every listed key "
                          "is matched against it; its partition filter: "
-                         f"{'none' if implied is None else implied}")
+                         f"{'none' if by_glob is None else by_glob}")
         if self.url.folders is not None:
             steps.append(f"paths below {self.url}: {', '.join(self.url.folders)}; every "
-                         "listed key is one of them or below one")
+                         "listed key is one of them or below one; their partition filter: "
+                         f"{'none' if by_folders is None else by_folders}")
         hits = lister.hits if isinstance(lister, CachedLister) else None
         if hits:
             steps.append(f"{hits} of these listing requests answered from the listing cache")
@@ -401,10 +402,16 @@ class ListingTable:
         return out
 
     @property
-    def glob_filter(self) -> Expr | None:
-        """The partition filter a glob in the table URL implies (see
-        :mod:`listing.planner.url_glob`); None without a glob."""
-        return glob_partition_filter(self.url, self.partition_cols)
+    def url_filters(self) -> tuple[Expr | None, Expr | None]:
+        """The partition filters the table URL implies: its glob's and its ``folders``'
+        (see :mod:`listing.planner.url_glob`), each None when it has none."""
+        return (glob_partition_filter(self.url, self.partition_cols),
+                folders_partition_filter(self.url, self.partition_cols))
+
+    @property
+    def url_filter(self) -> Expr | None:
+        """:attr:`url_filters` as one filter (None: neither)."""
+        return conjunction(f for f in self.url_filters if f is not None)
 
     @property
     def file_filter(self) -> FileFilter:
@@ -434,8 +441,8 @@ class ListingTable:
         that file, one LIST unless the table starts with hidden or foreign keys.
         ``lister``: whose requests it counts (default: a new one); ``start_after``: the
         first key is after this one."""
-        glob = self.split(self.bind(self.glob_filter)).partition  # what the URL's glob keeps
-        files = self.listing_run(glob, lister=lister, sequential=True,
+        implied = self.split(self.bind(self.url_filter)).partition  # what the URL keeps
+        files = self.listing_run(implied, lister=lister, sequential=True,
                                  start_after=start_after).files()
         try:  # an empty file is no data file (as Spark's file index has it)
             first = next((f for f in files if f.meta.size > 0), None)

@@ -86,6 +86,39 @@ def test_url_glob_samples_its_schema_and_first_file_within_the_glob(s3_server, h
     assert cap.count("LIST") == 1
 
 
+def test_folders_list_what_their_where_lists(s3_server, hourly):
+    """``folders`` (Spark's paths under ``basePath``) prune the listing by their ``k=v``
+    segments as the glob's do: a scan, the schema's sample and ``first_file`` list the
+    folder, never the table from its start (2,016 keys, three pages flat), and several
+    folders list what the equivalent ``where`` lists."""
+    root = f"s3://{hourly}/t"
+    with s3_server.log.capture(bucket=hourly) as cap:
+        table = ListingTable.open(root, storage_options=s3_server.storage_options,
+                                  folders=["date=2026-03-27"])
+    gets = [e.key for e in cap.entries() if e.kind == "GET"]
+    # the sample (January), then the folder's prefix: its first file gives the schema
+    assert cap.count("LIST") == 2 and gets == ["t/date=2026-03-27/hour=00/p.parquet"], (
+        cap.count("LIST"), gets)
+    with s3_server.log.capture(bucket=hourly) as cap:
+        plan = table.scan()
+    assert len(plan.files) == 24 and cap.count("LIST") == 1, cap.count("LIST")
+    assert "their partition filter: date IN (DATE '2026-03-27')" in plan.explain()
+    with s3_server.log.capture(bucket=hourly) as cap:
+        first = table.first_file()
+    assert first is not None and "/date=2026-03-27/hour=00/" in first.path
+    assert cap.count("LIST") == 1
+    several = ListingTable.open(root, storage_options=s3_server.storage_options,
+                                folders=["date=2026-03-28/hour=07", "date=2026-03-27"])
+    with s3_server.log.capture(bucket=hourly) as cap:
+        by_folders = several.scan()
+    by_where, where_lists = _scan(
+        s3_server, root, "(date = '2026-03-28' AND hour = 7) OR date = '2026-03-27'")
+    assert sorted(f.path for f in by_folders.files) == sorted(f.path for f in by_where.files)
+    assert len(by_folders.files) == 25 and cap.count("LIST") == where_lists
+    _, flat = _scan(s3_server, root)
+    assert flat >= 3  # the control: the whole table is three pages
+
+
 def test_url_glob_names_the_table_columns_and_its_values(s3_server, hourly):
     table = ListingTable.open(f"s3a://{hourly}/t/date=2026-03-1*/hour=0*",
                               storage_options=s3_server.storage_options)

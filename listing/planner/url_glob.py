@@ -20,7 +20,17 @@ from typing import Any
 
 import pyarrow as pa
 
-from listing.expressions import Compare, Expr, In, IsNull, Like, Or, conjunction, like_escape
+from listing.expressions import (
+    And,
+    Compare,
+    Expr,
+    In,
+    IsNull,
+    Like,
+    Or,
+    conjunction,
+    like_escape,
+)
 from listing.hive import DEFAULT_PARTITION_NAME, parse_segment, parse_value
 from listing.url import TableUrl
 
@@ -45,6 +55,34 @@ def glob_partition_filter(url: TableUrl, cols: list[tuple[str, pa.DataType]]) ->
         if implied is not None:
             parts.append(implied)
     return conjunction(parts)
+
+
+def folders_partition_filter(url: TableUrl,
+                             cols: list[tuple[str, pa.DataType]]) -> Expr | None:
+    """The filter on partition values that every key below one of the URL's ``folders``
+    satisfies (None: no folders): per folder, its ``col=value`` segments' values (a last
+    segment without ``=`` is a file), OR'd over the folders; the folders' key test itself
+    stays :meth:`TableUrl.matches_glob`."""
+    if url.folders is None:
+        return None
+    alternatives: list[Expr] = []
+    for folder in url.folders:
+        parts: list[Expr] = []
+        for segment, (name, type_) in zip(folder.split("/") if folder else [], cols,
+                                          strict=False):
+            parsed = parse_segment(segment)
+            if parsed is None or parsed[0].lower() != name.lower():
+                break  # a file, or not this level's column: the key test decides
+            try:
+                value = parse_value(parsed[1], type_, column=name, path=folder)
+            except ValueError:
+                parts.append(In(name, ()))  # never this column's spelling: no key has it
+                break
+            parts.append(IsNull(name) if value is None else In(name, (value,)))
+        if not parts:
+            return None  # a folder the filter cannot bound: the key test alone decides
+        alternatives.append(parts[0] if len(parts) == 1 else And(tuple(parts)))
+    return alternatives[0] if len(alternatives) == 1 else Or(tuple(alternatives))
 
 
 def _value_filter(name: str, type_: pa.DataType, pattern: str) -> Expr | None:
