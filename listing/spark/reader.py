@@ -123,7 +123,7 @@ def read_partition(partition: InputPartition, target: pa.Schema,
             yield conform_batch(batch.rename_columns(target.names), target,
                                 partition.group.files[0].path)
     finally:  # the driver sums these (listing.skipped_files)
-        changed = dict(counts.pairs()).get("files_changed", 0)
+        changed = counts.get("files_changed", 0)
         if (paths or changed) and skips is not None:
             skips.add({**{k: v for k, v in counts.items() if k.startswith("files_skipped_")},
                        **({"files_changed": changed} if changed else {}), "paths": paths})
