@@ -11,13 +11,20 @@ from __future__ import annotations
 from typing import Any
 
 from listing.errors import (
+    CommitError,
+    ConcurrentWriteError,
+    CorruptFileError,
+    FileChangedError,
     FileReadError,
     FilterError,
     ListingError,
+    MissingFileError,
     OptionError,
     PartitionLayoutError,
     PartitionValueError,
+    StorageConfigError,
     StorageError,
+    TableExistsError,
     TableNotFoundError,
 )
 from listing.expressions import Expr, col
@@ -27,10 +34,12 @@ from listing.scan import ScanPlan
 from listing.table import ListingTable
 
 __all__ = [
-    "Expr", "FileGroup", "FileReadError", "FilterError", "ListingError", "ListingTable",
-    "OptionError", "PartitionLayoutError", "PartitionValueError", "PartitionedFile",
-    "Pushdown", "ScanPlan", "StorageError", "TableNotFoundError", "col", "explain", "register",
-    "session", "skipped_files", "to_spark",
+    "CommitError", "ConcurrentWriteError", "CorruptFileError", "Expr", "FileChangedError",
+    "FileGroup", "FileReadError", "FilterError", "ListingError", "ListingTable",
+    "MissingFileError", "OptionError", "PartitionLayoutError", "PartitionValueError",
+    "PartitionedFile", "Pushdown", "ScanPlan", "StorageConfigError", "StorageError",
+    "TableExistsError", "TableNotFoundError", "WriteJob", "WriteResult", "col", "explain",
+    "register", "session", "skipped_files", "to_spark", "write_table",
 ]
 
 
@@ -48,6 +57,10 @@ def __getattr__(name: str) -> Any:
         from listing.spark.source import to_spark
 
         return to_spark
+    if name in ("write_table", "WriteJob", "WriteResult"):
+        from listing import write
+
+        return getattr(write, name)
     if name == "skipped_files":
         from listing.spark.skips import skipped_files
 
