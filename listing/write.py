@@ -259,6 +259,8 @@ def _check_manifest(store: Store, manifest: _Manifest, prefix: str, job_dir: str
         raise ManifestRefused(f"its job id {_short(job_id)} is not its directory's name "
                               f"{_short(job_dir)}")
     staging = f"{prefix}{STAGING_DIR}/{job_id}/"
+    if manifest.uploads and not store.supports_multipart:
+        raise ManifestRefused("it names multipart uploads, and this store has none")
 
     def check(field_name: str, path: object, under: str, own: bool) -> None:
         why = _outside(store, path, under)
@@ -414,6 +416,11 @@ class WriteJob:
                         "%s%s/ as it is (%s): check it, then delete it by hand",
                         self.job_id, self.url, job, self.url, STAGING_DIR, what)
         store = open_store(self.storage, self.setup_metrics)
+        try:
+            self._check_staging(store)
+        except ManifestRefused as err:
+            raise CommitError(f"cannot write to {self.url}: {err}; nothing was written "
+                              "(remove the link)") from None
         if self.mode == "overwrite":
             self._check_isolation(store)
         if self.mode not in ("error", "ignore"):
