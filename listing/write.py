@@ -753,11 +753,13 @@ class WriteJob:
             store.delete([self.manifest_path])
         store.remove_dir(self.staging, f"{self.prefix}{STAGING_DIR}")
 
-    def abort(self) -> dict[str, int]:
+    def abort(self, tasks: Iterable[TaskCommit | None] = ()) -> dict[str, int]:
         """Undo the job (Spark calls it after a failed task or commit): before its commit
         point the table is restored exactly (the new files it published deleted, old files
-        never touched) and the staging prefix deleted; a job already committed is finished
-        instead (it cannot be undone). Returns what it cost."""
+        never touched) and the staging prefix deleted, the multipart uploads of ``tasks``
+        aborted (on stores that cannot list uploads, the only way to find those of a job
+        that wrote no manifest); a job already committed is finished instead (it cannot be
+        undone). Returns what it cost."""
         metrics: dict[str, int] = {}
         store = open_store(self.storage, metrics)
         try:
@@ -775,6 +777,8 @@ class WriteJob:
         if manifest is not None:
             self._roll_back(store, manifest)
         else:
+            store.abort_uploads((f.final, f.upload_id, []) for t in tasks if t is not None
+                                for f in t.files if f.upload_id)
             self._clean_staging(store, manifest=False)
         log.info("aborted job %s on %s: %d staged files deleted", self.job_id, self.url,
                  metrics.get("staged_deleted", 0))
@@ -980,7 +984,14 @@ def write_table(url: str, data: pa.Table | pa.RecordBatch | Iterable[pa.RecordBa
         except Exception as err:  # noqa: BLE001 - the write's own error is the one to raise
             log.warning("could not delete the staged files of job %s: %s", job.job_id, err)
         raise
-    return job.commit([task])
+    try:
+        return job.commit([task])
+    except BaseException:  # a refused or failed commit leaves no staged file or upload
+        try:
+            job.abort([task])
+        except Exception as err:  # noqa: BLE001 - the commit's own error is the one to raise
+            log.warning("could not delete the staged files of job %s: %s", job.job_id, err)
+        raise
 
 
 def _schema_and_batches(data: Any) -> tuple[pa.Schema, Iterable[pa.RecordBatch]]:
