@@ -194,12 +194,13 @@ class _Manifest:
             manifest = cls(**raw)
         except (ValueError, TypeError, KeyError) as err:
             raise ManifestRefused(f"it is unreadable ({err})") from None
-        kinds = {"job_id": str, "mode": str, "partition_overwrite_mode": str, "state": str,
-                 "had_success": bool, "created": (int, float), "partitions": list,
-                 "remove": list}
+        kinds: dict[str, tuple[type, ...]] = {
+            "job_id": (str,), "mode": (str,), "partition_overwrite_mode": (str,),
+            "state": (str,), "had_success": (bool,), "created": (int, float),
+            "partitions": (list,), "remove": (list,)}
         for name, kind in kinds.items():
             if not isinstance(getattr(manifest, name), kind):
-                raise ManifestRefused(f"its {name} is not a {getattr(kind, '__name__', 'number')}")
+                raise ManifestRefused(f"its {name} is not a {kind[0].__name__}")
         if manifest.state not in (PUBLISHING, PUBLISHED) or manifest.mode not in MODES:
             raise ManifestRefused(f"its state {manifest.state!r} or mode {manifest.mode!r} "
                                   "is not one a job writes")
@@ -905,8 +906,8 @@ class WriteJob:
         holder = _lock_holder(store, lock)
         live = {job_id for job_id, what in done if what == "running"}
         if holder is not None and holder not in live:
-            written = store.last_modified(lock)
-            age = now - (now if written is None else written)  # by the store's clock
+            stamp = store.last_modified(lock)
+            age = now - (now if stamp is None else stamp)  # by the store's clock
             if (orphans and older_than <= 0) or age >= older_than:
                 store.delete([lock])  # its job is gone: a stale lock
                 done.append((holder, "lock released: its job has no live manifest"))
