@@ -43,6 +43,12 @@ What a concurrent reader can see, per storage:
 - **a killed job**: the same mix, frozen, with its manifest under ``_temporary/``:
   ``recover`` (or the next write) finishes it.
 
+A manifest read back is untrusted (anyone who writes the table can write one): it is
+followed only if this table's writer could have made it (:func:`_check_manifest`: every
+path under the table's root, names carrying the job id), else left in place and reported.
+An overwrite relies on the store refusing a second create of its lock: where the store
+does not (probed once per bucket), it is refused unless ``overwrite_without_lock``.
+
 ``mode="error"``/``"ignore"`` check for existing files at ``setup()``, not atomically with
 the commit. Files are encoded by the format's :class:`~listing.formats.base.FileSink`. On
 S3 each file is built in memory and sent with one PUT (bounded by
@@ -85,8 +91,8 @@ from listing.storage.spec import StorageSpec
 from listing.storage.store import MAX_S3_KEY_BYTES, Finish, Store, open_store, store_class
 from listing.url import TableUrl
 
-__all__ = ["MODES", "PARTITION_OVERWRITE_MODES", "StagedFile", "TaskCommit", "WriteJob",
-           "WriteResult", "partition_path", "write_table"]
+__all__ = ["MODES", "PARTITION_OVERWRITE_MODES", "ManifestRefused", "StagedFile", "TaskCommit",
+           "WriteJob", "WriteResult", "partition_path", "write_table"]
 
 log = logging.getLogger("listing.write")
 
