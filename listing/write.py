@@ -245,7 +245,7 @@ def _outside(store: Store, path: object, root: str) -> str | None:
         return "has a '.' or '..' segment"
     if not path.startswith(root) or "" in path[len(root):].split("/"):
         return f"is not under the table's root {root}"
-    real_root = store.real_path(root.rstrip("/")) + "/"
+    real_root = store.real_path(f"{root}x")[:-1]  # the root itself resolved too
     if not store.real_path(path).startswith(real_root):
         return "leads out of the table through a link"
     return None

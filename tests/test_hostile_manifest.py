@@ -269,3 +269,20 @@ def test_the_same_manifest_inside_the_table_is_followed(make_run, kind, field_na
         listed = run.server.client().list_multipart_uploads(Bucket=bucket, Prefix=key)
         assert not listed.get("Uploads")
     assert run.rows() == [1, 2]
+
+
+def test_a_table_whose_root_is_a_link_recovers_normally(tmp_path):
+    """Links are judged from the table's real root: a table whose root is a link is
+    recovered as any other."""
+    real = tmp_path / "real"
+    real.mkdir()
+    (tmp_path / "t").symlink_to(real)
+    url = str(tmp_path / "t")
+    write_table(url, OLD)
+    job = WriteJob(url, NEW.schema, mode="overwrite")
+    job.setup()
+    task = job.write_task(NEW.to_batches())
+    job._roll_forward = lambda store, manifest: None  # killed at its commit point
+    job.commit([task])
+    assert WriteJob.recover(url) == [(job.job_id, "forward")]
+    assert ListingTable.open(url).scan().to_arrow().column("a").to_pylist() == [3]
