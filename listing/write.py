@@ -233,18 +233,22 @@ def _short(value: object) -> str:
 
 def _outside(store: Store, path: object, root: str) -> str | None:
     """Why ``path`` (an fsspec path) is not a path strictly under ``root`` on this store,
-    or None when it is: another protocol, a ``.``/``..``/empty segment, a NUL byte,
-    outside ``root`` (another bucket or directory), or led out of it by a link."""
+    or None when it is: another protocol, a ``.``/``..``/empty segment, a NUL byte (or
+    below ``root`` a backslash), outside ``root`` (another bucket or directory), or led out
+    of it by a link."""
     if not isinstance(path, str) or not path:
         return "is not a path"
     if "://" in path or "::" in path:
         return "names another protocol"
-    if "\0" in path or "\\" in path:
-        return "holds a NUL byte or a backslash"
-    if any(part in (".", "..") for part in path.split("/")):
-        return "has a '.' or '..' segment"
-    if not path.startswith(root) or "" in path[len(root):].split("/"):
+    if "\0" in path:
+        return "holds a NUL byte"
+    if not path.startswith(root):
         return f"is not under the table's root {root}"
+    below = path[len(root):].split("/")
+    if any(part in ("", ".", "..") for part in below):
+        return "has an empty, '.' or '..' segment"
+    if "\\" in path[len(root):]:  # a separator on Windows; escaped in every name we write
+        return "holds a backslash"
     real_root = store.real_path(f"{root}x")[:-1]  # the root itself resolved too
     if not store.real_path(path).startswith(real_root):
         return "leads out of the table through a link"
