@@ -184,9 +184,16 @@ def cmd_recover(args: argparse.Namespace) -> None:
 
     done = WriteJob.recover(args.url, _storage_options(args.storage_option),
                             older_than=args.older_than)
+    refused = 0
     for job_id, what in done:
+        if what.startswith("refused: "):
+            refused += 1
+            what = f"manifest refused, left in place and not followed: {what[9:]}"
         print(f"job {job_id}: {what}")
     print(f"{len(done)} job(s) found under {args.url.rstrip('/')}/_temporary/")
+    if refused:
+        print(f"{refused} manifest(s) refused: none of them could have been written by a "
+              "job of this table; check them, then delete them by hand")
 
 
 def cmd_cleanup(args: argparse.Namespace) -> None:

@@ -43,6 +43,12 @@ What a concurrent reader can see, per storage:
 - **a killed job**: the same mix, frozen, with its manifest under ``_temporary/``:
   ``recover`` (or the next write) finishes it.
 
+A manifest read back is untrusted (anyone who writes the table can write one): it is
+followed only if this table's writer could have made it (:func:`_check_manifest`: every
+path under the table's root, names carrying the job id), else left in place and reported.
+An overwrite relies on the store refusing a second create of its lock: where the store
+does not (probed once per bucket), it is refused unless ``overwrite_without_lock``.
+
 ``mode="error"``/``"ignore"`` check for existing files at ``setup()``, not atomically with
 the commit. Files are encoded by the format's :class:`~listing.formats.base.FileSink`. On
 S3 each file is built in memory and sent with one PUT (bounded by
@@ -52,6 +58,7 @@ S3 each file is built in memory and sent with one PUT (bounded by
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import json
 import logging
 import re
@@ -71,20 +78,21 @@ from listing.errors import (
     ConcurrentWriteError,
     OptionError,
     PartitionValueError,
+    StorageError,
     TableExistsError,
 )
 from listing.formats.base import FileFormat, FileSink, FileWriter
 from listing.hive import escape_path_name, is_hidden, is_hidden_below, partition_path
 from listing.list_cache import CACHE
-from listing.options import parse_int
+from listing.options import parse_bool, parse_int
 from listing.storage import multipart
 from listing.storage.listing import ObjectMeta
 from listing.storage.spec import StorageSpec
 from listing.storage.store import MAX_S3_KEY_BYTES, Finish, Store, open_store, store_class
 from listing.url import TableUrl
 
-__all__ = ["MODES", "PARTITION_OVERWRITE_MODES", "StagedFile", "TaskCommit", "WriteJob",
-           "WriteResult", "partition_path", "write_table"]
+__all__ = ["MODES", "PARTITION_OVERWRITE_MODES", "ManifestRefused", "StagedFile", "TaskCommit",
+           "WriteJob", "WriteResult", "partition_path", "write_table"]
 
 log = logging.getLogger("listing.write")
 
@@ -112,7 +120,7 @@ _METRICS = ("files_written", "rows_written", "bytes_written", "files_committed",
             "files_deleted", "staged_deleted", "put_requests", "copy_requests",
             "delete_requests", "list_requests", "get_requests", "post_requests", "renames",
             "retries",
-            "cleanup_failures", "jobs_recovered")
+            "cleanup_failures", "jobs_recovered", "manifests_refused")
 
 
 # --- the values that travel: staged files, task commit messages, the result ----------------
@@ -180,19 +188,107 @@ class _Manifest:
         return json.dumps(dataclasses.asdict(self)).encode()
 
     @classmethod
-    def read(cls, store: Store, path: str) -> _Manifest | None:
-        data = store.read(path)
-        if data is None:
-            return None
+    def parse(cls, data: bytes) -> _Manifest:
+        """The manifest ``data`` holds; :class:`ManifestRefused` when it is not one."""
         try:
             raw = json.loads(data)
+            if not isinstance(raw, dict):
+                raise TypeError("not a JSON object")
             raw["publish"] = [(src, dst) for src, dst in raw["publish"]]
             raw["uploads"] = [(path, upload_id, [(n, etag) for n, etag in parts])
                               for path, upload_id, parts in raw.get("uploads", [])]
-            return cls(**raw)
+            manifest = cls(**raw)
         except (ValueError, TypeError, KeyError) as err:
-            raise CommitError(f"job manifest {path} is unreadable ({err}): remove it by hand "
-                              "once you checked the table") from None
+            raise ManifestRefused(f"it is unreadable ({err})") from None
+        kinds: dict[str, tuple[type, ...]] = {
+            "job_id": (str,), "mode": (str,), "partition_overwrite_mode": (str,),
+            "state": (str,), "had_success": (bool,), "created": (int, float),
+            "partitions": (list,), "remove": (list,)}
+        for name, kind in kinds.items():
+            if not isinstance(getattr(manifest, name), kind):
+                raise ManifestRefused(f"its {name} is not a {kind[0].__name__}")
+        if manifest.state not in (PUBLISHING, PUBLISHED) or manifest.mode not in MODES:
+            raise ManifestRefused(f"its state {manifest.state!r} or mode {manifest.mode!r} "
+                                  "is not one a job writes")
+        for _, upload_id, parts in manifest.uploads:
+            if not isinstance(upload_id, str) or not all(
+                    isinstance(n, int) and isinstance(e, str) for n, e in parts):
+                raise ManifestRefused("its uploads are not (path, upload id, parts)")
+        return manifest
+
+
+class ManifestRefused(CommitError):
+    """A job manifest that breaks a rule of :func:`_check_manifest`: never followed, left
+    in place for a person to look at. The message names the rule."""
+
+
+#: a job id as the writer makes it (a UUID's hex) and accepts: letters, digits, ``_``, ``-``
+JOB_ID = re.compile(r"[0-9A-Za-z][0-9A-Za-z_-]{0,127}")
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 160 else f"{text[:157]}..."
+
+
+def _outside(store: Store, path: object, root: str) -> str | None:
+    """Why ``path`` (an fsspec path) is not a path strictly under ``root`` on this store,
+    or None when it is: another protocol, a ``.``/``..``/empty segment, a NUL byte (or
+    below ``root`` a backslash), outside ``root`` (another bucket or directory), or led out
+    of it by a link."""
+    if not isinstance(path, str) or not path:
+        return "is not a path"
+    if "://" in path or "::" in path:
+        return "names another protocol"
+    if "\0" in path:
+        return "holds a NUL byte"
+    if not path.startswith(root):
+        return f"is not under the table's root {root}"
+    below = path[len(root):].split("/")
+    if any(part in ("", ".", "..") for part in below):
+        return "has an empty, '.' or '..' segment"
+    if "\\" in path[len(root):]:  # a separator on Windows; escaped in every name we write
+        return "holds a backslash"
+    real_root = store.real_path(f"{root}x")[:-1]  # the root itself resolved too
+    if not store.real_path(path).startswith(real_root):
+        return "leads out of the table through a link"
+    return None
+
+
+def _check_manifest(store: Store, manifest: _Manifest, prefix: str, job_dir: str) -> None:
+    """Raise :class:`ManifestRefused` unless ``manifest`` (found in
+    ``<prefix>_temporary/<job_dir>/``) is one this table's writer could have made: its job
+    id matches :data:`JOB_ID` and is ``job_dir``; every path lies under the table's root on
+    the same store and bucket (:func:`_outside`); each publish source is under the job's
+    staging prefix; each publish destination and upload is a visible file of the table
+    whose name carries the job id; each removed file is a visible file of the table."""
+    job_id = manifest.job_id
+    if not JOB_ID.fullmatch(job_id):
+        raise ManifestRefused(f"its job id {_short(job_id)} is not a job id (letters, digits, "
+                              "'_', '-')")
+    if job_id != job_dir:
+        raise ManifestRefused(f"its job id {_short(job_id)} is not its directory's name "
+                              f"{_short(job_dir)}")
+    staging = f"{prefix}{STAGING_DIR}/{job_id}/"
+    if manifest.uploads and not store.supports_multipart:
+        raise ManifestRefused("it names multipart uploads, and this store has none")
+
+    def check(field_name: str, path: object, under: str, own: bool) -> None:
+        why = _outside(store, path, under)
+        if why is None and is_hidden_below(prefix, str(path)) and under == prefix:
+            why = "is not a visible data file of the table"
+        if why is None and own and _job_of(str(path)) != job_id:
+            why = f"is not named for job {job_id}"
+        if why is not None:
+            raise ManifestRefused(f"{field_name} {_short(path)} {why}")
+
+    for i, (src, dst) in enumerate(manifest.publish):
+        check(f"publish[{i}] source", src, staging, own=False)
+        check(f"publish[{i}] destination", dst, prefix, own=True)
+    for i, (path, _, _) in enumerate(manifest.uploads):
+        check(f"uploads[{i}]", path, prefix, own=True)
+    for i, path in enumerate(manifest.remove):
+        check(f"remove[{i}]", path, prefix, own=False)
 
 
 _FILE_NAME = re.compile(r"part-\d{5}-(.+)-c\d{3}[^/]*$")
@@ -204,16 +300,17 @@ def _job_of(path: str) -> str | None:
     return match.group(1) if match else None
 
 
-def _lock_holder(store: Store, path: str) -> tuple[str, float] | None:
-    """(job id, creation time) of the overwrite lock at ``path``, or None if unlocked."""
+def _lock_holder(store: Store, path: str) -> str | None:
+    """The job id in the overwrite lock at ``path`` (``"?"`` when unreadable), or None if
+    unlocked. The lock's age is the store's (:meth:`Store.last_modified`), not its
+    writer's clock."""
     data = store.read(path)
     if data is None:
         return None
     try:
-        raw = json.loads(data)
-        return str(raw["job_id"]), float(raw["created"])
+        return str(json.loads(data)["job_id"])
     except (ValueError, KeyError, TypeError):
-        return "?", 0.0  # unreadable: stale once recover sees it
+        return "?"  # unreadable: stale once recover sees it
 
 
 def _invalidate_listings(spec: StorageSpec, prefix: str) -> None:
@@ -261,8 +358,16 @@ class WriteJob:
                  max_records_per_file: int | str | None = None, compression: str | None = None,
                  job_id: str | None = None, recover_after: float = RECOVER_AFTER,
                  commit_protocol: str = "auto", part_size: int | str | None = None,
+                 overwrite_without_lock: bool | str = False,
                  **format_options: Any) -> None:
         self.recover_after = recover_after
+        #: overwrite even where the store cannot isolate it (no conditional PUT): the
+        #: caller serialises overwrites of the table itself
+        self.overwrite_without_lock = parse_bool(overwrite_without_lock,
+                                                 "overwrite_without_lock")
+        if job_id is not None and not JOB_ID.fullmatch(job_id):
+            raise OptionError(f"job_id={job_id!r} must be letters, digits, '_' and '-' (at "
+                              "most 128), starting with a letter or digit")
         self.url = TableUrl.parse(url)
         if self.url.glob is not None:
             raise OptionError(f"cannot write to a glob {url!r}: give the table's root")
@@ -307,14 +412,30 @@ class WriteJob:
         and ``ignore`` turns the job into a no-op when visible files exist. First finishes
         or undoes the half-done jobs of the table (:meth:`recover`, from their manifests,
         rolling back only those older than ``recover_after`` seconds; staged files and
-        uploads of jobs without a manifest are left to ``listing recover``/``cleanup``)."""
+        uploads of jobs without a manifest are left to ``listing recover``/``cleanup``; a
+        refused manifest is left in place with a warning and counted in
+        ``manifests_refused``). An overwrite is refused (:class:`ConcurrentWriteError`) on
+        a store that cannot isolate it, unless ``overwrite_without_lock``."""
         recovered = self.recover(str(self.url), self.storage.options,
                                  older_than=self.recover_after, orphans=False)
-        self.setup_metrics["jobs_recovered"] = sum(1 for _, what in recovered
-                                                   if what != "running")
+        refused = [(job, what) for job, what in recovered if what.startswith("refused")]
+        self.setup_metrics["jobs_recovered"] = sum(
+            1 for _, what in recovered if what != "running" and not what.startswith("refused"))
+        self.setup_metrics["manifests_refused"] = len(refused)
+        for job, what in refused:
+            log.warning("write of job %s to %s goes on, leaving job %s's manifest under "
+                        "%s%s/ as it is (%s): check it, then delete it by hand",
+                        self.job_id, self.url, job, self.url, STAGING_DIR, what)
+        store = open_store(self.storage, self.setup_metrics)
+        try:
+            self._check_staging(store)
+        except ManifestRefused as err:
+            raise CommitError(f"cannot write to {self.url}: {err}; nothing was written "
+                              "(remove the link)") from None
+        if self.mode == "overwrite":
+            self._check_isolation(store)
         if self.mode not in ("error", "ignore"):
             return
-        store = open_store(self.storage, self.setup_metrics)
         if _list_files(store, self.prefix, visible_below=self.prefix):
             if self.mode == "error":
                 raise TableExistsError(f"{self.url} already holds files (mode='error'); use "
@@ -478,7 +599,7 @@ class WriteJob:
         store = open_store(self.storage, metrics)
         partitions = sorted({f.partition for f in staged})
         try:
-            manifest = _Manifest.read(store, self.manifest_path)
+            manifest = self._read_manifest(store)
             if manifest is None:
                 if self.mode == "overwrite":
                     self._lock(store)
@@ -539,25 +660,42 @@ class WriteJob:
         """The table's overwrite lock: held by the one overwrite committing."""
         return f"{self.prefix}{LOCK_FILE}"
 
+    def _check_isolation(self, store: Store) -> None:
+        """Raise :class:`ConcurrentWriteError` when the store cannot isolate an overwrite
+        (its PUTs ignore ``If-None-Match``: two overwrites would both take the lock and
+        both survive, the union of their rows), unless ``overwrite_without_lock``."""
+        if self.overwrite_without_lock or store.conditional_puts(self.prefix):
+            return
+        raise ConcurrentWriteError(
+            f"refusing to overwrite {self.url}: its store does not honour conditional "
+            "writes (a PUT with If-None-Match: * on an existing key was not refused), so "
+            "the table's overwrite lock cannot keep two overwrites apart and both would "
+            "survive, the union of their rows. If nothing else overwrites this table at "
+            "the same time (you serialise its writers with a lock of your own), pass "
+            "overwrite_without_lock=true; otherwise use a store that honours If-None-Match "
+            "(AWS S3 does). Nothing was written")
+
     def _lock(self, store: Store) -> None:
         """Take the table's overwrite lock, or raise :class:`ConcurrentWriteError` naming
         the job that holds it (two overwrites committing at once would both survive)."""
+        self._check_isolation(store)
         body = json.dumps({"job_id": self.job_id, "created": time.time()}).encode()
-        if store.put_if_absent(self.lock_path, body) is not False:
-            return  # taken (or a store without conditional writes: not isolated)
+        taken = store.put_if_absent(self.lock_path, body)
+        if taken is not False:
+            return  # taken (or, with overwrite_without_lock, a store that cannot tell)
         holder = _lock_holder(store, self.lock_path)
-        if holder is not None and holder[0] == self.job_id:
+        if holder == self.job_id:
             return  # ours (a retried request, or a re-run commit)
         raise ConcurrentWriteError(
             f"job {self.job_id} cannot commit its overwrite of {self.url}: job "
-            f"{holder[0] if holder else '?'} is committing an overwrite of it (lock "
+            f"{holder or '?'} is committing an overwrite of it (lock "
             f"{self.url.to_url(self.lock_path)}). Nothing visible changed; retry once it "
             f"is done, or, if that job was killed, run `listing recover {self.url}`")
 
     def _unlock(self, store: Store) -> None:
         """Release the overwrite lock if this job holds it."""
         holder = _lock_holder(store, self.lock_path)
-        if holder is not None and holder[0] == self.job_id:
+        if holder == self.job_id:
             store.delete([self.lock_path])
 
     def _unlock_quietly(self, store: Store) -> None:
@@ -601,7 +739,7 @@ class WriteJob:
         the staging prefix."""
         store.abort_uploads(manifest.uploads)
         new = [dst for dst in [d for _, d in manifest.publish] + [u[0] for u in manifest.uploads]
-               if manifest.job_id in dst.rsplit("/", 1)[-1]]
+               if manifest.job_id and _job_of(dst) == manifest.job_id]
         store.delete(new)
         store.prune_dirs(new, self.prefix)
         if manifest.had_success:
@@ -613,10 +751,11 @@ class WriteJob:
         """Delete everything under the job's staging prefix and abort the job's multipart
         uploads still in progress (failed task attempts), its manifest (if it has one)
         last."""
+        self._check_staging(store)
         paths = [p for p in _list_files(store, self.staging) if p != self.manifest_path]
         store.delete(paths)
-        store.abort_uploads((path, upload_id, [])
-                            for path, upload_id, _ in store.list_uploads(self.prefix)
+        store.abort_uploads((path, upload_id, [])  # where listed: failed task attempts'
+                            for path, upload_id, _ in _uploads(store, self.prefix) or []
                             if _job_of(path) == self.job_id)
         store.metrics["staged_deleted"] = store.metrics.get("staged_deleted", 0) + len(paths)
         if lock:
@@ -625,14 +764,22 @@ class WriteJob:
             store.delete([self.manifest_path])
         store.remove_dir(self.staging, f"{self.prefix}{STAGING_DIR}")
 
-    def abort(self) -> dict[str, int]:
+    def abort(self, tasks: Iterable[TaskCommit | None] = ()) -> dict[str, int]:
         """Undo the job (Spark calls it after a failed task or commit): before its commit
         point the table is restored exactly (the new files it published deleted, old files
-        never touched) and the staging prefix deleted; a job already committed is finished
-        instead (it cannot be undone). Returns what it cost."""
+        never touched) and the staging prefix deleted, the multipart uploads of ``tasks``
+        aborted (on stores that cannot list uploads, the only way to find those of a job
+        that wrote no manifest); a job already committed is finished instead (it cannot be
+        undone). Returns what it cost."""
         metrics: dict[str, int] = {}
         store = open_store(self.storage, metrics)
-        manifest = _Manifest.read(store, self.manifest_path)
+        try:
+            manifest = self._read_manifest(store)
+        except ManifestRefused as refused:
+            log.warning("abort of job %s on %s: its manifest %s is refused, left in place "
+                        "and not followed: %s", self.job_id, self.url,
+                        self.url.to_url(self.manifest_path), refused)
+            return metrics
         if manifest is not None and manifest.state == PUBLISHED:
             log.warning("abort of job %s on %s: the job is already committed; finishing it",
                         self.job_id, self.url)
@@ -641,10 +788,31 @@ class WriteJob:
         if manifest is not None:
             self._roll_back(store, manifest)
         else:
+            store.abort_uploads((f.final, f.upload_id, []) for t in tasks if t is not None
+                                for f in t.files if f.upload_id)
             self._clean_staging(store, manifest=False)
         log.info("aborted job %s on %s: %d staged files deleted", self.job_id, self.url,
                  metrics.get("staged_deleted", 0))
         return metrics
+
+    def _read_manifest(self, store: Store) -> _Manifest | None:
+        """The job's manifest, checked (:func:`_check_manifest`; raises
+        :class:`ManifestRefused`), or None when it has none."""
+        data = store.read(self.manifest_path)
+        if data is None:
+            return None
+        manifest = _Manifest.parse(data)
+        _check_manifest(store, manifest, self.prefix, self.job_id)
+        return manifest
+
+    def _check_staging(self, store: Store) -> None:
+        """Raise :class:`ManifestRefused` unless the job's staging directory is a job's
+        (its name a job id) and lies in the table (no link leads out of it)."""
+        if not JOB_ID.fullmatch(self.job_id):
+            raise ManifestRefused(f"the directory name {_short(self.job_id)} is not a job id")
+        why = _outside(store, f"{self.staging}x", self.prefix)
+        if why is not None:
+            raise ManifestRefused(f"the staging directory {self.staging} {why}")
 
     @classmethod
     def _bare(cls, table: TableUrl, spec: StorageSpec, job_id: str) -> WriteJob:
@@ -660,12 +828,21 @@ class WriteJob:
         """Abort every multipart upload in progress under the table at ``url`` started at
         least ``older_than`` seconds ago (S3; elsewhere there are none): the uploads of
         jobs that will never complete them. A running job whose upload is aborted fails
-        its commit and rolls back. Returns the paths whose uploads were aborted."""
+        its commit and rolls back. Job manifests are not read. Returns the paths whose
+        uploads were aborted; raises :class:`StorageError` where the store cannot list
+        uploads."""
         table = TableUrl.parse(url)
         store = open_store(StorageSpec(table.protocol, dict(storage_options or {})), {})
+        listed = _uploads(store, table.prefix)
+        if listed is None:
+            raise StorageError(
+                f"the store of {table} cannot list multipart uploads (ListMultipartUploads "
+                "answered 501 Not Implemented), so `listing cleanup` cannot find them; "
+                f"`listing recover {table}` aborts those its jobs' manifests name, and a "
+                "lifecycle rule aborting incomplete uploads (where the store has one) the "
+                "rest")
         old: list[multipart.Upload] = [
-            (path, upload_id, []) for path, upload_id, age in store.list_uploads(table.prefix)
-            if age >= older_than]
+            (path, upload_id, []) for path, upload_id, age in listed if age >= older_than]
         store.abort_uploads(old)
         return [path for path, _, _ in old]
 
@@ -678,51 +855,85 @@ class WriteJob:
         seconds old is rolled back (the old table exactly); the staged files of a job that
         never reached its commit (no manifest), unchanged for ``older_than`` seconds, are
         deleted, and so are the multipart uploads (S3) of jobs without a manifest (only
-        with ``orphans``: a job's tasks may run for longer than any ``older_than``); a
-        stale overwrite lock is released. Returns ``(job id, "forward" | "back" |
-        "staging removed" | "uploads aborted" | "lock released" | "running")`` per job
-        found. Run it with no write to that table in progress, or with ``older_than``
-        beyond the longest commit."""
+        with ``orphans``: a job's tasks may run for longer than any ``older_than``).
+
+        A manifest is untrusted data (anyone who can write the table can write one): one
+        that breaks a rule of :func:`_check_manifest`, and a staging directory that is no
+        job's (its name no job id, or a link out of the table), are never acted on: left
+        in place, logged as a warning naming the file and the rule, and reported as
+        ``"refused: <rule>"``. Ages are the store's (its files' modification times), never
+        a writer's clock. The overwrite lock is released when no running job holds it: by
+        an explicit recovery (``orphans``) whatever its age when ``older_than`` is 0, else
+        once the lock file is ``older_than`` seconds old.
+
+        Returns ``(job id, "forward" | "back" | "staging removed" | "uploads aborted" |
+        "lock released: …" | "running" | "refused: …")`` per job found. Run it with no
+        write to that table in progress, or with ``older_than`` beyond the longest
+        commit."""
         table = TableUrl.parse(url)
         spec = StorageSpec(table.protocol, dict(storage_options or {}))
         metrics: dict[str, int] = {}
         store = open_store(spec, metrics)
         staging_root = f"{table.prefix}{STAGING_DIR}/"
+        done: list[tuple[str, str]] = []
+        if _outside(store, staging_root + "x", table.prefix) is not None:
+            rule = f"{table.to_url(staging_root)} leads out of the table through a link"
+            log.warning("recover %s: refused every job: %s; nothing done", table, rule)
+            return [(STAGING_DIR, f"refused: {rule}")]
         jobs: dict[str, list[ObjectMeta]] = {}
         for meta in store.find(staging_root):
             jobs.setdefault(meta.path[len(staging_root):].partition("/")[0], []).append(meta)
-        done: list[tuple[str, str]] = []
         now = time.time()
         for job_id, files in sorted(jobs.items()):
             job = cls._bare(table, spec, job_id)
-            manifest = (_Manifest.read(store, job.manifest_path)
-                        if any(f.path == job.manifest_path for f in files) else None)
+            listed = next((f for f in files if f.path == job.manifest_path), None)
+            try:
+                job._check_staging(store)
+                manifest = job._read_manifest(store) if listed is not None else None
+            except ManifestRefused as refused:
+                done.append((job_id, f"refused: {refused}"))
+                log.warning("recover %s: job manifest %s refused, left in place and not "
+                            "followed: %s", table, table.to_url(job.manifest_path), refused)
+                continue
             if manifest is not None and manifest.state == PUBLISHED:
                 job._roll_forward(store, manifest)
                 what = "forward"
             elif manifest is not None:
-                what = "back" if now - manifest.created >= older_than else "running"
+                written = _stamp(listed.last_modified if listed is not None else None, now)
+                what = "back" if now - written >= older_than else "running"
                 if what == "back":
                     job._roll_back(store, manifest)
             elif not orphans:
                 continue
             else:  # a job that never reached its commit: staged files only, invisible
-                newest = max((f.last_modified.timestamp() for f in files
-                              if f.last_modified is not None), default=now)
+                newest = max((_stamp(f.last_modified, now) for f in files), default=now)
                 what = "staging removed" if now - newest >= older_than else "running"
                 if what == "staging removed":
                     job._clean_staging(store, manifest=False)
             done.append((job_id, what))
             log.info("recover %s: job %s %s", table, job_id, what)
-        holder = _lock_holder(store, f"{table.prefix}{LOCK_FILE}")
+        lock = f"{table.prefix}{LOCK_FILE}"
+        holder = _lock_holder(store, lock)
         live = {job_id for job_id, what in done if what == "running"}
-        if holder is not None and holder[0] not in live and now - holder[1] >= older_than:
-            store.delete([f"{table.prefix}{LOCK_FILE}"])  # its job is gone: a stale lock
-            done.append((holder[0], "lock released"))
+        if holder is not None and holder not in live:
+            stamp = store.last_modified(lock)
+            age = now - (now if stamp is None else stamp)  # by the store's clock
+            if (orphans and older_than <= 0) or age >= older_than:
+                store.delete([lock])  # its job is gone: a stale lock
+                done.append((holder, "lock released: its job has no live manifest"))
+                log.warning("recover %s: released the overwrite lock of job %s (written "
+                            "%.0f s ago by the store's clock): its job has no live "
+                            "manifest", table, holder, age)
         if not orphans:
             return done
         uploads_of: dict[str, list[tuple[str, str, float]]] = {}
-        for upload in store.list_uploads(table.prefix):  # jobs killed before their commit
+        listed_uploads = _uploads(store, table.prefix)
+        if listed_uploads is None:
+            log.warning("recover %s: the store cannot list multipart uploads (501): those "
+                        "of jobs without a manifest cannot be found (a lifecycle rule "
+                        "aborting incomplete uploads can); those manifests name were "
+                        "aborted", table)
+        for upload in listed_uploads or []:  # jobs killed before their commit
             owner = _job_of(upload[0])
             if owner is not None and owner not in jobs:
                 uploads_of.setdefault(owner, []).append(upload)
@@ -734,6 +945,23 @@ class WriteJob:
             done.append((job_id, what))
             log.info("recover %s: job %s %s", table, job_id, what)
         return done
+
+
+def _uploads(store: Store, prefix: str) -> list[tuple[str, str, float]] | None:
+    """The multipart uploads in progress under ``prefix``, or None where the store cannot
+    list them (ListMultipartUploads answered 501)."""
+    if not store.lists_uploads(prefix):
+        return None
+    try:
+        return store.list_uploads(prefix)
+    except StorageError:
+        if store.lists_uploads(prefix):
+            raise
+        return None
+
+
+def _stamp(when: dt.datetime | None, default: float) -> float:
+    return default if when is None else when.timestamp()
 
 
 # --- the Python API --------------------------------------------------------------------------
@@ -767,7 +995,14 @@ def write_table(url: str, data: pa.Table | pa.RecordBatch | Iterable[pa.RecordBa
         except Exception as err:  # noqa: BLE001 - the write's own error is the one to raise
             log.warning("could not delete the staged files of job %s: %s", job.job_id, err)
         raise
-    return job.commit([task])
+    try:
+        return job.commit([task])
+    except BaseException:  # a refused or failed commit leaves no staged file or upload
+        try:
+            job.abort([task])
+        except Exception as err:  # noqa: BLE001 - the commit's own error is the one to raise
+            log.warning("could not delete the staged files of job %s: %s", job.job_id, err)
+        raise
 
 
 def _schema_and_batches(data: Any) -> tuple[pa.Schema, Iterable[pa.RecordBatch]]:

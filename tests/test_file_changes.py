@@ -162,3 +162,26 @@ def test_local_vanished_file_is_missing(tmp_path):
     t.file.unlink()
     with pytest.raises(MissingFileError, match=str(t.file)):
         plan.to_arrow()
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_local_rewrite_with_size_and_mtime_put_back_is_a_change(tmp_path, fmt):
+    """A rewrite that keeps the size and puts the mtime back (``os.utime``) still changes
+    the inode change time, which no one can set: a FileChangedError, never the new rows
+    read silently; ``on_file_change=read`` reads and counts it."""
+    t = LocalTable(tmp_path, fmt)
+    plan = t.open().scan()
+    before = os.stat(t.file)
+    t.file.write_bytes(encode(SAME_SIZE, fmt))
+    os.utime(t.file, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = os.stat(t.file)
+    assert (after.st_size, after.st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+    assert after.st_ctime_ns != before.st_ctime_ns
+    with pytest.raises(FileChangedError, match="inode changed"):
+        plan.to_arrow()
+    got = t.open(on_file_change="read").scan()
+    t.file.write_bytes(encode(OLD, fmt))
+    os.utime(t.file, ns=(before.st_atime_ns, before.st_mtime_ns))
+    result = got.collect()
+    assert ids(result.table) == [1, 2, *OLD]
+    assert result.metrics["files_changed"] == 1

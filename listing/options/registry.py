@@ -160,6 +160,10 @@ OPTIONS: tuple[Option, ...] = (
     _o("commit_protocol", "write", "string", "how a write publishes its files",
        default="auto", on_write="take"),
     _o("part_size", "write", "size", "bytes per multipart upload part", on_write="take"),
+    _o("overwrite_without_lock", "write", "bool", "overwrite on a store that does not "
+       "honour conditional PUT (If-None-Match), where the overwrite lock cannot isolate it: "
+       "only when the caller serialises the table's overwrites itself", default=False,
+       on_write="take"),
     _o("__partition_columns", "write", "json",
        "Spark's .partitionBy columns, refused (Spark does not pass them to Python sources)",
        listed=False),

@@ -197,6 +197,7 @@ class Lister:
         except OSError as err:
             raise StorageError(f"listing {self.spec.protocol}://{prefix} failed: {err}") from None
         files, dirs = [], []
+        local = self.spec.is_local
         for e in entries:
             path = self.fs._strip_protocol(e["name"])
             if not path.startswith(prefix) and not (path + "/").startswith(prefix):
@@ -209,10 +210,20 @@ class Lister:
                 dirs.append(path.rstrip("/") + "/")
             else:
                 files.append(ObjectMeta(path, int(e.get("size") or 0), entry_mtime(e),
-                                        e.get("ETag") or e.get("etag")))
+                                        e.get("ETag") or e.get("etag")
+                                        or (local_version(e) if local else None)))
         files.sort(key=lambda f: f.path)
         dirs.sort()
         yield Page(files, dirs)
+
+
+def local_version(entry: dict) -> str | None:
+    """What identifies a local file's version beyond its size and mtime: its inode
+    change time (fsspec's ``created`` is ``st_ctime`` on Linux), which a rewrite changes
+    and no one can set back (``os.utime`` sets the mtime, and changes the ctime). Carried
+    as the file's ETag; None when the entry has none."""
+    value = entry.get("created")
+    return f"ctime:{value!r}" if isinstance(value, int | float) else None
 
 
 def entry_mtime(entry: dict) -> dt.datetime | None:

@@ -42,7 +42,7 @@ from listing.storage.errors import (
     retry_attempts,
     storage_failure,
 )
-from listing.storage.listing import entry_mtime
+from listing.storage.listing import entry_mtime, local_version
 
 log = logging.getLogger("listing.storage")
 
@@ -50,6 +50,10 @@ SMALL_FILE = 8 * 1024 * 1024
 #: stores whose files carry no ETag and cost no request to stat (local and in-memory
 #: files): a read is checked against the listed size and modification time instead
 _STAT_CHECKED = frozenset({*LOCAL_PROTOCOLS, "memory"})
+
+
+def _is_local(protocols: tuple[str, ...] | list[str]) -> bool:
+    return not set(LOCAL_PROTOCOLS).isdisjoint(protocols)
 
 
 def open_input(fs: Any, file: PartitionedFile, readahead: int = 0,
@@ -114,7 +118,8 @@ def _known_details(handle: Any, file: PartitionedFile) -> None:
 
 def check_unchanged(fs: Any, file: PartitionedFile) -> None:
     """Local and in-memory files (no ETag, a stat costs no request): raise
-    :class:`FileChangedError` when size or modification time differ from the listing,
+    :class:`FileChangedError` when size or modification time differ from the listing (or,
+    local files, the inode change time: :func:`~listing.storage.listing.local_version`),
     :class:`MissingFileError` when the file is gone. Other stores: nothing to do (S3
     reads are conditional on the ETag)."""
     protocols = fs.protocol if isinstance(fs.protocol, tuple | list) else (fs.protocol,)
@@ -131,6 +136,10 @@ def check_unchanged(fs: Any, file: PartitionedFile) -> None:
     if file.last_modified is not None and mtime is not None and mtime != file.last_modified:
         raise FileChangedError(f"{file.path}: changed since listing (modified "
                                f"{mtime.isoformat()}, listed {file.last_modified.isoformat()})")
+    version = local_version(info) if _is_local(protocols) else None
+    if file.etag is not None and version is not None and version != file.etag:
+        raise FileChangedError(f"{file.path}: changed since listing (same size and mtime, "
+                               "but its inode changed: rewritten with its mtime put back)")
 
 
 def current_version(fs: Any, file: PartitionedFile) -> PartitionedFile:
@@ -152,6 +161,9 @@ def current_version(fs: Any, file: PartitionedFile) -> PartitionedFile:
     except OSError as err:
         raise_as(storage_failure("opening", file.path, err, settings_of(fs)), err)
     etag = info.get("ETag") or info.get("etag")
+    if not etag and _is_local(fs.protocol if isinstance(fs.protocol, tuple | list)
+                              else (fs.protocol,)):
+        etag = local_version(info)
     return dataclasses.replace(file, size=int(info.get("size") or 0),
                                last_modified=entry_mtime(info),
                                etag=str(etag).strip('"') if etag else None)

@@ -18,8 +18,10 @@ failure leaves as a :class:`~listing.errors.ListingError`
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
+import threading
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -38,12 +40,14 @@ from listing.storage.errors import (
     s3_error_code,
     storage_failure,
 )
-from listing.storage.listing import Lister, ObjectMeta, RequestCounter
+from listing.storage.listing import Lister, ObjectMeta, RequestCounter, entry_mtime
 from listing.storage.reading import open_input
 from listing.storage.spec import StorageSpec
 
 __all__ = ["COPY_THREADS", "MAX_S3_KEY_BYTES", "Finish", "FsspecStore", "LocalStore", "S3Store",
            "Store", "open_store", "store_class"]
+
+log = logging.getLogger("listing.storage")
 
 #: server-side copies sent at once by :meth:`S3Store.publish`
 COPY_THREADS = 16
@@ -90,6 +94,18 @@ class Store(Protocol):
     def put_atomic(self, path: str, data: bytes) -> None:
         """Write ``path`` whole or not at all."""
 
+    def conditional_puts(self, prefix: str) -> bool:
+        """Whether :meth:`put_if_absent` really refuses an existing file on the storage
+        of ``prefix`` (S3: probed once per bucket and process, under ``prefix``)."""
+
+    def last_modified(self, path: str) -> float | None:
+        """When ``path`` was last written, by the store's clock (POSIX seconds), or None
+        when there is no such file."""
+
+    def real_path(self, path: str) -> str:
+        """``path`` with the links of its directories resolved (local files; elsewhere
+        ``path`` itself): where an operation on it really lands."""
+
     def create(self, path: str) -> tuple[pa.NativeFile, Finish]:
         """An output stream for ``path`` and the function that finishes the file."""
 
@@ -113,7 +129,12 @@ class Store(Protocol):
         """Abort multipart uploads (those already gone are skipped)."""
 
     def list_uploads(self, prefix: str) -> list[tuple[str, str, float]]:
-        """Multipart uploads in progress under ``prefix``: (path, upload id, age)."""
+        """Multipart uploads in progress under ``prefix``: (path, upload id, age); raises
+        :class:`~listing.errors.StorageError` where the store cannot list them."""
+
+    def lists_uploads(self, prefix: str) -> bool:
+        """Whether :meth:`list_uploads` works on the storage of ``prefix`` (some
+        S3-compatible stores answer ListMultipartUploads with 501 Not Implemented)."""
 
 
 def open_store(spec: StorageSpec, metrics: dict[str, int] | None = None,
@@ -197,6 +218,23 @@ class _Counted:
     def list_uploads(self, prefix: str) -> list[tuple[str, str, float]]:
         return []
 
+    def lists_uploads(self, prefix: str) -> bool:
+        return True
+
+    def conditional_puts(self, prefix: str) -> bool:
+        return False
+
+    def real_path(self, path: str) -> str:
+        return path
+
+    def last_modified(self, path: str) -> float | None:
+        try:
+            info = self.fs.info(path)
+        except FileNotFoundError:
+            return None
+        stamp = entry_mtime(info)
+        return None if stamp is None else stamp.timestamp()
+
 
 class LocalStore(_Counted):
     """This machine's files, written with the OS's own calls: renames publish, ``O_EXCL``
@@ -225,6 +263,19 @@ class LocalStore(_Counted):
         with os.fdopen(fd, "wb") as f:
             f.write(data)
         return True
+
+    def conditional_puts(self, prefix: str) -> bool:
+        return True  # O_EXCL
+
+    def last_modified(self, path: str) -> float | None:
+        try:
+            return os.stat(path).st_mtime
+        except FileNotFoundError:
+            return None
+
+    def real_path(self, path: str) -> str:
+        head, _, name = path.rstrip("/").rpartition("/")
+        return f"{os.path.realpath(head or '/').rstrip('/')}/{name}"
 
     def put_atomic(self, path: str, data: bytes) -> None:
         os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -349,6 +400,20 @@ class S3Store(_Counted):
         self.add("put_requests")
         self._request("writing", path, "put_object", Bucket=bucket, Key=key, Body=data)
 
+    def last_modified(self, path: str) -> float | None:
+        """The object's ``LastModified`` (one HEAD), or None when it does not exist."""
+        bucket, _, key = path.partition("/")
+        self.add("head_requests")
+        try:
+            resp = s3_call(self.fs, "head_object", Bucket=bucket, Key=key)
+        except Exception as err:  # noqa: BLE001 - classified, never swallowed
+            if error_code(err) in ("NoSuchKey", "404", "NotFound"):
+                return None
+            raise_as(storage_failure("checking", f"s3://{path}", err, settings_of(self.fs),
+                                     secrets_of(self.fs)), err)
+        stamp = resp.get("LastModified")
+        return stamp.timestamp() if stamp is not None else None
+
     def put_if_absent(self, path: str, data: bytes) -> bool | None:
         """``If-None-Match: *``."""
         bucket, _, key = path.partition("/")
@@ -422,4 +487,61 @@ class S3Store(_Counted):
 
     def list_uploads(self, prefix: str) -> list[tuple[str, str, float]]:
         self.add("list_requests")
-        return multipart.list_uploads(self.fs, prefix)
+        try:
+            return multipart.list_uploads(self.fs, prefix)
+        except StorageError as err:
+            if _not_implemented(err):
+                with _PROBE_LOCK:
+                    _NO_UPLOAD_LISTING.add(self._bucket_key(prefix))
+            raise
+
+    def lists_uploads(self, prefix: str) -> bool:
+        return self._bucket_key(prefix) not in _NO_UPLOAD_LISTING
+
+    def _bucket_key(self, path: str) -> tuple[str, str]:
+        """The endpoint and bucket ``path`` is on: what a probe's answer holds for."""
+        options = self.spec.options
+        endpoint = options.get("endpoint_url") or (options.get("client_kwargs") or {}).get(
+            "endpoint_url") or ""
+        return str(endpoint), path.partition("/")[0]
+
+    def conditional_puts(self, prefix: str) -> bool:
+        """Probe once per bucket (and process): a PUT of a new object under ``prefix``,
+        then a PUT of the same key with ``If-None-Match: *``, which must be refused;
+        the object is deleted. Some S3-compatible stores ignore the header (the second
+        PUT succeeds) or refuse it (an error): neither honours it."""
+        key = self._bucket_key(prefix)
+        with _PROBE_LOCK:
+            known = _CONDITIONAL_PUTS.get(key)
+        if known is not None:
+            return known
+        probe = f"{prefix}{PROBE_DIR}/{uuid.uuid4().hex}/_probe"
+        self.put(probe, b"")
+        try:
+            honoured = self.put_if_absent(probe, b"") is False
+        except StorageError as err:
+            log.info("s3://%s refused a conditional PUT (%s): not honoured", probe, err)
+            honoured = False
+        finally:
+            self.delete([probe])
+        if not honoured:
+            log.warning("the store of s3://%s does not honour If-None-Match on PUT: "
+                        "overwrites cannot be isolated there", key[1])
+        with _PROBE_LOCK:
+            _CONDITIONAL_PUTS[key] = honoured
+        return honoured
+
+
+#: where a probe's object goes, under the table (hidden; ``listing recover`` removes one
+#: left by a killed process as the staging of a job that never committed)
+PROBE_DIR = "_temporary"
+_PROBE_LOCK = threading.Lock()
+#: (endpoint, bucket) -> whether the store honours ``If-None-Match: *`` on PUT
+_CONDITIONAL_PUTS: dict[tuple[str, str], bool] = {}
+#: (endpoint, bucket) of stores that answered ListMultipartUploads with 501
+_NO_UPLOAD_LISTING: set[tuple[str, str]] = set()
+
+
+def _not_implemented(err: BaseException) -> bool:
+    """Whether the store answered 501 Not Implemented."""
+    return s3_error_code(err) in ("NotImplemented", "501") or "HTTP 501" in str(err)
