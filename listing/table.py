@@ -415,13 +415,16 @@ class ListingTable:
             return list(self.schema.names)
         if isinstance(columns, str):
             raise OptionError(f"columns must be a list of names, got the string {columns!r}")
-        by_lower = {n.lower(): n for n in self.schema.names}
+        names = set(self.schema.names)
+        by_lower = ({} if self.options.case_sensitive
+                    else {n.lower(): n for n in self.schema.names})
         out = []
         for c in columns:
-            if c.lower() not in by_lower:
+            found = c if c in names else by_lower.get(c.lower())
+            if found is None:
                 raise OptionError(f"unknown column {c!r} in projection; "
                                   f"columns: {', '.join(self.schema.names)}")
-            out.append(by_lower[c.lower()])
+            out.append(found)
         return out
 
     @property

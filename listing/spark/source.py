@@ -121,18 +121,9 @@ class ListingDataSource(DataSource):
         # Spark builds the source in a fresh Python worker as often as in a reused one: the
         # driver's formats travel on the class and must be known before an option names one
         self.register_user_formats()
-        self.config = SourceConfig.parse(self.with_session_options(dict(options)))
+        self.config = SourceConfig.parse(
+            with_session_case(dict(options), self.session_case_sensitive))
         self._table: ListingTable | None = None
-
-    @classmethod
-    def with_session_options(cls, options: dict[str, str]) -> dict[str, str]:
-        """``options`` with the session's case sensitivity where they state none (a
-        ``to_spark`` table states its own in its spec's options)."""
-        given = {k.lower() for k in options}
-        if (cls.session_case_sensitive is None or "case_sensitive" in given
-                or "table_spec" in given):
-            return options
-        return {**options, "case_sensitive": str(cls.session_case_sensitive).lower()}
 
     @classmethod
     def register_user_formats(cls) -> None:
@@ -254,6 +245,15 @@ def with_formats(base: type, spark: Any, **attrs: Any) -> type:
 
 #: Spark's session setting the ``case_sensitive`` option defaults to
 CASE_SENSITIVE_CONF = "spark.sql.caseSensitive"
+
+
+def with_session_case(options: dict[str, str], case_sensitive: bool | None) -> dict[str, str]:
+    """A relation's ``options`` with the session's case sensitivity where they state none
+    (a ``to_spark`` table's spec states its own)."""
+    given = {k.lower() for k in options}
+    if case_sensitive is None or "case_sensitive" in given or "table_spec" in given:
+        return options
+    return {**options, "case_sensitive": str(case_sensitive).lower()}
 
 
 def session_case_sensitive(spark: Any) -> bool:
