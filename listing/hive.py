@@ -6,8 +6,9 @@ percent-escaped by Spark's ``ExternalCatalogUtils.escapePathName`` and null is s
 ``__HIVE_DEFAULT_PARTITION__``. This module is the one place a partition value is
 spelled: for writes (:func:`partition_path`), for listing prefixes (:func:`spell_value`)
 and for the JVM (:func:`cast_text`). Types are inferred per value (int, long, decimal,
-double, timestamp, date, string) and widened across values the way Spark widens them, so
-a table reads with the same schema here as through ``spark.read.parquet``.
+double, timestamp, date, time, string; a column of nulls only is Spark's ``void``,
+``pa.null()``) and widened across values the way Spark widens them, so a table reads with
+the same schema here as through ``spark.read.parquet``.
 :class:`HiveLayout` is the one place a listed key is decoded into partition values and
 the one place a key that breaks the table's layout is reported.
 """
@@ -15,6 +16,7 @@ the one place a key that breaks the table's layout is reported.
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import re
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -25,6 +27,8 @@ from typing import Any
 import pyarrow as pa
 
 from listing.errors import OptionError, PartitionLayoutError, PartitionValueError
+
+log = logging.getLogger("listing")
 
 PartitionColumns = Sequence[tuple[str, pa.DataType]]
 
@@ -45,6 +49,11 @@ _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(\.\d)?")
 #: what a declared timestamp column accepts (a cast, as Spark casts for a user schema)
 _TIMESTAMP_CAST = re.compile(r"\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(\.\d{1,9})?")
+#: what a declared time column accepts
+_TIME_CAST = re.compile(r"[0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]{1,6})?)?")
+#: Spark's partition time pattern ``HH:mm:ss[.SSSSSS]`` (Spark 4.1 and later infer ``time(6)``):
+#: two-digit fields in range, at most six digits of a fraction
+_TIME = re.compile(r"([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]{1,6})?")
 _INT32 = (-(2**31), 2**31 - 1)
 _INT64 = (-(2**63), 2**63 - 1)
 
@@ -73,6 +82,9 @@ def _text(value: Any) -> str:
         return text + (f".{value.microsecond:06d}".rstrip("0") if value.microsecond else "")
     if isinstance(value, dt.date):
         return value.isoformat()
+    if isinstance(value, dt.time):
+        text = value.strftime("%H:%M:%S")
+        return text + (f".{value.microsecond:06d}".rstrip("0") if value.microsecond else "")
     if isinstance(value, Decimal):
         return format(value, "f")
     return str(value)
@@ -192,8 +204,8 @@ def parse_segment(segment: str) -> tuple[str, str] | None:
 def infer_type(raw: str) -> pa.DataType | None:
     """Type Spark infers for one escaped raw value; None for the null spelling. As in
     Spark, numbers and dates are recognised in the raw spelling (``%31`` is the string
-    '1'), timestamps once unescaped (``00%3A00%3A00``), with a space before the time
-    (``2021-01-01T00:00:00`` is a string)."""
+    '1'), timestamps and times once unescaped (``00%3A00%3A00``), with a space before a
+    timestamp's time (``2021-01-01T00:00:00`` is a string)."""
     if raw == DEFAULT_PARTITION_NAME:
         return None
     value = raw
@@ -213,6 +225,8 @@ def infer_type(raw: str) -> pa.DataType | None:
         return pa.timestamp("us", tz="UTC")
     if _DATE.fullmatch(value) and _try(lambda: dt.date.fromisoformat(value)):
         return pa.date32()
+    if _TIME.fullmatch(text):
+        return pa.time64("us")
     return pa.string()
 
 
@@ -263,7 +277,8 @@ _NUMERIC_ORDER = [pa.int32(), pa.int64(), pa.float64()]
 
 def widen(a: pa.DataType | None, b: pa.DataType | None) -> pa.DataType | None:
     """Spark's ``findWiderTypeForPartitionColumn``: numeric widening, date→timestamp,
-    anything else (and double with long/decimal) falls back to string."""
+    anything else (time with any other type, double with long/decimal) falls back to
+    string; None (a null) widens to the other type."""
     if a is None or a == b:
         return b
     if b is None:
@@ -288,11 +303,12 @@ def widen(a: pa.DataType | None, b: pa.DataType | None) -> pa.DataType | None:
 
 
 def infer_column_type(raws: list[str]) -> pa.DataType:
-    """Widened type over every raw value seen for one column; all-null columns are strings."""
+    """Widened type over every raw value seen for one column; a column whose every value is
+    ``__HIVE_DEFAULT_PARTITION__`` is ``pa.null()``, as Spark types it ``void``."""
     result: pa.DataType | None = None
     for raw in raws:
         result = widen(result, infer_type(raw))
-    return result if result is not None else pa.string()
+    return result if result is not None else pa.null()
 
 
 # --- typed values ----------------------------------------------------------------------
@@ -343,6 +359,10 @@ def _convert(value: str, type_: pa.DataType) -> Any:
         if not (_TIMESTAMP_CAST.fullmatch(value) or _DATE.fullmatch(value)):
             raise ValueError(value)
         return _parse_timestamp(value)
+    if pa.types.is_time(type_):
+        if not _TIME_CAST.fullmatch(value):
+            raise ValueError(value)
+        return dt.time.fromisoformat(value)
     if pa.types.is_boolean(type_):
         lowered = value.lower()
         if lowered not in ("true", "false"):
@@ -381,6 +401,7 @@ _TYPE_NAMES: dict[str, pa.DataType] = {
     "long": pa.int64(), "bigint": pa.int64(), "double": pa.float64(), "float": pa.float32(),
     "date": pa.date32(), "timestamp": pa.timestamp("us", tz="UTC"), "boolean": pa.bool_(),
     "bool": pa.bool_(), "short": pa.int16(), "smallint": pa.int16(), "tinyint": pa.int8(),
+    "time": pa.time64("us"),
 }
 
 
@@ -409,13 +430,25 @@ _MAX_SEEN = 100_000  # directory names remembered per layout
 
 @dataclass(frozen=True)
 class HiveLayout:
-    """Keys below ``root`` (a prefix ending in ``/``) laid out as ``k1=v1/…/kN=vN/file``."""
+    """Keys below ``root`` (a prefix ending in ``/``) laid out as ``k1=v1/…/kN=vN/file``.
+    Column names in directories are matched ignoring case unless ``case_sensitive`` (Spark's
+    ``spark.sql.caseSensitive``, false by default: ``A=2/`` is column ``a``). A file right
+    below the root of a partitioned layout is no part of the table, as in Spark."""
 
     root: str
     columns: tuple[tuple[str, pa.DataType], ...]
+    case_sensitive: bool = False
     # typed values of directory names seen (``date=2025-03-01`` at depth 0, ...): a long
     # listing meets each many times (every hour of a day names its date)
     _seen: dict[tuple[int, str], Any] = field(default_factory=dict, compare=False, repr=False)
+    # levels where a decoded directory spelled its column's name in another case
+    _renamed: set[int] = field(default_factory=set, compare=False, repr=False)
+
+    @property
+    def renamed_levels(self) -> frozenset[int]:
+        """Levels where some decoded directory spelled the column's name otherwise (``a=1/``
+        for column ``A``): a prefix built from the column's name misses such directories."""
+        return frozenset(self._renamed)
 
     @property
     def names(self) -> list[str]:
@@ -426,12 +459,16 @@ class HiveLayout:
         return None if is_hidden_below(self.root, path) else path[len(self.root):].split("/")
 
     def decode(self, path: str, example: str | None = None) -> dict[str, Any] | None:
-        """Typed partition values of a listed key; None for a hidden key. A key that breaks
-        the layout raises :class:`PartitionLayoutError` (``example``: a good key to show)."""
+        """Typed partition values of a listed key; None for a key that is not read (hidden,
+        or a file at the root beside the partition directories). A key that breaks the
+        layout raises :class:`PartitionLayoutError` (``example``: a good key to show)."""
         segments = self.segments(path)
         if segments is None:
             return None
         k = len(self.columns)
+        if k and len(segments) == 1:
+            _warn_root_file(self.root, path)
+            return None
         if len(segments) <= k:
             raise PartitionLayoutError(
                 f"file {path} sits above the partition directories "
@@ -467,7 +504,7 @@ class HiveLayout:
     def _value(self, depth: int, segment: str, path: str, example: str | None) -> Any:
         name, type_ = self.columns[depth]
         parsed = parse_segment(segment)
-        if parsed is None or parsed[0] != name:
+        if parsed is None or not same_name(parsed[0], name, self.case_sensitive):
             other = f"; compare {example}" if example else ""
             if parsed is None:
                 raise PartitionLayoutError(
@@ -476,19 +513,32 @@ class HiveLayout:
             raise PartitionLayoutError(
                 f"paths have different partition column names at level {depth + 1}: {path} "
                 f"has {parsed[0]!r} where {name!r} was expected{other}")
+        if parsed[0] != name:
+            self._renamed.add(depth)
         return parse_value(parsed[1], type_, column=name, path=path)
+
+
+def same_name(found: str, name: str, case_sensitive: bool = False) -> bool:
+    """Whether a directory's column name ``found`` names the column ``name`` (ignoring case
+    unless ``case_sensitive``, as Spark's ``spark.sql.caseSensitive``)."""
+    return found == name if case_sensitive else found.lower() == name.lower()
 
 
 def discover_columns(root: str, paths: Sequence[str],
                      declared: Sequence[tuple[str, pa.DataType | None]] | None,
-                     to_url: Callable[[str], str] = str) -> list[tuple[str, pa.DataType]]:
-    """Partition columns from sampled keys: names must agree across paths; types are
-    declared or inferred as Spark infers them (independent of any query). A declared type
-    that a sampled value contradicts fails now, naming the value and the file; so does an
-    empty value, a column repeated in one path, or a ``k=v`` directory below the
-    partition levels."""
+                     to_url: Callable[[str], str] = str, *,
+                     case_sensitive: bool = False) -> list[tuple[str, pa.DataType]]:
+    """Partition columns from sampled keys: names must agree across paths (ignoring case
+    unless ``case_sensitive``: a declared name is kept, else the first path's spelling);
+    types are declared or inferred as Spark infers them (independent of any query). A
+    declared type that a sampled value contradicts fails now, naming the value and the
+    file; so does an empty value, a column repeated in one path, or a ``k=v`` directory
+    below the partition levels. Files right below the root of a partitioned table are
+    no part of it (Spark reads only the partition directories)."""
+    fold = (lambda n: n) if case_sensitive else str.lower
     layout = HiveLayout(root, ())
-    layouts: list[tuple[list[str], list[str], str]] = []  # names, raw values, path
+    # names, raw values, path, whether the file is right below the root
+    layouts: list[tuple[list[str], list[str], str, bool]] = []
     for path in paths:
         segments = layout.segments(path)
         if segments is None:
@@ -504,16 +554,20 @@ def discover_columns(root: str, paths: Sequence[str],
         _check_repeated(names, to_url(path))
         HiveLayout(root, tuple((n, pa.string()) for n in names)).check_below(
             dirs[len(names):], to_url(path))
-        layouts.append((names, raws, path))
+        layouts.append((names, raws, path, not dirs))
+    partitioned = bool(declared) if declared is not None else any(n for n, *_ in layouts)
+    if partitioned:
+        layouts = [x for x in layouts if not x[3]]
     if declared is not None:
         k = len(declared)
         want = [n for n, _ in declared]
-        for found, _, path in layouts:
-            if found[:k] != want:
+        for found, _, path, _ in layouts:
+            if [fold(f) for f in found[:k]] != [fold(n) for n in want]:
                 if [f.lower() for f in found[:k]] == [n.lower() for n in want]:
                     raise PartitionLayoutError(
                         f"declared partition columns {want} differ in case from the "
-                        f"directories in {to_url(path)} ({found[:k]}); declare them as on disk")
+                        f"directories in {to_url(path)} ({found[:k]}) and names are "
+                        "case-sensitive (case_sensitive=true); declare them as on disk")
                 raise PartitionLayoutError(
                     f"declared partition columns {want} do not match the directories of "
                     f"{to_url(path)} (found {found[:k] or 'no k=v directories'})")
@@ -522,23 +576,55 @@ def discover_columns(root: str, paths: Sequence[str],
                     f"{to_url(path)} has partition directories {found[k:]} below the declared "
                     f"partition columns {want}")
     else:
-        depth = min((len(n) for n, _, _ in layouts), default=0)
-        first, _, first_path = layouts[0] if layouts else ([], [], "")
-        for found, _, path in layouts:
-            if found[:depth] != first[:depth] or len(found) != len(first):
+        depth = min((len(n) for n, *_ in layouts), default=0)
+        first, _, first_path, _ = layouts[0] if layouts else ([], [], "", False)
+        for found, _, path, _ in layouts:
+            if ([fold(f) for f in found[:depth]] != [fold(f) for f in first[:depth]]
+                    or len(found) != len(first)):
                 raise PartitionLayoutError(
                     f"paths have different partition columns: {to_url(first_path)} has "
                     f"{first or 'none'} but {to_url(path)} has {found or 'none'}")
         declared = [(n, None) for n in first[:depth]]
     by_column: dict[str, list[str]] = defaultdict(list)
-    for _, values, _ in layouts:
+    for _, values, _, _ in layouts:
         for (name, _), raw in zip(declared, values, strict=False):
             by_column[name].append(raw)
     cols = [(n, t if t is not None else infer_column_type(by_column[n])) for n, t in declared]
-    for _, values, path in layouts:
+    for _, values, path, _ in layouts:
         for (name, type_), raw in zip(cols, values, strict=False):
             parse_value(raw, type_, column=name, path=to_url(path))
     return cols
+
+
+def respelled_names(root: str, paths: Sequence[str],
+                    columns: Sequence[tuple[str, pa.DataType]]) -> list[bool]:
+    """Per partition level: whether some sampled key spells the column's name otherwise
+    (``a=1/`` for column ``A``, read as one column when names ignore case): a prefix built
+    from the column's name would miss such a directory."""
+    out = [False] * len(columns)
+    for path in paths:
+        if is_hidden_below(root, path):
+            continue
+        for depth, segment in enumerate(path[len(root):].split("/")[:-1][:len(columns)]):
+            parsed = parse_segment(segment)
+            if parsed is not None and parsed[0] != columns[depth][0]:
+                out[depth] = True
+    return out
+
+
+#: roots whose files beside the partition directories were reported (bounded)
+_ROOT_FILES_REPORTED: set[str] = set()
+
+
+def _warn_root_file(root: str, path: str) -> None:
+    """Say once per root that a file there is not read (Spark drops it silently)."""
+    if root in _ROOT_FILES_REPORTED:
+        return
+    if len(_ROOT_FILES_REPORTED) > 1000:
+        _ROOT_FILES_REPORTED.clear()
+    _ROOT_FILES_REPORTED.add(root)
+    log.warning("%s sits at the root of a partitioned table, beside its partition "
+                "directories: not read (Spark reads only the partition directories)", path)
 
 
 def _check_repeated(names: Sequence[str], path: str) -> None:

@@ -19,7 +19,12 @@ import pyarrow as pa
 from listing import formats
 from listing.discovery import DiscoverySettings, FileDiscovery
 from listing.engines import engine
-from listing.errors import OptionError, StorageConfigError, TableNotFoundError
+from listing.errors import (
+    OptionError,
+    PartitionLayoutError,
+    StorageConfigError,
+    TableNotFoundError,
+)
 from listing.expressions import (
     Bound,
     Expr,
@@ -33,7 +38,7 @@ from listing.file_stream import ReadSpec
 from listing.files import FILE_METADATA, FILE_METADATA_FIELD, PartitionedFile, whole_file
 from listing.formats.base import FileFormat, Inferred
 from listing.gc_pause import gc_paused
-from listing.hive import discover_columns, is_hidden_below, partition_type
+from listing.hive import discover_columns, is_hidden_below, partition_type, respelled_names
 from listing.list_cache import CACHE, CachedLister
 from listing.options import ListingOptions
 from listing.packing import WHOLE_FILES, KeyPacking, pack_by_partition_key, pack_file_groups
@@ -148,9 +153,14 @@ class ListingTable:
             sample = None
         else:
             sample = _first_page(lister, table_url)
-            cols = discover_columns(table_url.prefix, [m.path for m in sample.files], declared,
-                                    table_url.to_url)
+            paths = [m.path for m in sample.files]
+            cols = discover_columns(table_url.prefix, paths, declared, table_url.to_url,
+                                    case_sensitive=opts.case_sensitive)
             profile = TableProfile.from_page(table_url.prefix, sample, len(cols))
+            renamed = respelled_names(table_url.prefix, paths, cols)
+            if any(renamed):  # a name spelled in another case: no prefix from it is whole
+                profile = dataclasses.replace(profile, respelled=[
+                    a or b for a, b in zip(profile.respelled, renamed, strict=True)])
 
         column_bytes = None
         if schema is None:
@@ -164,8 +174,9 @@ class ListingTable:
                 file_schema, column_bytes = inferred.schema, inferred.column_bytes
         else:
             file_schema = schema if isinstance(schema, pa.Schema) else pa.schema(schema)
-        part_names = {n for n, _ in cols}
-        file_schema = pa.schema([f for f in file_schema if f.name not in part_names])
+        fold = (lambda n: n) if opts.case_sensitive else str.lower
+        part_names = {fold(n) for n, _ in cols}
+        file_schema = pa.schema([f for f in file_schema if fold(f.name) not in part_names])
         metrics = {"list_requests": counter.list, "data_files_opened": counter.get}
         return cls(table_url, storage, fmt, cols, file_schema, profile, opts, metrics,
                    column_bytes)
@@ -256,6 +267,11 @@ class ListingTable:
             self._check_declared_layout(counter)
             layout_checked = True
         profile = learned.profile or run.profile  # a fresh sample this scan took: kept
+        renamed = run.layout.renamed_levels
+        if profile is not None and any(profile.one_spelling(d) for d in renamed):
+            # a directory spelled a column's name in another case: no prefix from it is whole
+            profile = dataclasses.replace(profile, respelled=[
+                r or d in renamed for d, r in enumerate(profile.respelled)])
         if profile is not learned.profile or layout_checked != learned.layout_checked:
             self._learned = _Learned(profile, layout_checked)  # replaced whole, never edited
         steps = list(run.steps)
@@ -384,21 +400,31 @@ class ListingTable:
                                                              delimiter=False)), None)
         if page is None or not page.files:
             raise TableNotFoundError(f"no objects under {self.url}")
-        discover_columns(self.url.prefix, [m.path for m in page.files],
-                         [(n, t) for n, t in self.partition_cols], self.url.to_url)
+        paths = [m.path for m in page.files]
+        discover_columns(self.url.prefix, paths, [(n, t) for n, t in self.partition_cols],
+                         self.url.to_url, case_sensitive=self.options.case_sensitive)
+        if any(respelled_names(self.url.prefix, paths, self.partition_cols)):
+            # the listing looked for the declared spelling only: it may have missed files
+            raise PartitionLayoutError(
+                f"declared partition columns {self.partition_names} are spelled in another "
+                f"case in the directories of {self.url}; declare them as on disk, or without "
+                "types so that open() samples the directories")
 
     def projection(self, columns: Sequence[str] | None) -> list[str]:
         if columns is None:
             return list(self.schema.names)
         if isinstance(columns, str):
             raise OptionError(f"columns must be a list of names, got the string {columns!r}")
-        by_lower = {n.lower(): n for n in self.schema.names}
+        names = set(self.schema.names)
+        by_lower = ({} if self.options.case_sensitive
+                    else {n.lower(): n for n in self.schema.names})
         out = []
         for c in columns:
-            if c.lower() not in by_lower:
+            found = c if c in names else by_lower.get(c.lower())
+            if found is None:
                 raise OptionError(f"unknown column {c!r} in projection; "
                                   f"columns: {', '.join(self.schema.names)}")
-            out.append(by_lower[c.lower()])
+            out.append(found)
         return out
 
     @property

@@ -52,6 +52,11 @@ def test_unescape_leaves_malformed_percent_alone() -> None:
     ("2026-03-01", pa.date32()),
     ("2026-03-01 10%3A00%3A00", pa.timestamp("us", tz="UTC")), ("us", pa.string()),
     ("2026-13-01", pa.string()), (DEFAULT_PARTITION_NAME, None),
+    # Spark 4.1+: HH:mm:ss[.SSSSSS], once unescaped, fields in range
+    ("10%3A11%3A12", pa.time64("us")), ("10%3A11%3A12.001000", pa.time64("us")),
+    ("00%3A00%3A00.5", pa.time64("us")), ("10%3A11%3A12.1234567", pa.string()),
+    ("1%3A11%3A12", pa.string()), ("24%3A00%3A00", pa.string()), ("23%3A59%3A60", pa.string()),
+    ("10%3A11", pa.string()), ("10%3A11%3A12.", pa.string()),
 ])
 def test_infer_type_follows_spark(raw: str, expected: pa.DataType | None) -> None:
     assert infer_type(raw) == expected
@@ -64,16 +69,20 @@ def test_infer_type_follows_spark(raw: str, expected: pa.DataType | None) -> Non
     (pa.date32(), pa.timestamp("us", tz="UTC"), pa.timestamp("us", tz="UTC")),
     (pa.date32(), pa.int32(), pa.string()),
     (None, pa.date32(), pa.date32()),
+    (pa.time64("us"), pa.timestamp("us", tz="UTC"), pa.string()),
+    (pa.time64("us"), pa.date32(), pa.string()),
+    (pa.time64("us"), pa.int32(), pa.string()),
+    (None, pa.time64("us"), pa.time64("us")),
 ])
 def test_widen_follows_spark(a: pa.DataType, b: pa.DataType, wider: pa.DataType) -> None:
     assert widen(a, b) == wider
     assert widen(b, a) == wider
 
 
-def test_column_type_widens_across_values_and_nulls_are_strings() -> None:
+def test_column_type_widens_across_values_and_only_nulls_are_void() -> None:
     assert infer_column_type(["1", "2", "3000000000"]) == pa.int64()
     assert infer_column_type(["1", "x"]) == pa.string()
-    assert infer_column_type([DEFAULT_PARTITION_NAME]) == pa.string()
+    assert infer_column_type([DEFAULT_PARTITION_NAME]) == pa.null()  # Spark's void
     assert infer_column_type([DEFAULT_PARTITION_NAME, "5"]) == pa.int32()
 
 
@@ -83,6 +92,9 @@ def test_parse_value_typed() -> None:
     assert parse_value("a%2Fb", pa.string(), column="c", path="p") == "a/b"
     assert parse_value(DEFAULT_PARTITION_NAME, pa.int32(), column="c", path="p") is None
     assert parse_value("12", pa.decimal128(5, 0), column="c", path="p") == Decimal(12)
+    assert parse_value("10%3A11%3A12.001000", pa.time64("us"), column="t",
+                       path="p") == dt.time(10, 11, 12, 1000)
+    assert parse_value(DEFAULT_PARTITION_NAME, pa.null(), column="c", path="p") is None
 
 
 def test_parse_value_error_names_column_value_and_path() -> None:
@@ -110,6 +122,7 @@ _TYPED = st.one_of(
               st.datetimes(min_value=dt.datetime(1000, 1, 2), timezones=st.just(dt.UTC))),
     st.tuples(st.just(pa.decimal128(20, 4)),
               st.decimals(min_value=-(10**15), max_value=10**15, places=4)),
+    st.tuples(st.just(pa.time64("us")), st.times()),
     st.tuples(st.just(pa.string()), st.none()),
 )
 
@@ -138,3 +151,5 @@ def test_one_spelling_for_writes_prefixes_and_the_jvm() -> None:
     assert partition_segment("hour", 7, text=lambda h: f"{h:02d}") == "hour=07"
     assert partition_segment("k", None) == f"k={DEFAULT_PARTITION_NAME}"
     assert value_text(Decimal("1E+2")) == "100" and value_text(True) == "true"
+    assert value_text(dt.time(10, 11, 12, 1000)) == cast_text(dt.time(10, 11, 12, 1000)) \
+        == "10:11:12.001"

@@ -318,3 +318,81 @@ def test_spark_user_schema_type_a_value_does_not_parse_as(spark, s3_server, s3_b
           .schema("id long, hour int").load(f"s3://{s3_bucket}/t"))
     with pytest.raises(Exception, match=r"'x7'.*'hour'.*hour=x7/part-0\.parquet"):
         df.collect()
+
+
+# --- 10. partition discovery as Spark 4.3 discovers (tests/test_spark_discovery.py compares)
+
+def test_names_differing_only_in_case_are_one_column(s3_server, s3_bucket):
+    """``A=…/`` and ``a=…/`` are one column (Spark's default spark.sql.caseSensitive=false),
+    named as the first key spells it; a filter finds every spelling, so that level is
+    never enumerated by a prefix built from one of them."""
+    put(s3_server, s3_bucket, ["t/A=1/part-0.parquet", "t/a=2/part-0.parquet",
+                               "t/a=3/part-0.parquet"])
+    table = open_table(s3_server, s3_bucket)
+    assert table.partition_cols == [("A", pa.int32())]
+    assert sorted(table.scan().to_arrow().column("A").to_pylist()) == [1, 2, 3]
+    assert names(table.scan(where="a = 2")) == ["a=2/part-0.parquet"]
+    assert names(table.scan(where="A IN (1, 3)")) == ["A=1/part-0.parquet", "a=3/part-0.parquet"]
+    with pytest.raises(PartitionLayoutError, match="different partition columns"):
+        open_table(s3_server, s3_bucket, case_sensitive=True)
+
+
+def test_declared_name_in_another_case_reads_the_directories(s3_server, s3_bucket):
+    """SPARK-26990: a declared ``A`` reads ``a=…/`` and keeps the declared name. Declared
+    with types and a schema (no request at open), the first scan lists and decodes the
+    keys, and marks the level: no later scan builds a prefix from ``A``."""
+    put(s3_server, s3_bucket, ["t/a=1/part-0.parquet", "t/a=2/part-0.parquet"])
+    sampled = open_table(s3_server, s3_bucket, partition_cols=["A"])
+    assert sampled.partition_cols == [("A", pa.int32())]
+    assert sampled.profile is not None and sampled.profile.respelled == [True]
+    assert names(sampled.scan(where="A = 1")) == ["a=1/part-0.parquet"]
+    declared = open_table(s3_server, s3_bucket, partition_cols=[("A", "int")], schema=SCHEMA)
+    assert declared.profile is None  # no request at open
+    assert names(declared.scan(where="A = 1")) == ["a=1/part-0.parquet"]
+    assert declared.profile is not None and declared.profile.respelled == [True]
+    assert names(declared.scan(where="A = 2")) == ["a=2/part-0.parquet"]
+    with pytest.raises(PartitionLayoutError, match="differ in case"):
+        open_table(s3_server, s3_bucket, partition_cols=["A"], case_sensitive=True)
+
+
+def test_files_at_the_root_of_a_partitioned_table_are_not_read(s3_server, s3_bucket, caplog):
+    """As Spark: only the partition folders are read; the root's files are skipped,
+    counted, and reported once in the log."""
+    put(s3_server, s3_bucket, ["t/stray.parquet", "t/k=1/part-0.parquet",
+                               "t/k=2/part-0.parquet"])
+    table = open_table(s3_server, s3_bucket)
+    assert table.partition_cols == [("k", pa.int32())]
+    with caplog.at_level("WARNING", logger="listing"):
+        plan = table.scan()
+    assert names(plan) == ["k=1/part-0.parquet", "k=2/part-0.parquet"]
+    assert plan.metrics["files_skipped_hidden"] == 1
+    assert plan.to_arrow().num_rows == 2
+    # positive control: a table of root files only is an unpartitioned table
+    put(s3_server, s3_bucket, ["u/a.parquet", "u/b.parquet"])
+    assert len(open_table(s3_server, s3_bucket, root="u").scan().files) == 2
+    # a file between partition levels is still a layout error, as in Spark
+    put(s3_server, s3_bucket, ["v/k=1/x.parquet", "v/k=1/j=2/part-0.parquet"])
+    with pytest.raises(PartitionLayoutError):
+        open_table(s3_server, s3_bucket, root="v")
+
+
+def test_only_null_partition_values_are_a_null_column(s3_server, s3_bucket):
+    """Spark types a column whose every value is __HIVE_DEFAULT_PARTITION__ void: here
+    ``pa.null()``, its values null."""
+    put(s3_server, s3_bucket, ["t/k=__HIVE_DEFAULT_PARTITION__/part-0.parquet"])
+    table = open_table(s3_server, s3_bucket)
+    assert table.schema.field("k").type == pa.null()
+    got = table.scan().to_arrow()
+    assert got.schema.field("k").type == pa.null() and got.column("k").null_count == 1
+    assert table.scan(where="k IS NULL").to_arrow().num_rows == 1
+    assert table.scan(where="k IS NOT NULL").to_arrow().num_rows == 0
+
+
+def test_time_partition_values_are_times(s3_server, s3_bucket):
+    put(s3_server, s3_bucket, ["t/t=10%3A11%3A12/part-0.parquet",
+                               "t/t=10%3A11%3A12.001000/part-0.parquet"])
+    table = open_table(s3_server, s3_bucket)
+    assert table.schema.field("t").type == pa.time64("us")
+    assert sorted(table.scan().to_arrow().column("t").to_pylist()) == [
+        dt.time(10, 11, 12), dt.time(10, 11, 12, 1000)]
+    assert names(table.scan(where="t > '10:11:12'")) == ["t=10%3A11%3A12.001000/part-0.parquet"]

@@ -105,7 +105,42 @@ LAYOUTS: dict[str, tuple[list[str], list[str]]] = {
     "file_beside_partition_folder": (["col1=a/dummy.parquet", "col1=a/col2=b/p.parquet"], []),
     "plain_folder_between_partitions": (["a=10/b_hello/c=1.5/p.parquet",
                                          "a=11/b_hello/c=2.5/p.parquet"], []),
+    # a column of nulls only: void (NullType), its rows null
+    "only_default_partition": ([f"a={NULL}/p.parquet", f"a={NULL}/q.parquet"],
+                               ["a IS NULL", "a IS NOT NULL"]),
+    "only_default_partition_below_a_typed_one": (
+        [f"d=2026-01-01/a={NULL}/p.parquet", f"d=2026-01-02/a={NULL}/p.parquet"],
+        ["d = '2026-01-02'", "a IS NULL"]),
+    # 'Infer the TIME data type' (Spark 4.1 and later: HH:mm:ss[.SSSSSS], whatever
+    # spark.sql.timeType.enabled says): time(6), a fraction of up to six digits kept
+    "time_of_day": (["t=10%3A11%3A12/p.parquet", "t=10%3A11%3A12.001000/p.parquet",
+                     "t=23%3A59%3A59.5/p.parquet"],
+                    ["t > '10:11:12'", "t = '10:11:12.001'", "t IS NULL"]),
+    "time_and_null": (["t=00%3A00%3A00/p.parquet", f"t={NULL}/p.parquet"], ["t IS NULL"]),
+    "time_seven_digits_is_string": (["t=10%3A11%3A12.1234567/p.parquet",
+                                     "t=10%3A11%3A12/p.parquet"], ["t = '10:11:12'"]),
+    "time_and_timestamp_are_strings": (["t=10%3A11%3A12/p.parquet",
+                                        "t=2021-01-01 10%3A11%3A12/p.parquet"], []),
+    # data files at the root beside partition folders: Spark reads the folders only
+    "files_at_root_beside_partition_folders": (
+        ["p.parquet", "a=1/p.parquet", "a=2/p.parquet", "z.parquet"], ["a = 1"]),
+    "file_at_root_beside_two_levels": (["0.parquet", "a=1/b=x/p.parquet"], ["b = 'x'"]),
+    # FileIndexSuite SPARK-26230: names differing only in case are one column under
+    # spark.sql.caseSensitive=false (the name Spark keeps is the first in its hash map of
+    # leaf folders: compared ignoring case, see CASE_FOLDED)
+    "column_names_differing_in_case": (["a=1/p.parquet", "A=2/p.parquet"],
+                                       ["a = 2", "A = 1", "a IN (1, 2)"]),
+    "column_names_differing_in_case_below": (["d=1/k=x/p.parquet", "d=2/K=y/p.parquet",
+                                              "D=3/k=z/p.parquet"], ["k = 'y'", "d > 1"]),
 }
+
+#: layouts whose column names Spark spells as its hash map of folders happens to order
+CASE_FOLDED = {"column_names_differing_in_case", "column_names_differing_in_case_below"}
+#: layouts read by the native hand-off too (new types, skipped root files, merged names)
+ON_BOTH_ENGINES = {"only_default_partition", "only_default_partition_below_a_typed_one",
+                   "time_of_day", "time_and_null", "files_at_root_beside_partition_folders",
+                   "file_at_root_beside_two_levels", *CASE_FOLDED, "default_partition",
+                   "hidden_files", "null_date_timestamp_int_decimal"}
 
 #: where we differ from Spark on purpose. Each: files, what Spark does, and the outcome we
 #: give instead ("error" and a message, or the schema and the number of rows)
@@ -117,17 +152,11 @@ DIFFERENT: dict[str, tuple[list[str], str, tuple]] = {
     "files_at_root_beside_plain_subfolders": (
         ["p.parquet", "path1/p.parquet", "path2/p.parquet"],
         "reads the root's file only, drops the subfolders' silently", ([("id", "bigint")], 6)),
-    # partition names differing only in case: Spark merges them (spark.sql.caseSensitive
-    # false); we name both paths, since the planner's exact prefixes are case-sensitive
-    "column_names_differing_in_case": (["a=1/p.parquet", "A=2/p.parquet"],
-                                       "one column A: int", ("error", "different partition")),
-    # a column whose only value is null: Spark types it void (NullType), we string
-    "only_default_partition": (["a=__HIVE_DEFAULT_PARTITION__/p.parquet"], "a: void",
-                               ([("id", "bigint"), ("a", "string")], 2)),
-    # Spark 4 infers TIME from 10:11:12; we read a string
-    "time_of_day": (["t=10%3A11%3A12/p.parquet"], "t: time(6)",
-                    ([("id", "bigint"), ("t", "string")], 2)),
 }
+
+
+#: both engines read every layout: ours (python) and Spark's own reader fed our file list
+ENGINES = ("python", "native")
 
 
 def build(root, files):
@@ -140,24 +169,31 @@ def build(root, files):
             path.write_bytes(b"")
 
 
-def outcome(df_of, filters):
-    """(schema, sorted rows, counts under the filters), or the error's class."""
+def outcome(df_of, filters, *, fold_names=False):
+    """(schema, sorted rows, counts under the filters), or the error's class; column names
+    lower-cased with ``fold_names``."""
     try:
         df = df_of()
         rows = sorted(tuple(map(repr, r)) for r in df.collect())
         counts = [df.where(f).count() for f in filters]
-        return [(f.name, f.dataType.simpleString()) for f in df.schema], rows, counts
+        schema = [(f.name.lower() if fold_names else f.name, f.dataType.simpleString())
+                  for f in df.schema]
+        return schema, rows, counts
     except Exception as err:  # noqa: BLE001 - the outcome compared is "it failed"
         return "error", type(err).__name__
 
 
-@pytest.mark.parametrize("name", sorted(LAYOUTS))
-def test_partition_discovery_as_spark(spark, tmp_path, name):
+@pytest.mark.parametrize(("name", "engine"), [
+    (name, engine) for name in sorted(LAYOUTS)
+    for engine in (ENGINES if name in ON_BOTH_ENGINES else ENGINES[:1])])
+def test_partition_discovery_as_spark(spark, tmp_path, name, engine):
     files, filters = LAYOUTS[name]
     build(tmp_path, files)
     root = str(tmp_path)
-    theirs = outcome(lambda: spark.read.parquet(root), filters)
-    ours = outcome(lambda: spark.read.format("listing").load(root), filters)
+    fold = name in CASE_FOLDED
+    theirs = outcome(lambda: spark.read.parquet(root), filters, fold_names=fold)
+    ours = outcome(lambda: spark.read.format("listing").option("engine", engine).load(root),
+                   filters, fold_names=fold)
     if theirs[0] == "error":
         assert ours[0] == "error", (theirs, ours)
     else:
@@ -180,9 +216,69 @@ def test_partition_discovery_where_we_differ_on_purpose(spark, tmp_path, name):
         assert df.count() == we_do[1]
 
 
+# --- names that differ only in case: spark.sql.caseSensitive ------------------------------
+
+CASE_SENSITIVE = "spark.sql.caseSensitive"
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_user_schema_names_a_partition_column_in_another_case(spark, tmp_path, engine):
+    """FileIndexSuite SPARK-26990: a user schema naming ``A`` reads ``a=foo/`` as ``A``."""
+    build(tmp_path, ["a=foo/p.parquet", "a=bar/p.parquet"])
+    root = str(tmp_path)
+    theirs = outcome(lambda: spark.read.schema("id long, A string").parquet(root),
+                     ["A = 'foo'", "a = 'bar'"])
+    ours = outcome(lambda: spark.read.format("listing").option("engine", engine)
+                   .schema("id long, A string").load(root), ["A = 'foo'", "a = 'bar'"])
+    assert theirs[0] == [("id", "bigint"), ("A", "string")]
+    assert ours == theirs
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_case_sensitive_session_as_spark(spark, tmp_path, engine):
+    """Under ``spark.sql.caseSensitive=true`` (the session's when the source is registered,
+    or the option ``case_sensitive``): ``A=2/`` beside ``a=1/`` is refused as Spark refuses
+    it, and a user schema's ``A`` is no partition column (null: a data column no file
+    has; Spark appends the partition column ``a`` too, we read what the schema names)."""
+    import listing
+
+    mixed, lower = tmp_path / "mixed", tmp_path / "lower"
+    build(mixed, ["a=1/p.parquet", "A=2/p.parquet"])
+    build(lower, ["a=foo/p.parquet"])
+    spark.conf.set(CASE_SENSITIVE, "true")
+    try:
+        listing.register(spark)  # the source takes the session's setting
+        theirs = outcome(lambda: spark.read.parquet(str(mixed)), [])
+        ours = outcome(lambda: spark.read.format("listing").option("engine", engine)
+                       .load(str(mixed)), [])
+        assert theirs[0] == ours[0] == "error", (theirs, ours)
+        theirs = outcome(lambda: spark.read.schema("id long, A string").parquet(str(lower))
+                         .select("id", "A"), [])
+        # the hand-off matches names ignoring case: such a relation stays on our reader
+        auto = "auto" if engine == "native" else engine
+        ours = outcome(lambda: spark.read.format("listing").option("engine", auto)
+                       .schema("id long, A string").load(str(lower)), [])
+        assert theirs == ours == ([("id", "bigint"), ("A", "string")],
+                                  [("1", "None"), ("2", "None")], [])
+        if engine == "native":
+            with pytest.raises(Exception, match="differs only in case"):
+                spark.read.format("listing").option("engine", "native").schema(
+                    "id long, A string").load(str(lower)).collect()
+    finally:
+        spark.conf.set(CASE_SENSITIVE, "false")
+        listing.register(spark)
+    # positive control: the same session, case-insensitive again, reads both folders
+    assert spark.read.format("listing").load(str(mixed)).count() == 4
+    # the option states it whatever the session says
+    with pytest.raises(Exception, match="different partition columns"):
+        spark.read.format("listing").option("case_sensitive", "true").load(str(mixed)).count()
+
+
 ON_S3 = ["escaped_digit_is_string", "hidden_files", "nan_infinity", "timestamp_escaped_colons",
          "underscore_partition", "empty_column_name", "decimal_exponents",
-         "timestamp_fraction_digits", "escaped_glob_characters", "summary_files_above_the_leaves"]
+         "timestamp_fraction_digits", "escaped_glob_characters", "summary_files_above_the_leaves",
+         "only_default_partition", "time_of_day", "files_at_root_beside_partition_folders",
+         "column_names_differing_in_case_below"]
 
 
 def _key(f: str) -> str:
@@ -200,10 +296,11 @@ def test_partition_discovery_on_s3_as_spark_on_disk(spark, s3_server, s3_bucket,
     build(tmp_path, files)
     s3_server.put_objects_fast(s3_bucket, {
         f"t/{_key(f)}": (tmp_path / _key(f)).read_bytes() for f in files})
-    theirs = outcome(lambda: spark.read.parquet(str(tmp_path)), filters)
+    fold = name in CASE_FOLDED
+    theirs = outcome(lambda: spark.read.parquet(str(tmp_path)), filters, fold_names=fold)
     ours = outcome(lambda: spark.read.format("listing")
                    .option("storage_options", json.dumps(s3_server.storage_options))
-                   .load(f"s3://{s3_bucket}/t"), filters)
+                   .load(f"s3://{s3_bucket}/t"), filters, fold_names=fold)
     if theirs[0] == "error":
         assert ours[0] == "error", (theirs, ours)
     else:

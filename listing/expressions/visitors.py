@@ -169,6 +169,10 @@ def coerce_literal(value: Any, field: pa.Field) -> Any:
             if t.tz is None and ts.tzinfo is not None:
                 ts = ts.astimezone(dt.UTC).replace(tzinfo=None)
             return ts
+        if pa.types.is_time(t):
+            if isinstance(value, dt.time):
+                return value
+            return dt.time.fromisoformat(str(value).strip())
         if pa.types.is_boolean(t):
             if isinstance(value, bool):
                 return value

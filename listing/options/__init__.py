@@ -220,6 +220,9 @@ class ListingOptions:
     # key-grouped and skip the shuffle of a GROUP BY or join on partition columns (opt-in;
     # listing.packing.pack_by_partition_key says when it is declined)
     key_grouped: bool = False
+    # partition column names in directories match ignoring case (A=2/ and a=1/ are one
+    # column), as under Spark's default spark.sql.caseSensitive=false
+    case_sensitive: bool = False
 
     @classmethod
     def names(cls) -> set[str]:
@@ -260,4 +263,5 @@ _PARSERS: dict[str, Callable[[Any, str], Any]] = {
     "list_cache_ttl": parse_duration,
     "max_concurrent_requests": parse_int,
     "key_grouped": parse_bool,
+    "case_sensitive": parse_bool,
 }

@@ -137,6 +137,9 @@ OPTIONS: tuple[Option, ...] = (
     _listing("max_concurrent_requests", "int", "LIST requests in flight at once"),
     _listing("key_grouped", "bool", "pack tasks by partition value", native="false_only",
              why="(Spark's file source reports a partitioning for bucketed tables only)"),
+    _listing("case_sensitive", "bool", "partition directory names match column names "
+             "with their case (Spark's spark.sql.caseSensitive; the Spark source takes the "
+             "session's)", native="planner"),
     # --- streaming (listing.discovery.DiscoverySettings) ----------------------------------
     _o("max_files_per_trigger", "stream", "int", "files per micro-batch",
        spark=("maxFilesPerTrigger",)),

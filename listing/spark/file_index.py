@@ -31,7 +31,7 @@ from listing.expressions.sql import parse_predicate
 from listing.hive import cast_text
 from listing.pushdown import Pushdown
 from listing.spark.config import SourceConfig
-from listing.spark.source import open_table
+from listing.spark.source import open_table, session_case_sensitive, with_session_case
 from listing.table import ListingTable
 
 log = logging.getLogger("listing.spark")
@@ -52,6 +52,8 @@ class ListingPlanner:
         self._tables: OrderedDict[tuple[str, str], tuple[ListingTable, SourceConfig]] = (
             OrderedDict())
         self._lock = threading.Lock()  # callbacks may come from several JVM threads
+        #: the registering session's spark.sql.caseSensitive (the source's default too)
+        self.case_sensitive: bool | None = None
 
     def describe(self, options_json: str, schema_json: str) -> str:
         """``{"partition_columns": [...], "not_native": why or None}``: what the relation's
@@ -59,7 +61,8 @@ class ListingPlanner:
         def build() -> dict[str, Any]:
             table, config = self._opened(options_json, schema_json)
             return {"partition_columns": table.partition_names,
-                    "not_native": _not_native(config, schema_json)}
+                    "not_native": (_case_apart(table, schema_json)
+                                   or _not_native(config, schema_json))}
         return self._answer(build)
 
     def sample(self, options_json: str, schema_json: str) -> str:
@@ -117,7 +120,8 @@ class ListingPlanner:
                 return opened
         schema = StructType.fromJson(json.loads(schema_json))
         # the source's own opening: same option parsing, same user-schema typing
-        config = SourceConfig.parse(json.loads(options_json))
+        config = SourceConfig.parse(with_session_case(json.loads(options_json),
+                                                      self.case_sensitive))
         opened = (open_table(config, schema), config)
         with self._lock:
             self._tables[key] = opened
@@ -145,6 +149,21 @@ def _not_native(config: SourceConfig, schema_json: str) -> str | None:
         if _has_nanos(field.type):
             return (f"column {field.name} holds nanosecond timestamps, which Spark's "
                     "Parquet reader does not read")
+    return None
+
+
+def _case_apart(table: ListingTable, schema_json: str) -> str | None:
+    """Why the hand-off cannot read a relation whose column differs only in case from a
+    partition column while names are case-sensitive (the JVM matches them ignoring case),
+    or None."""
+    if not table.options.case_sensitive:
+        return None
+    parts = {n.lower(): n for n in table.partition_names}
+    for name in StructType.fromJson(json.loads(schema_json)).fieldNames():
+        other = parts.get(name.lower())
+        if other is not None and other != name:
+            return (f"column {name} differs only in case from partition column {other} and "
+                    "names are case-sensitive (spark.sql.caseSensitive)")
     return None
 
 
@@ -179,6 +198,9 @@ def register_planner(spark: Any) -> bool:
 
         gateway = spark.sparkContext._gateway  # noqa: SLF001 - classic sessions only
         ensure_callback_server_started(gateway)
+        _PLANNER.case_sensitive = session_case_sensitive(spark)
+        with _PLANNER._lock:  # noqa: SLF001 - tables opened under the former setting
+            _PLANNER._tables.clear()  # noqa: SLF001
         _file_index(spark).register(_PLANNER)
         return True
     except Exception as err:  # noqa: BLE001 - the fallback is Spark's own file index

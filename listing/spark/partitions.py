@@ -51,7 +51,7 @@ class ListingPartitions:
         _constant(where, "where")
         fields = [pa.field(n, t) for n, t in table.partition_cols]
         fields += [pa.field("files", pa.int64()), pa.field("bytes", pa.int64())]
-        return AnalyzeResult(spark_struct(pa.schema(fields)))
+        return AnalyzeResult(spark_struct(pa.schema(fields), table.partition_names))
 
     def eval(self, path: str, format: str | None = None,  # noqa: A002
              where: str | None = None, storage_options: str | None = None

@@ -72,8 +72,9 @@ def open_table(config: SourceConfig, schema: StructType | None = None,
     parts = {n.lower() for n, _ in (config.partition_cols or [])}
     data = pa.schema([f for f in requested if f.name.lower() not in parts])
     table = config.open(config.table_schema or data, filesystems)
-    known = set(table.schema.names)
-    missing = [n for n in schema.fieldNames() if n not in known]
+    fold = (lambda n: n) if table.options.case_sensitive else str.lower
+    known = {fold(n) for n in table.schema.names}
+    missing = [n for n in schema.fieldNames() if fold(n) not in known]
     if missing:
         raise OptionError(f"schema columns {missing} are neither data nor partition columns "
                           f"of {config.url} (partition columns: "
@@ -82,7 +83,7 @@ def open_table(config: SourceConfig, schema: StructType | None = None,
     # parse as that type is a PartitionValueError naming it and its path, at scan)
     by_lower = {f.name.lower(): f.type for f in requested}
     wanted = [(n, by_lower.get(n.lower(), t)) for n, t in table.partition_cols]
-    if any(spark_schema(pa.schema([(n, w)])) != spark_schema(pa.schema([(n, t)]))
+    if any(spark_schema(pa.schema([(n, w)]), [n]) != spark_schema(pa.schema([(n, t)]), [n])
            for (n, w), (_, t) in zip(wanted, table.partition_cols, strict=True)):
         # the same table with those types: no request (its sampled profile is kept)
         table = ListingTable(table.url, table.storage, table.format, wanted,
@@ -107,6 +108,9 @@ class ListingDataSource(DataSource):
     #: the session confs writes follow (Spark's Python workers do not see the session),
     #: read when the source is registered (listing.spark.writer.SESSION_WRITE_CONFS)
     session_write_conf: ClassVar[dict[str, str]] = {}
+    #: the session's spark.sql.caseSensitive when the source was registered: the default of
+    #: option case_sensitive (partition directory names matched ignoring case or not)
+    session_case_sensitive: ClassVar[bool | None] = None
 
     @classmethod
     def name(cls) -> str:
@@ -117,7 +121,8 @@ class ListingDataSource(DataSource):
         # Spark builds the source in a fresh Python worker as often as in a reused one: the
         # driver's formats travel on the class and must be known before an option names one
         self.register_user_formats()
-        self.config = SourceConfig.parse(dict(options))
+        self.config = SourceConfig.parse(
+            with_session_case(dict(options), self.session_case_sensitive))
         self._table: ListingTable | None = None
 
     @classmethod
@@ -140,7 +145,8 @@ class ListingDataSource(DataSource):
         return self._table
 
     def schema(self) -> StructType:
-        return spark_struct(self.table().schema)
+        table = self.table()
+        return spark_struct(table.schema, table.partition_names)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         """``df.write.format("listing")``: stage in tasks, commit on the driver
@@ -210,7 +216,7 @@ def to_spark(table: ListingTable, spark: Any, columns: Sequence[str] | None = No
     options = table_options(table, filters, limit)  # registers an instance's format class
     register_table_source(spark, FILESYSTEMS)
     reader = spark.read.format("listing_table").options(**options)
-    df = reader.schema(spark_struct(pa.schema(projection))).load()
+    df = reader.schema(spark_struct(pa.schema(projection), table.partition_names)).load()
     return df.limit(limit) if limit is not None else df
 
 
@@ -233,7 +239,29 @@ def with_formats(base: type, spark: Any, **attrs: Any) -> type:
 
     return with_parallelism(base, spark, user_formats=formats.registered(),
                             skips=skips_accumulator(spark),
-                            session_write_conf=session_write_conf(spark), **attrs)
+                            session_write_conf=session_write_conf(spark),
+                            session_case_sensitive=session_case_sensitive(spark), **attrs)
+
+
+#: Spark's session setting the ``case_sensitive`` option defaults to
+CASE_SENSITIVE_CONF = "spark.sql.caseSensitive"
+
+
+def with_session_case(options: dict[str, str], case_sensitive: bool | None) -> dict[str, str]:
+    """A relation's ``options`` with the session's case sensitivity where they state none
+    (a ``to_spark`` table's spec states its own)."""
+    given = {k.lower() for k in options}
+    if case_sensitive is None or "case_sensitive" in given or "table_spec" in given:
+        return options
+    return {**options, "case_sensitive": str(case_sensitive).lower()}
+
+
+def session_case_sensitive(spark: Any) -> bool:
+    """Whether ``spark`` resolves names case-sensitively (``spark.sql.caseSensitive``)."""
+    try:
+        return str(spark.conf.get(CASE_SENSITIVE_CONF, "false")).strip().lower() == "true"
+    except Exception:  # noqa: BLE001 - a session that cannot say keeps Spark's default
+        return False
 
 
 def with_parallelism(base: type, spark: Any, **attrs: Any) -> type:
