@@ -13,14 +13,13 @@ Python (``ListingTable.open(url, filesystem=...)``), which no option string can 
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from listing.errors import OptionError, StorageConfigError
-from listing.options import parse_bool, parse_duration, parse_int
+from listing.options import did_you_mean, parse_bool, parse_duration, parse_int
 
 Kind = Literal["string", "url", "int", "bool", "duration", "choice", "object"]
 #: how an s3 option reaches Hadoop's S3A connector (Spark's own reader, the native engine):
@@ -301,8 +300,7 @@ def _check_object(allowed: tuple[StorageOption, ...], given: Mapping[str, Any], 
         option = by_name.get(key) if isinstance(key, str) else None
         if option is None:
             names = sorted(by_name)
-            close = difflib.get_close_matches(str(key), names, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            hint = did_you_mean(str(key), names)
             valid = f"keys of {parent}" if parent else "options"
             raise StorageConfigError(f"storage option {name!r} is not accepted for {store}"
                                      f"{hint}; valid {valid}: {', '.join(names)}")
