@@ -57,14 +57,10 @@ def run(days: int, where: str) -> None:
         print("".join(f"     {step}\n" for step in full.listing_plan), end="")
 
         print("\n== the same query through Spark (spark.read.format('listing'))")
-        # no Python worker reuse: at spark.stop() pyspark 4.3's daemon prints a
-        # BrokenPipeError traceback for an idle reused worker whose JVM side has closed
-        # (a race: the worker answers the EOF, then fails to flush the answer)
         print("   starting Spark (listing.session(): a local JVM, then the source "
               "registered) …", flush=True)
         started = time.perf_counter()
-        spark = listing.session(app_name="listing-demo",
-                                conf={"spark.python.worker.reuse": "false"})
+        spark = listing.session(app_name="listing-demo")
         print(f"   Spark {spark.version} ready in {time.perf_counter() - started:.0f}s; "
               "load() opens the table in a Python worker …", flush=True)
         with server.log.capture() as cap:
