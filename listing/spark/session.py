@@ -42,7 +42,6 @@ log = logging.getLogger("listing.spark")
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 _LIST_CONFS = {"spark.jars", "spark.sql.extensions"}
 UNIX_SOCKETS_CONF = "spark.python.unix.domain.socket.enabled"
-DAEMON_CONF = "spark.python.daemon.module"
 
 
 @dataclass
@@ -89,9 +88,6 @@ def session(app_name: str = "listing", master: str | None = None,
         # small writes then wait out a delayed ACK: a Python read's task took 40 ms more,
         # measured on local[2] (the README's Spark section says so)
         settings[UNIX_SOCKETS_CONF] = "true"
-    # pyspark's daemon, with a worker whose socket the JVM closed ending quietly (over Unix
-    # sockets pyspark's printed a BrokenPipeError traceback at stop: listing.spark.daemon)
-    settings[DAEMON_CONF] = "listing.spark.daemon"
     for key, value in (conf or {}).items():
         settings[key] = value
     s3a = ",".join(str(j) for j in connector_jars())
