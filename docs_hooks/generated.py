@@ -58,8 +58,9 @@ def _native(option: Any) -> str:
         return (f"Spark's `{option.spark_option}` "
                 f"({', '.join(option.native_formats)})")
     text = _NATIVE[option.native]
-    return f"{text} {option.why}".strip() if option.native in ("false_only", "python") \
-        else text
+    if option.native in ("false_only", "python") and option.why:
+        return f"{text}: `{option.name}` {option.why}"
+    return text
 
 
 def options_table(*scopes: str) -> str:
@@ -82,7 +83,8 @@ def write_options_table() -> str:
     """What a write does with each option the registry knows a write's answer for."""
     from listing.options import registry
 
-    rows = ["| option | Spark's spelling | kind | meaning | a write |", "| --- | --- | --- | --- | --- |"]
+    rows = ["| option | Spark's spelling | kind | meaning | a write |",
+            "| --- | --- | --- | --- | --- |"]
     for o in registry.OPTIONS:
         if not o.listed or not o.on_write:
             continue

@@ -38,7 +38,7 @@ S3AConvert = Literal["text", "count", "millis", "retries_of_attempts", "flag"]
 S3A_ROLES = ("access_key", "secret_key", "session_token", "anonymous", "endpoint", "region",
              "addressing_style", "encryption_algorithm", "encryption_kms_key",
              "encryption_customer_key")
-#: what each role becomes in S3A (the README's table; S3ASettings.java implements them)
+#: what each role becomes in S3A (the docs' table; S3ASettings.java implements them)
 S3A_ROLE_SETTINGS = {
     "access_key": "`access.key`, with the Simple credentials provider (the Temporary one "
                   "with a session token)",
@@ -358,7 +358,7 @@ def secret_names(protocol_name: str) -> frozenset[str]:
 
 
 def markdown_table() -> str:
-    """The README's table of protocols and options (a test holds the README to it)."""
+    """The table of protocols and options the docs show (generated at build time)."""
     rows = ["| protocols | option | value | meaning |", "| --- | --- | --- | --- |"]
     for p in PROTOCOLS:
         names = ", ".join(f"`{n}://`" for n in p.names)
@@ -394,8 +394,8 @@ def s3a_json_data() -> list[dict[str, Any]]:
 
 
 def s3a_markdown_table() -> str:
-    """The README's table of what Spark's S3A connector makes of the s3 options (a test
-    holds the README to it): every option with an S3A meaning; the others keep the Python
+    """The table of what Spark's S3A connector makes of the s3 options the docs show
+    (generated at build time): every option with an S3A meaning; the others keep the Python
     engine."""
     rows = ["| storage option | S3A setting (`fs.s3a.bucket.<bucket>.*`) |", "| --- | --- |"]
     python = []
