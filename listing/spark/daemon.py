@@ -13,9 +13,10 @@ race, so the report ended some runs and not others. Results are unaffected eithe
 :func:`install` runs wherever the source's code is imported: in a worker forked by
 pyspark's daemon (the daemon's module is that process's ``__main__``), it wraps the
 daemon's ``worker`` so that a socket the JVM already closed ends the worker without a
-write. A reused worker has run our code before it idles, so every worker that reads or
-plans a ``listing`` scan is covered, planning workers included (Spark starts those with
-``pyspark.daemon`` whatever ``spark.python.daemon.module`` says).
+write. A reused worker has run our code before it idles, so this covers every worker that
+read or planned a ``listing`` scan, planning workers included (Spark starts those with
+``pyspark.daemon`` whatever ``spark.python.daemon.module`` says). It cannot cover a worker
+closed while still inside an exchange: that code is pyspark's (docs/versions.md).
 """
 
 from __future__ import annotations
