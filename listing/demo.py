@@ -60,7 +60,11 @@ def run(days: int, where: str) -> None:
         print("   starting Spark (listing.session(): a local JVM, then the source "
               "registered) …", flush=True)
         started = time.perf_counter()
-        spark = listing.session(app_name="listing-demo")
+        # no Python worker reuse: a worker Spark closes mid-exchange at spark.stop() makes
+        # pyspark's daemon print a BrokenPipeError traceback over Unix sockets
+        # (docs/versions.md, Known issues); a fresh worker per task ends its exchanges
+        spark = listing.session(app_name="listing-demo",
+                                conf={"spark.python.worker.reuse": "false"})
         print(f"   Spark {spark.version} ready in {time.perf_counter() - started:.0f}s; "
               "load() opens the table in a Python worker …", flush=True)
         with server.log.capture() as cap:
