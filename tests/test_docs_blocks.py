@@ -166,3 +166,17 @@ def test_every_option_and_error_is_in_the_reference():
     help_text = hook.render("cli-help")
     for command in ("schema", "ls", "explain", "watch", "recover", "cleanup", "demo"):
         assert f"listing {command} --help" in help_text, command
+
+
+def test_every_public_name_has_a_reference_entry():
+    """Each name ``import listing`` offers is rendered from its docstring: on the API page
+    (``::: …``), errors on the errors page (``::: listing.errors``)."""
+    import listing
+    from listing import errors
+
+    api = (ROOT / "docs" / "reference" / "api.md").read_text()
+    rendered = set(re.findall(r"^::: ([\w.]+)$", api, re.M))
+    short = {name.rsplit(".", 1)[-1] for name in rendered}
+    assert "::: listing.errors" in (ROOT / "docs" / "reference" / "errors.md").read_text()
+    missing = [n for n in listing.__all__ if n not in short and not hasattr(errors, n)]
+    assert missing == [], missing
