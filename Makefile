@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench bench-quick soak clean check-java s3a
+.PHONY: demo test lint docs bench bench-quick soak clean check-java s3a
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python >= 3.11 needed"' \
@@ -39,8 +39,14 @@ test: lint check-java s3a
 # the installed layout (formats/ as listing/formats/, fixtures/ as listing/testing/), staged
 # in .lint/. Contracts and mypy settings: pyproject.toml.
 lint: $(STAMP)
-	$(PY) -m ruff check listing formats fixtures tests examples bench build_support
+	$(PY) -m ruff check listing formats fixtures tests examples bench build_support docs_hooks
 	PY=$(PY) .ci/lint
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --quiet --site-dir .lint/site
+
+# the documentation site (mkdocs.yml, docs/), built offline into site/; reference tables are
+# generated from the code at build time (docs_hooks/generated.py)
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --site-dir site
 
 bench: $(STAMP) check-java s3a
 	$(PY) -m pip install -q -e ".[dev,bench]"
@@ -58,4 +64,5 @@ soak: $(STAMP) check-java
 	$(PY) -m bench.soak --minutes $(SOAK_MINUTES)
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache .lint .hypothesis build *.egg-info
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache .lint .hypothesis build *.egg-info \
+	  site .docs-src

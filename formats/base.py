@@ -29,7 +29,7 @@ from listing.errors import CorruptFileError, FileChangedError, MissingFileError,
 from listing.expressions import Expr, to_arrow
 from listing.files import PartitionedFile
 from listing.formats.conform import conform_batch
-from listing.options import parse_like
+from listing.options import did_you_mean, parse_like
 from listing.pushdown import Pushdown
 from listing.storage.errors import raise_as, read_failure
 from listing.storage.reading import check_unchanged, counting, current_version
@@ -82,8 +82,10 @@ class FileFormat:
     def __init__(self, **options: Any) -> None:
         unknown = set(options) - set(self.option_defaults)
         if unknown:
+            first = sorted(unknown)[0]
             raise OptionError(f"unknown option(s) {', '.join(sorted(unknown))} for format "
-                              f"{self.name!r}; known: {', '.join(sorted(self.option_defaults))}")
+                              f"{self.name!r}{did_you_mean(first, self.option_defaults)}; "
+                              f"known: {', '.join(sorted(self.option_defaults))}")
         # one parser per kind (listing.options), chosen by the default's type, so "on",
         # "yes" and True mean the same to every format and to the table
         parsed = {k: parse_like(self.option_defaults[k])(v, k) for k, v in options.items()

@@ -20,8 +20,8 @@ from typing import Any
 
 from listing.errors import ListingError, OptionError
 
-EPILOG = """storage options come from one allowlist per protocol (README: Storage options are
-data); on s3:// endpoint_url, key, secret, token, anon=true, client_kwargs={"region_name":
+EPILOG = """storage options come from one allowlist per protocol (docs: Storage options
+reference); on s3:// endpoint_url, key, secret, token, anon=true, client_kwargs={"region_name":
 "eu-west-1"}, config_kwargs, s3_additional_kwargs (values are JSON when they parse); and on
 every protocol max_retries=4, retry_mode=standard|adaptive, retry_max_backoff=20s,
 on_file_change=error|read. Secrets are never printed. Errors are one line on stderr and

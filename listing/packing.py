@@ -139,7 +139,7 @@ def pack_by_partition_key(files: list[PartitionedFile], fmt: Splitter, options: 
     Declined when the files have no partition values, when there are fewer values than
     the parallelism (tasks would idle), when the values' files average fewer bytes than
     ``open_cost_in_bytes`` (a Python task per value then costs more than the shuffle it
-    saves: the README's key-grouped bench; file bytes, not the bytes a projection reads, so
+    saves: the key-grouped benchmark; file bytes, not the bytes a projection reads, so
     that the two sides of a self-join decide alike), or when one value
     holds more than ``KEY_GROUP_MAX_SPLITS`` times ``max_partition_bytes`` to read (Spark
     reads a value's groups in one task under a key-grouped scan).

@@ -4,7 +4,7 @@
 partition columns (or validate declared ones) and to profile the tree for the listing
 planner, and at most one file read to infer the data schema. ``scan()`` is planning, not
 reading: it lists only what the partition filter can match and returns a
-:class:`~listing.plan.ScanPlan`; files are opened when the plan is read.
+:class:`~listing.scan.ScanPlan`; files are opened when the plan is read.
 """
 
 from __future__ import annotations

@@ -12,7 +12,8 @@ The user never fetched Spark's S3A connector (an empty connector cache): the S3 
 stays on the Python engine and ``listing.explain`` says why.
 
 Then the same virtualenv gets the ``connect`` extra, starts a Spark Connect server with the
-README's command, run as written from a shell where the virtualenv is not on PATH (the
+documentation's command (docs/spark.md), run as written from a shell where the virtualenv
+is not on PATH (the
 server's Python workers then need the ``PYSPARK_PYTHON`` the command sets), and a Connect
 client reads the S3 table through it.
 """
@@ -204,9 +205,9 @@ def free_port() -> int:
 
 
 def readme_connect_command(venv: Path, port: int) -> str:
-    """The README's command that starts a Connect server, for ``venv``, on ``port``."""
-    section = (ROOT / "README.md").read_text().split("### Spark Connect\n", 1)[1]
-    blocks = re.findall(r"```bash\n(.*?)```", section.split("\n### ", 1)[0], re.S)
+    """The docs' command that starts a Connect server, for ``venv``, on ``port``."""
+    section = (ROOT / "docs" / "spark.md").read_text().split("## Spark Connect\n", 1)[1]
+    blocks = re.findall(r"```bash\n(.*?)```", section.split("\n## ", 1)[0], re.S)
     assert len(blocks) == 1, blocks
     assert "/path/to/venv/bin/python" in blocks[0]
     lines = [re.sub(r"\s+#.*$", "", line) for line in blocks[0].splitlines()]
@@ -218,7 +219,7 @@ def readme_connect_command(venv: Path, port: int) -> str:
 
 def connect_server(venv: Path, wheel: Path, uenv: dict[str, str], tmp_path: Path,
                    ds: datasets.Dataset) -> None:
-    """The README's Spark Connect command, run as written from a shell where the virtualenv
+    """The docs' Spark Connect command, run as written from a shell where the virtualenv
     is not activated (not on PATH), and a client reading S3 through the server."""
     py = venv / "bin" / "python"
     run([py, "-m", "pip", "install", "-q", f"{wheel}[connect]"], tmp_path, uenv,

@@ -36,12 +36,14 @@ def test_demo_prints_rows_plan_and_request_counts():
         assert "Location: ListingFileIndex" in out
         assert "engine: native (Spark's parquet reader)" in tail
         assert "filters given to Spark: (date >= DATE '2026-03-01')" in tail
-        assert "server saw: LIST=0, GET=0, HEAD=0" in tail  # explaining costs no request
+        # explaining costs no request, and the demo says why
+        assert "server saw: LIST=0, GET=0, HEAD=0 (Spark's reader read it" in tail
     else:
         assert "== Physical Plan ==" in out and "BatchScan listing" in out
         assert "partition filter (exact): date >= DATE '2026-03-01'" in tail
         assert "list 'lake/events/date=2026-03-0' from" in tail  # the pruned listing, again
-        assert "server saw: LIST=2, GET=1, HEAD=0" in tail  # re-open (a page, a footer), plan
+        # re-open (a page, a footer), plan: the demo says it listed again
+        assert "server saw: LIST=2, GET=1, HEAD=0 (explain opened and planned" in tail
     stream = out.split("== streaming:", 1)[1]
     assert "new: s3://lake/events/date=2026-03-27/region=us/part-0.parquet" in stream
     assert "one trigger: LIST=1, GET=0, HEAD=0" in stream  # not a listing of the table

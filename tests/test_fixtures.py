@@ -343,15 +343,15 @@ def test_fast_writer_rejects_non_s3_urls():
         fast_writer(S3Server())("file:///tmp/x", b"")
 
 
-def test_readme_describes_what_dataset_builders_return(tmp_path):
-    """The README once said the builders return "the files" (``len(ds)`` fails): every
-    ``ds.<name>`` it names exists on what a builder returns."""
+def test_docs_describe_what_dataset_builders_return(tmp_path):
+    """The docs once said the builders return "the files" (``len(ds)`` fails): every
+    ``ds.<name>`` the testing page names exists on what a builder returns."""
     import re
     from pathlib import Path
 
     from listing.testing import datasets as builders
 
-    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    text = (Path(__file__).resolve().parents[1] / "docs" / "testing.md").read_text()
     assert "each returns the files it wrote" not in text
     named = set(re.findall(r"`ds\.(\w+)", text))
     assert {"files", "root", "num_rows", "paths", "to_table"} <= named
@@ -360,13 +360,13 @@ def test_readme_describes_what_dataset_builders_return(tmp_path):
     assert {"path", "partition_values", "num_rows", "table"} <= set(vars(ds.files[0]))
 
 
-def test_readme_says_what_each_dataset_builder_returns():
-    """The README's list of builders: each named one exists, and returns a ``Dataset``
-    unless the README names it as the exception."""
+def test_docs_say_what_each_dataset_builder_returns():
+    """The testing page's list of builders: each named one exists, and returns a
+    ``Dataset`` unless the page names it as the exception."""
     import re
     import typing
 
-    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    text = (Path(__file__).resolve().parents[1] / "docs" / "testing.md").read_text()
     para = text.split("Builders in `listing.testing.datasets`:", 1)[1].split("brute-force", 1)[0]
     listed, _, returns = para.partition("Each builder")
     names = [n for n in re.findall(r"`(\w+)`", listed) if n in datasets.__all__]

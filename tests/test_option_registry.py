@@ -316,13 +316,6 @@ def test_key_grouping_reads_the_option_as_the_registry_spells_it(spark: Any,
         spark.conf.set(REGISTRY_CONF, registry_json())
 
 
-def test_readme_s3a_table_is_the_allowlist() -> None:
-    from pathlib import Path
-
-    readme = (Path(__file__).parents[1] / "README.md").read_text()
-    assert storage_options.s3a_markdown_table() in readme
-
-
 # --- to_spark's table_spec: decoded by Python only, stated for the JVM as plain options -------
 
 def _spec_options(tmp_path: Any, fmt: str = "parquet", where: str | None = None

@@ -26,8 +26,6 @@ from listing.options import storage_options
 from listing.storage import StorageSpec
 from listing.testing import datasets
 
-README = pathlib.Path(__file__).resolve().parents[1] / "README.md"
-
 
 def _params(fn: Any) -> set[str]:
     return {n for n, p in inspect.signature(fn).parameters.items()
@@ -329,7 +327,7 @@ def test_to_spark_ships_the_callers_filesystem_on_the_source_class(spark, s3_tab
         spark.read.format("listing_table").options(**options).load().count()
 
 
-# --- secrets and the README ------------------------------------------------------------------
+# --- secrets -----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("proto", ["s3", "abfs"])
 def test_every_secret_option_is_masked_where_options_are_shown(proto):
@@ -355,10 +353,6 @@ def test_every_secret_option_is_masked_where_options_are_shown(proto):
     with pytest.raises(StorageConfigError) as err:
         storage_options.check("s3", {"secret": {"SECRET-IN-ERROR": 1}})
     assert "SECRET-IN-ERROR" not in str(err.value) and "secret=***" in str(err.value)
-
-
-def test_readme_option_table_is_the_allowlist():
-    assert storage_options.markdown_table() in README.read_text()
 
 
 def test_the_environment_credential_chain_still_works(s3_table, monkeypatch):

@@ -9,9 +9,10 @@ and the value it refuses.
 from __future__ import annotations
 
 import datetime as dt
+import difflib
 import functools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -22,6 +23,14 @@ MAX_CONCURRENT_REQUESTS = 64  # listing threads one scan may use
 
 _TRUE = frozenset({"true", "1", "yes", "on"})
 _FALSE = frozenset({"false", "0", "no", "off"})
+
+
+def did_you_mean(name: str, names: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` naming the valid name closest to ``name`` (case ignored),
+    or ``""`` when none is close: the hint every unknown-option error carries."""
+    by_lower = {n.lower(): n for n in names}
+    close = difflib.get_close_matches(str(name).lower(), sorted(by_lower), n=1)
+    return f" (did you mean {by_lower[close[0]]!r}?)" if close else ""
 
 
 def parse_bool(value: Any, name: str = "option") -> bool:

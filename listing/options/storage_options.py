@@ -13,14 +13,13 @@ Python (``ListingTable.open(url, filesystem=...)``), which no option string can 
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from listing.errors import OptionError, StorageConfigError
-from listing.options import parse_bool, parse_duration, parse_int
+from listing.options import did_you_mean, parse_bool, parse_duration, parse_int
 
 Kind = Literal["string", "url", "int", "bool", "duration", "choice", "object"]
 #: how an s3 option reaches Hadoop's S3A connector (Spark's own reader, the native engine):
@@ -39,7 +38,7 @@ S3AConvert = Literal["text", "count", "millis", "retries_of_attempts", "flag"]
 S3A_ROLES = ("access_key", "secret_key", "session_token", "anonymous", "endpoint", "region",
              "addressing_style", "encryption_algorithm", "encryption_kms_key",
              "encryption_customer_key")
-#: what each role becomes in S3A (the README's table; S3ASettings.java implements them)
+#: what each role becomes in S3A (the docs' table; S3ASettings.java implements them)
 S3A_ROLE_SETTINGS = {
     "access_key": "`access.key`, with the Simple credentials provider (the Temporary one "
                   "with a session token)",
@@ -301,8 +300,7 @@ def _check_object(allowed: tuple[StorageOption, ...], given: Mapping[str, Any], 
         option = by_name.get(key) if isinstance(key, str) else None
         if option is None:
             names = sorted(by_name)
-            close = difflib.get_close_matches(str(key), names, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            hint = did_you_mean(str(key), names)
             valid = f"keys of {parent}" if parent else "options"
             raise StorageConfigError(f"storage option {name!r} is not accepted for {store}"
                                      f"{hint}; valid {valid}: {', '.join(names)}")
@@ -360,7 +358,7 @@ def secret_names(protocol_name: str) -> frozenset[str]:
 
 
 def markdown_table() -> str:
-    """The README's table of protocols and options (a test holds the README to it)."""
+    """The table of protocols and options the docs show (generated at build time)."""
     rows = ["| protocols | option | value | meaning |", "| --- | --- | --- | --- |"]
     for p in PROTOCOLS:
         names = ", ".join(f"`{n}://`" for n in p.names)
@@ -396,8 +394,8 @@ def s3a_json_data() -> list[dict[str, Any]]:
 
 
 def s3a_markdown_table() -> str:
-    """The README's table of what Spark's S3A connector makes of the s3 options (a test
-    holds the README to it): every option with an S3A meaning; the others keep the Python
+    """The table of what Spark's S3A connector makes of the s3 options the docs show
+    (generated at build time): every option with an S3A meaning; the others keep the Python
     engine."""
     rows = ["| storage option | S3A setting (`fs.s3a.bucket.<bucket>.*`) |", "| --- | --- |"]
     python = []

@@ -13,7 +13,7 @@ from listing import formats
 from listing.errors import OptionError
 from listing.expressions import Compare, Expr, IsNull, Or, conjunction
 from listing.hive import DEFAULT_PARTITION_NAME, unescape_path_name
-from listing.options import registry
+from listing.options import did_you_mean, registry
 from listing.options.registry import CATALOG_COPY_PREFIX, STORAGE_PREFIX
 from listing.redact import redact
 from listing.spark.dataframe import TableSpec
@@ -189,9 +189,11 @@ def _check_format_options(fmt: str, given: dict[str, Any]) -> None:
         listing = sorted(registry.names(registry.in_scope("listing")))
         spark = sorted({s.lower() for o in registry.in_scope("listing", "format")
                         for s in o.spark})
+        hint = did_you_mean(unknown[0], [*source, *listing, *known, *(
+            s for o in registry.in_scope("listing", "format") for s in o.spark)])
         raise OptionError(
             f"unknown option(s) {', '.join(unknown)} for the listing source with format "
-            f"{fmt!r}. Source options: {', '.join(source)}; listing options: "
+            f"{fmt!r}{hint}. Source options: {', '.join(source)}; listing options: "
             f"{', '.join(listing)} (Spark's names too: {', '.join(spark)}); {fmt} options: "
             f"{', '.join(sorted(known)) or 'none'}")
 

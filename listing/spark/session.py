@@ -86,7 +86,7 @@ def session(app_name: str = "listing", master: str | None = None,
     if hasattr(socket, "AF_UNIX"):
         # the JVM talks to Python workers over TCP loopback by default, and a task's last
         # small writes then wait out a delayed ACK: a Python read's task took 40 ms more,
-        # measured on local[2] (the README's Spark section says so)
+        # measured on local[2] (docs/spark.md says so)
         settings[UNIX_SOCKETS_CONF] = "true"
     for key, value in (conf or {}).items():
         settings[key] = value

@@ -1,0 +1,47 @@
+"""An unknown option's error offers the closest valid name ("did you mean"), for source,
+listing, format and storage options alike, and offers none when nothing is close."""
+
+from __future__ import annotations
+
+import pytest
+
+from listing import ListingTable
+from listing.errors import OptionError, StorageConfigError
+from listing.options import did_you_mean, storage_options
+from listing.spark.config import _check_format_options
+from listing.testing import datasets
+
+
+@pytest.mark.parametrize(("fmt", "typo", "meant"), [
+    ("parquet", "partiton_cols", "partition_cols"),    # a source option
+    ("parquet", "ignore_corupt_files", "ignore_corrupt_files"),  # a listing option
+    ("csv", "delimeter", "delimiter"),                 # the format's own
+    ("csv", "pathglobfiltr", "pathGlobFilter"),        # Spark's spelling, in Spark's case
+])
+def test_the_source_names_the_option_meant(fmt: str, typo: str, meant: str) -> None:
+    with pytest.raises(OptionError) as err:
+        _check_format_options(fmt, {typo: "x"})
+    message = str(err.value)
+    assert f"unknown option(s) {typo} " in message
+    assert f"(did you mean {meant!r}?)" in message
+    assert "Source options:" in message  # every valid name is still listed
+
+
+def test_no_hint_when_nothing_is_close() -> None:
+    with pytest.raises(OptionError) as err:
+        _check_format_options("parquet", {"zzzzqqqq": "x"})
+    assert "did you mean" not in str(err.value)  # the control: the hint is not a constant
+    assert did_you_mean("Header", ["header", "quote"]) == " (did you mean 'header'?)"
+    assert did_you_mean("zzzz", ["header", "quote"]) == ""
+
+
+def test_a_format_and_the_python_api_name_the_option_meant(tmp_path) -> None:
+    ds = datasets.daily(str(tmp_path / "t"), format="csv", days=1)
+    with pytest.raises(OptionError, match=r"did you mean 'header'\?"):
+        ListingTable.open(ds.root, format="csv", hedaer=True)
+    assert ListingTable.open(ds.root, format="csv", header=True).schema  # the control
+
+
+def test_storage_options_use_the_same_hint() -> None:
+    with pytest.raises(StorageConfigError, match=r"did you mean 'endpoint_url'\?"):
+        storage_options.check("s3", {"endpoint_ur": "http://127.0.0.1:1"})
