@@ -19,6 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from mkdocs.plugins import event_priority
+
 ROOT = Path(__file__).resolve().parents[1]
 #: the saved benchmark runs the benchmarks page shows (bench/results/<dir>/latest.md): the
 #: latest run of each section, with its command and commit
@@ -232,6 +234,7 @@ def stage_installed_layout() -> Path:
     return STAGE
 
 
+@event_priority(100)  # before mkdocstrings' own on_config: it keeps only paths that exist
 def on_config(config: Any) -> Any:
     stage_installed_layout()
     return config
