@@ -137,7 +137,11 @@ def register(spark: SparkSession) -> Registration:
             "listing.spark.extension.extension_conf(extension_jar()) to its builder)")
     if not result.pushdown:
         result.problems.append(f"{PUSHDOWN_CONF} is false; set it to true")
-    redaction.apply(spark)  # storage secrets masked in plans, the SQL tab, the event log
+    try:  # storage secrets masked in plans, the SQL tab and the event log
+        redaction.apply(spark)
+    except Exception as err:  # noqa: BLE001 - a session that refuses them still reads
+        warnings.warn(f"listing could not set Spark's SQL redaction settings ({err}): storage "
+                      "secrets given as options may show in Spark's plans", stacklevel=2)
     _register_source(spark, result.prunes_with_spark_filters)
     if result.guarded:  # the extension's native hand-off asks our planner for its files
         register_planner(spark)
