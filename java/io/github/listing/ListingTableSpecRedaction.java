@@ -6,6 +6,7 @@ import java.util.Map;
 
 import org.apache.spark.SparkConf;
 import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.catalyst.plans.logical.Command;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.plans.logical.TableSpec;
 import org.apache.spark.sql.catalyst.rules.Rule;
@@ -58,6 +59,9 @@ public final class ListingTableSpecRedaction extends Rule<LogicalPlan> {
 
   /** {@code plan} with its listing table spec carrying the pattern, or null. */
   private LogicalPlan withPattern(LogicalPlan plan) {
+    if (!(plan instanceof Command)) {
+      return null;  // a table spec belongs to a command (CREATE/REPLACE TABLE [AS SELECT])
+    }
     Object[] args = new Object[plan.productArity()];
     boolean changed = false;
     for (int i = 0; i < args.length; i++) {
