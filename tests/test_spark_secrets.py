@@ -1,10 +1,10 @@
 """Storage secrets are masked in every Spark text that carries a listing table's options:
 plans of CREATE TABLE / TEMPORARY VIEW / VIEW / CACHE TABLE / INSERT, EXPLAIN EXTENDED, a read's
 and a write's plans, DESCRIBE TABLE EXTENDED, SHOW CREATE TABLE, the SQL tab's status store
-(plan descriptions and plan graphs) and the event log. One session of its own, with the event
-log on and a Hive metastore (tests/secrets_job.py), runs every command; each text is checked for
-every secret value and for a non-secret value that shows the options reached it, and each
-command's query proves it ran."""
+(plan descriptions and plan graphs) and the event log. A session of its own, with the event
+log on (tests/secrets_job.py), runs every command, once per catalog (in memory, Hive); each
+text is checked for every secret value and for a non-secret value that shows the options
+reached it, and each command's query proves it ran."""
 
 from __future__ import annotations
 
@@ -36,9 +36,10 @@ SECRETS = {name: _secret(name) for name in (
     "account_key", "sas_token", "client_secret", "connection")}
 
 
-@pytest.fixture(scope="module")
-def job(s3_server, tmp_path_factory):
-    """The texts and query results of tests/secrets_job.py, run once."""
+@pytest.fixture(scope="module", params=["in-memory", "hive"])
+def job(s3_server, tmp_path_factory, request):
+    """The texts and query results of tests/secrets_job.py, run once per catalog: Spark's
+    default (in memory) and a Hive metastore."""
     bucket = f"secrets-{uuid.uuid4().hex[:12]}"
     s3_server.create_bucket(bucket)
     root = f"s3://{bucket}/t"
@@ -50,8 +51,8 @@ def job(s3_server, tmp_path_factory):
     pq.write_table(pa.table({"id": [1, 2]}), local / "part-0.parquet")
     out = work / "texts.json"
     run = subprocess.run(
-        [sys.executable, str(JOB), str(out), str(work), "hive", s3_server.endpoint_url, root,
-         str(work / "local"), json.dumps(SECRETS)],
+        [sys.executable, str(JOB), str(out), str(work), request.param, s3_server.endpoint_url,
+         root, str(work / "local"), json.dumps(SECRETS)],
         capture_output=True, text=True, timeout=600, cwd=work, env=dict(os.environ))
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-6000:]
     data = json.loads(out.read_text())
