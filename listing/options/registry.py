@@ -192,6 +192,9 @@ OPTIONS: tuple[Option, ...] = (
     *(_o(name, "catalog", "string", "a catalog table property", listed=False)
       for name in ("location", "owner", "provider", "comment", "external",
                    "is_managed_location", "collation")),
+    _o("spark.redaction.regex", "catalog", "string", "the pattern Spark masks a CREATE "
+       "TABLE's options with, added by the extension (ListingTableSpecRedaction.java)",
+       listed=False, on_write="ignore"),
 )
 
 #: our formats Spark also reads, and Spark's name for each (the native hand-off)

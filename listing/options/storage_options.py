@@ -284,11 +284,41 @@ _WRAPPERS = {"simplecache", "filecache", "blockcache", "cached", "zip", "tar", "
              "dbfs", "smb", "data", "http", "https"}
 
 
+#: options with two spellings (the top-level one s3fs takes, and the one inside an object
+#: it passes on to botocore): given both, s3fs fails (``got multiple values for keyword
+#: argument``) or quietly prefers one, so both together are refused by name
+SAME_SETTING = {
+    "s3": (("key", "client_kwargs.aws_access_key_id"),
+           ("secret", "client_kwargs.aws_secret_access_key"),
+           ("token", "client_kwargs.aws_session_token"),
+           ("endpoint_url", "client_kwargs.endpoint_url"),
+           ("use_ssl", "client_kwargs.use_ssl"),
+           ("client_kwargs.region_name", "config_kwargs.region_name")),
+}
+
+
 def check(name: str, options: Mapping[str, Any] | None) -> dict[str, Any]:
     """``options`` for protocol ``name``, each checked against the allowlist and converted
     to its kind (``"true"`` → ``True``, ``"30s"`` → ``30.0``). Raises
-    :class:`StorageConfigError` naming the first option at fault and the valid ones."""
-    return _check_object(protocol(name).options, dict(options or {}), f"{name}://", "")
+    :class:`StorageConfigError` naming the first option at fault and the valid ones, or
+    the two spellings of one setting given together (:data:`SAME_SETTING`)."""
+    found = protocol(name)
+    checked = _check_object(found.options, dict(options or {}), f"{name}://", "")
+    for spellings in SAME_SETTING.get(found.names[0], ()):
+        given = [s for s in spellings if _dotted(checked, s) is not None]
+        if len(given) > 1:
+            raise StorageConfigError(
+                f"storage options {' and '.join(given)} are two spellings of one setting "
+                f"for {name}://; give only one (the top-level {spellings[0]!r})")
+    return checked
+
+
+def _dotted(options: Mapping[str, Any], name: str) -> Any:
+    """The value at ``name`` (``client_kwargs.region_name``) in ``options``, or None."""
+    value: Any = options
+    for part in name.split("."):
+        value = value.get(part) if isinstance(value, Mapping) else None
+    return value
 
 
 def _check_object(allowed: tuple[StorageOption, ...], given: Mapping[str, Any], store: str,
@@ -355,6 +385,12 @@ def secret_names(protocol_name: str) -> frozenset[str]:
 
     walk(protocol(protocol_name).options)
     return frozenset(out)
+
+
+def all_secret_names() -> frozenset[str]:
+    """Names (at any depth) of the secret options of every protocol: what Spark's texts
+    mask (:mod:`listing.spark.redaction`)."""
+    return frozenset().union(*(secret_names(p.names[0]) for p in PROTOCOLS))
 
 
 def markdown_table() -> str:

@@ -22,6 +22,7 @@ from pyspark import SparkConf
 from pyspark.sql import SparkSession
 
 from listing import formats
+from listing.spark import redaction
 from listing.spark.config import hand_registry_to_jvm
 from listing.spark.extension import (
     add_to_running_driver,
@@ -78,8 +79,9 @@ def session(app_name: str = "listing", master: str | None = None,
         # errors raised in Python workers (a bad option, file or value) reach the user with
         # our message on the first line instead of under a worker traceback
         "spark.sql.execution.pyspark.udf.hideTraceback.enabled": "true",
-        # secrets given as storage.* options must not show in plans or the UI
-        "spark.redaction.regex": r"(?i)secret|password|token|access[.]?key|storage\.key",
+        # secrets given as storage options must not show in plans, the UI or the event log
+        # (the SQL settings are set by register: listing.spark.redaction)
+        **redaction.secrets_conf(),
     }
     if not ui:
         settings.update({"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false"})
@@ -116,7 +118,8 @@ _warned = False
 
 
 def register(spark: SparkSession) -> Registration:
-    """Register the ``listing`` source on ``spark``.
+    """Register the ``listing`` source on ``spark``, and set its SQL redaction settings so
+    storage secrets are masked in Spark's texts (:mod:`listing.spark.redaction`).
 
     With the guard and pushdown on, the source prunes with Spark's filters. Otherwise it is
     registered without ``pushFilters`` (correct, never stale, but it lists the whole table
@@ -134,6 +137,11 @@ def register(spark: SparkSession) -> Registration:
             "listing.spark.extension.extension_conf(extension_jar()) to its builder)")
     if not result.pushdown:
         result.problems.append(f"{PUSHDOWN_CONF} is false; set it to true")
+    try:  # storage secrets masked in plans, the SQL tab and the event log
+        redaction.apply(spark)
+    except Exception as err:  # noqa: BLE001 - a session that refuses them still reads
+        warnings.warn(f"listing could not set Spark's SQL redaction settings ({err}): storage "
+                      "secrets given as options may show in Spark's plans", stacklevel=2)
     _register_source(spark, result.prunes_with_spark_filters)
     if result.guarded:  # the extension's native hand-off asks our planner for its files
         register_planner(spark)

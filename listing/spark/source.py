@@ -105,8 +105,9 @@ class ListingDataSource(DataSource):
     skips: ClassVar[Any] = None
     #: Python callers' own filesystems by token (to_spark), shipped with the class
     filesystems: ClassVar[dict[str, Any]] = {}
-    #: the session confs writes follow (Spark's Python workers do not see the session),
-    #: read when the source is registered (listing.spark.writer.SESSION_WRITE_CONFS)
+    #: the session confs writes follow when the extension does not pass them as options
+    #: (Spark's Python workers do not see the session), read when the source is registered
+    #: (listing.spark.writer.SESSION_WRITE_CONFS)
     session_write_conf: ClassVar[dict[str, str]] = {}
     #: the session's spark.sql.caseSensitive when the source was registered: the default of
     #: option case_sensitive (partition directory names matched ignoring case or not)

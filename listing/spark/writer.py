@@ -9,9 +9,11 @@ messages. The writer carries a :class:`~listing.write.WriteJob`: tasks stage the
 under ``_temporary/<job id>/`` and return them; ``commit`` publishes them and writes
 ``_SUCCESS``; ``abort`` restores the old table (see :mod:`listing.write` for what a
 concurrent reader sees). An overwrite follows the session's
-``spark.sql.sources.partitionOverwriteMode`` as it was when the source was registered
-(Spark's Python workers do not see the session; ``listing.spark.session.register(spark)``
-again after changing it), unless the ``partitionOverwriteMode`` option says otherwise.
+``spark.sql.sources.partitionOverwriteMode`` in force when the write is planned, unless the
+``partitionOverwriteMode`` option says otherwise: Spark's Python workers do not see the
+session, so the extension puts the session's mode among the write's options
+(``ListingWriteOverwriteMode.java``); without the extension, the mode when the source was
+registered is followed (``listing.register(spark)`` again after changing it).
 Spark does not hand ``.partitionBy(...)`` columns to Python sources: partitioning is the
 ``partition_by`` option, and a ``.partitionBy`` is refused by name.
 """
@@ -43,6 +45,7 @@ SPARK_PARTITION_KEY = "__partition_columns"
 #: Spark's session conf for overwrites of partitioned tables (the writer option wins)
 PARTITION_OVERWRITE_CONF = "spark.sql.sources.partitionOverwriteMode"
 #: the session confs a write follows, captured on the driver when the source is registered
+#: (what a session without the extension follows; the extension passes the current value)
 SESSION_WRITE_CONFS = (PARTITION_OVERWRITE_CONF,)
 #: read options a write refuses, each with the write option to use instead (if any)
 READ_ONLY = {o.name: o.instead for o in registry.OPTIONS if o.on_write == "refuse"}

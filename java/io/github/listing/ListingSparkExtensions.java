@@ -11,7 +11,8 @@ import scala.runtime.BoxedUnit;
 /**
  * {@code spark.sql.extensions} entry point installing the listing rules: {@link
  * ListingNativeEngine} (analysis), then {@link ListingCatalogOptions}, {@link
- * ListingColumnPruning} and {@link StalePushdownGuard} (pre-CBO).
+ * ListingTableSpecRedaction}, {@link ListingWriteOverwriteMode}, {@link ListingColumnPruning}
+ * and {@link StalePushdownGuard} (pre-CBO).
  *
  * <p>WHY injectPreCBORule: in Spark 4.3.0 SparkOptimizer's batches run, in order, ... "Operator
  * Optimization before/after Inferring Filters" (FixedPoint; where injectOptimizerRule rules go),
@@ -47,6 +48,21 @@ public final class ListingSparkExtensions
           @Override
           public Rule<LogicalPlan> apply(SparkSession session) {
             return new ListingCatalogOptions(session);
+          }
+        });
+    // commands: a listing table spec's redaction pattern, a listing overwrite's session mode
+    extensions.injectPreCBORule(
+        new AbstractFunction1<SparkSession, Rule<LogicalPlan>>() {
+          @Override
+          public Rule<LogicalPlan> apply(SparkSession session) {
+            return new ListingTableSpecRedaction(session);
+          }
+        });
+    extensions.injectPreCBORule(
+        new AbstractFunction1<SparkSession, Rule<LogicalPlan>>() {
+          @Override
+          public Rule<LogicalPlan> apply(SparkSession session) {
+            return new ListingWriteOverwriteMode(session);
           }
         });
     extensions.injectPreCBORule(
