@@ -197,3 +197,27 @@ def test_listing_recover_works_on_a_store_without_upload_listing(s3_server, s3_b
 def test_an_id_the_writer_would_not_make_is_refused(tmp_path):
     with pytest.raises(Exception, match="job_id"):
         WriteJob(str(tmp_path / "t"), OLD.schema, job_id="../" + uuid.uuid4().hex)
+
+
+def test_spark_overwrite_on_a_lax_store_is_refused_unless_accepted(spark, s3_server, s3_bucket,
+                                                                   lax_store):
+    """``df.write.format("listing")`` on the store that ignores If-None-Match: the overwrite
+    is refused (old rows stay) unless the writer passes ``overwrite_without_lock``, which
+    the Spark writer forwards to its job."""
+    url = f"s3://{s3_bucket}/spark_lax"
+    opts = lax_store.storage_options
+    write_table(url, OLD, storage_options=opts)
+    df = spark.createDataFrame([(7,), (8,)], "id long")
+
+    def writer():
+        w = df.write.format("listing").mode("overwrite")
+        for name, value in opts.items():
+            w = w.option(f"storage.{name}", json.dumps(value) if isinstance(value, dict)
+                         else str(value))
+        return w
+
+    with pytest.raises(Exception, match="overwrite_without_lock"):
+        writer().save(url)
+    assert ids(url, opts) == [1, 2, 3]
+    writer().option("overwrite_without_lock", "true").save(url)
+    assert ids(url, opts) == [7, 8]

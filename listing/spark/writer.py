@@ -130,6 +130,7 @@ class ListingWriter(DataSourceArrowWriter):
                             compression=kwargs.get("compression"),
                             commit_protocol=kwargs.get("commit_protocol", "auto"),
                             part_size=kwargs.get("part_size"),
+                            overwrite_without_lock=kwargs.get("overwrite_without_lock", False),
                             **kwargs["format_options"])
         self.job.setup()
         self.result: WriteResult | None = None
@@ -147,4 +148,4 @@ class ListingWriter(DataSourceArrowWriter):
                  len(self.result.files), self.result.rows, self.result.metrics)
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
-        self.job.abort()
+        self.job.abort([m.task for m in messages if isinstance(m, ListingCommitMessage)])
