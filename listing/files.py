@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import datetime as dt
+import zlib
+from array import array
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -60,7 +62,12 @@ class PartitionedFile:
 
 @dataclass(frozen=True)
 class FileGroup:
-    """Files read one after another by one Spark task."""
+    """Files read one after another by one Spark task.
+
+    Pickled as columns (what Spark ships to the task): each directory, and each
+    partition-values mapping its files share, once; names joined into one string; sizes,
+    times and byte ranges as packed integers. Unpickled, the files are equal to the
+    originals, in their order, files of one directory sharing one mapping as before."""
 
     index: int
     files: tuple[PartitionedFile, ...]
@@ -68,6 +75,91 @@ class FileGroup:
     @property
     def bytes(self) -> int:
         return sum(f.length for f in self.files)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        columns = _columns(self.files)
+        if columns is None:  # files of a subclass: pickled as they are
+            return (FileGroup, (self.index, self.files))
+        return (_group_from_columns, (self.index, *columns))
+
+
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+_MICROSECOND = dt.timedelta(microseconds=1)
+_SEP = "\0"
+
+
+def _columns(files: tuple[PartitionedFile, ...]) -> tuple[Any, ...] | None:
+    """``files`` as (directories, their values, directory of each file, names, sizes,
+    byte ranges, times, etags): see :class:`FileGroup`; None when one is not exactly a
+    :class:`PartitionedFile`."""
+    if any(type(f) is not PartitionedFile for f in files):
+        return None
+    slots: dict[tuple[str, int], int] = {}  # (directory, id of its values) -> its slot
+    dirs: list[str] = []
+    values: list[Mapping[str, Any]] = []
+    slot_of = array("i")
+    names: list[str] = []
+    for f in files:
+        cut = f.path.rfind("/") + 1
+        key = (f.path[:cut], id(f.partition_values))
+        slot = slots.get(key)
+        if slot is None:
+            slot = slots[key] = len(dirs)
+            dirs.append(key[0])
+            values.append(f.partition_values)
+        slot_of.append(slot)
+        names.append(f.path[cut:])
+    joined: str | list[str] = _SEP.join(names)
+    if any(_SEP in n for n in names):
+        joined = names
+    sizes = array("q", [f.size for f in files]).tobytes()
+    ranges = [f.byte_range for f in files]
+    times: bytes | list[dt.datetime | None] = [f.last_modified for f in files]
+    if all(t is not None and t.tzinfo is dt.UTC for t in times):
+        times = array("q", [(t - _EPOCH) // _MICROSECOND for t in times  # type: ignore[operator]
+                            ]).tobytes()
+    etags = [f.etag for f in files]
+    if isinstance(joined, str):
+        joined = _pack(joined.encode("utf-8", "surrogatepass"))
+    if isinstance(times, bytes):
+        times = _pack(times)
+    return (dirs, values, _pack(slot_of.tobytes()), joined, _pack(sizes),
+            None if all(r is None for r in ranges) else ranges, times,
+            None if all(e is None for e in etags) else etags)
+
+
+def _pack(data: bytes) -> bytes:
+    """Columns compressed (names repeat their ends, sizes and times their high bytes)."""
+    return zlib.compress(data, 1)
+
+
+def _group_from_columns(index: int, dirs: list[str], values: list[Mapping[str, Any]],
+                        slot_of: bytes, names: bytes | list[str], sizes: bytes,
+                        ranges: list[tuple[int, int] | None] | None,
+                        times: bytes | list[dt.datetime | None],
+                        etags: list[str | None] | None) -> FileGroup:
+    slots = array("i")
+    slots.frombytes(zlib.decompress(slot_of))
+    size_of = array("q")
+    size_of.frombytes(zlib.decompress(sizes))
+    n = len(slots)
+    name_of = (zlib.decompress(names).decode("utf-8", "surrogatepass").split(_SEP)
+               if isinstance(names, bytes) else names)
+    if n == 0:
+        name_of = []
+    if isinstance(times, bytes):
+        micros = array("q")
+        micros.frombytes(zlib.decompress(times))
+        times = [_EPOCH + m * _MICROSECOND for m in micros]
+    files = []
+    for i in range(n):
+        slot = slots[i]
+        f = whole_file(dirs[slot] + name_of[i], size_of[i], values[slot], times[i],
+                       etags[i] if etags is not None else None)
+        if ranges is not None and ranges[i] is not None:
+            _SET_RANGE(f, ranges[i])
+        files.append(f)
+    return FileGroup(index, tuple(files))
 
 
 _NEW = object.__new__

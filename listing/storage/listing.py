@@ -199,10 +199,9 @@ class Lister:
                      stop_after: str | None) -> Iterator[Page]:
         """One page: see :func:`~listing.storage.local_pages.local_pages`."""
         self._count(requests=1)
-        new = tuple.__new__
         for rows, dirs in local_pages(prefix, delimiter, start_after, stop_after,
-                                      on_directory=self._counted_directory):
-            yield Page(list(map(new, repeat(ObjectMeta), rows)), dirs)
+                                      on_directory=self._counted_directory, row=ObjectMeta):
+            yield Page(rows, dirs)  # type: ignore[arg-type] # rows made as ObjectMeta
 
     def _fs_pages(self, prefix: str, delimiter: bool, start_after: str | None,
                   stop_after: str | None) -> Iterator[Page]:

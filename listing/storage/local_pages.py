@@ -26,13 +26,13 @@ from concurrent.futures import ThreadPoolExecutor
 from listing.errors import StorageError
 
 #: directories read at once by one flat listing
-LOCAL_WORKERS = 4
+LOCAL_WORKERS = 2
 
 _UTC = dt.UTC
 _fromtimestamp = dt.datetime.fromtimestamp
 
 # (path, size, mtime, etag): an ObjectMeta's fields, made as a tuple by the caller
-Row = tuple[str, int, "dt.datetime | None", None]
+Row = tuple[str, int, "dt.datetime | None", "str | None"]
 
 
 class _Dir:
@@ -49,23 +49,24 @@ class _Dir:
 
 
 def _read(directory: str, name_prefix: str = "",
-          keep: Callable[[str], bool] | None = None) -> _Dir | None:
+          keep: Callable[[str], bool] | None = None, row: type[tuple] = tuple) -> _Dir | None:
     """The children of ``directory`` whose name starts with ``name_prefix`` (None: it is
     gone, or is no directory). ``keep(path)``: whether a child directory may hold wanted
-    keys (None: all may)."""
+    keys (None: all may); ``row``: the tuple type a file's row is made as."""
     base = directory if directory.endswith("/") else directory + "/"
-    children: list[tuple[str, os.DirEntry[str] | None]] = []  # (sort key, entry of a file)
+    # (sort key, the entry of a file or None for a directory)
+    children: list[tuple[str, os.DirEntry[str] | None]] = []
     try:
         with os.scandir(directory) as it:
-            for entry in it:
-                name = entry.name
+            for found in it:
+                name = found.name
                 if name_prefix and not name.startswith(name_prefix):
                     continue
                 try:
-                    is_dir = entry.is_dir(follow_symlinks=False)
+                    is_dir = found.is_dir(follow_symlinks=False)
                 except OSError:
                     is_dir = False
-                children.append((name + "/", None) if is_dir else (name, entry))
+                children.append((name + "/", None) if is_dir else (name, found))
     except (FileNotFoundError, NotADirectoryError):
         return None
     except OSError as err:
@@ -73,6 +74,7 @@ def _read(directory: str, name_prefix: str = "",
     children.sort()  # keys are unique: entries are never compared
     out = _Dir()
     files, dirs, order = out.files, out.dirs, out.order
+    new = tuple.__new__
     for key, entry in children:
         if entry is None:
             path = base + key[:-1]
@@ -91,7 +93,8 @@ def _read(directory: str, name_prefix: str = "",
         except OSError as err:
             raise StorageError(f"listing file://{path} failed: {err}") from None
         order.append(len(files))
-        files.append((path, size, _fromtimestamp(st.st_mtime or _created(st), _UTC), None))
+        files.append(new(row, (path, size, _fromtimestamp(st.st_mtime or _created(st), _UTC),
+                               None)))
     return out
 
 
@@ -108,13 +111,13 @@ def _created(st: os.stat_result) -> float:
 
 def local_pages(prefix: str, delimiter: bool, start_after: str | None,
                 stop_after: str | None, workers: int = LOCAL_WORKERS,
-                on_directory: Callable[[], None] | None = None,
+                on_directory: Callable[[], None] | None = None, row: type[tuple] = tuple,
                 ) -> Iterator[tuple[list[Row], list[str]]]:
     """The one page (file rows, directories with their slash) of the keys below the local
     path ``prefix``, within ``(start_after, stop_after]``; ``delimiter``: the children of
     the prefix's directory only. Nothing when a delimited listing's directory does not
     exist; an empty page when a flat one's does not. ``on_directory`` is called for every
-    directory read."""
+    directory read; ``row``: the tuple type of the rows (a NamedTuple of the four)."""
     parent, _, name_prefix = prefix.rpartition("/")
     parent = parent or "/"
 
@@ -124,7 +127,7 @@ def local_pages(prefix: str, delimiter: bool, start_after: str | None,
     def read(directory: str, name_prefix: str = "") -> _Dir | None:
         if on_directory is not None:
             on_directory()
-        return _read(directory, name_prefix, None if delimiter else wanted)
+        return _read(directory, name_prefix, None if delimiter else wanted, row)
 
     def in_bounds(path: str) -> bool:
         return ((start_after is None or path > start_after)
@@ -133,8 +136,9 @@ def local_pages(prefix: str, delimiter: bool, start_after: str | None,
     top = read(parent, name_prefix)
     if top is None:
         if os.path.isfile(parent) and not name_prefix:  # a file where a directory was named
-            row = _file_row(parent)
-            yield ([row] if row is not None and in_bounds(parent) else []), []
+            file_row = _file_row(parent)
+            yield ([tuple.__new__(row, file_row)] if file_row is not None
+                   and in_bounds(parent) else []), []
         elif not delimiter:
             yield [], []
         return
@@ -149,7 +153,13 @@ def local_pages(prefix: str, delimiter: bool, start_after: str | None,
     try:
         while level:
             below: list[str] = []
-            found_dirs = map(read, level) if pool is None else pool.map(read, level)
+            if pool is None:
+                found_dirs: Iterator[_Dir | None] = map(read, level)
+            else:  # a few directories a task: one each costs more to hand over than to read
+                size = -(-len(level) // (4 * workers))
+                chunks = [level[i:i + size] for i in range(0, len(level), size)]
+                found_dirs = (found for chunk in pool.map(lambda c: [read(d) for d in c], chunks)
+                              for found in chunk)
             for directory, found in zip(level, found_dirs, strict=True):
                 if found is not None:
                     read_dirs[directory] = found
