@@ -109,20 +109,17 @@ def _columns(files: tuple[PartitionedFile, ...]) -> tuple[Any, ...] | None:
             values.append(f.partition_values)
         slot_of.append(slot)
         names.append(f.path[cut:])
-    joined: str | list[str] = _SEP.join(names)
-    if any(_SEP in n for n in names):
-        joined = names
+    joined: bytes | list[str] = names
+    if not any(_SEP in n for n in names):
+        joined = _pack(_SEP.join(names).encode("utf-8", "surrogatepass"))
     sizes = array("q", [f.size for f in files]).tobytes()
     ranges = [f.byte_range for f in files]
-    times: bytes | list[dt.datetime | None] = [f.last_modified for f in files]
-    if all(t is not None and t.tzinfo is dt.UTC for t in times):
-        times = array("q", [(t - _EPOCH) // _MICROSECOND for t in times  # type: ignore[operator]
-                            ]).tobytes()
+    mtimes = [f.last_modified for f in files]
+    times: bytes | list[dt.datetime | None] = mtimes
+    if all(t is not None and t.tzinfo is dt.UTC for t in mtimes):
+        times = _pack(array("q", [(t - _EPOCH) // _MICROSECOND for t in mtimes
+                                  if t is not None]).tobytes())
     etags = [f.etag for f in files]
-    if isinstance(joined, str):
-        joined = _pack(joined.encode("utf-8", "surrogatepass"))
-    if isinstance(times, bytes):
-        times = _pack(times)
     return (dirs, values, _pack(slot_of.tobytes()), joined, _pack(sizes),
             None if all(r is None for r in ranges) else ranges, times,
             None if all(e is None for e in etags) else etags)

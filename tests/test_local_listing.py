@@ -198,3 +198,36 @@ def test_file_groups_pickle_as_columns_and_come_back_equal(tree):
     own = FileGroup(1, (Own("file:///x/a", 1),))
     back = pickle.loads(pickle.dumps(own))
     assert back == own and type(back.files[0]) is Own
+
+
+def test_a_cached_schema_is_read_once_per_file_version(s3_server, s3_bucket):
+    """On moto: opening a table again with ``cache_schema`` reads no file; the sampled
+    file rewritten (a new ETag), it is read again; without ``cache_schema`` every open
+    reads it (the Python API's default)."""
+    from listing.schema_cache import SCHEMAS
+    from listing.testing import datasets
+
+    one = pa.table({"id": pa.array([1], pa.int64())})
+    two = pa.table({"id": pa.array([1], pa.int64()), "x": pa.array(["a"])})
+    key = "t/date=2026-01-01/p.parquet"
+    s3_server.put_objects_fast(s3_bucket, {key: datasets.encode(one, "parquet")})
+    url = f"s3://{s3_bucket}/t"
+    SCHEMAS.clear()
+
+    def opened(**kwargs: object) -> tuple[ListingTable, int, int]:
+        with s3_server.log.capture(s3_bucket) as cap:
+            table = ListingTable.open(url, storage_options=s3_server.storage_options,
+                                      **kwargs)
+        return table, cap.count("GET"), cap.count("LIST")
+
+    first, gets, lists = opened(cache_schema=True)
+    assert (gets, lists) == (1, 1)
+    again, gets, lists = opened(cache_schema=True)
+    assert (gets, lists) == (0, 1) and again.schema == first.schema
+    assert again.open_metrics["data_files_opened"] == 0
+    # positive controls: the default reads it; a rewritten file is read again
+    assert opened()[1] == 1
+    s3_server.put_objects_fast(s3_bucket, {key: datasets.encode(two, "parquet")})
+    changed, gets, _ = opened(cache_schema=True)
+    assert gets == 1 and changed.schema.names == ["id", "x", "date"]
+    assert opened(cache_schema=True)[1] == 0

@@ -567,7 +567,8 @@ class ListingRun:
                 m.files_skipped_hidden += 1
             elif not keep:
                 continue
-            elif path.lower().endswith(endings) if endings is not None else accepts(meta):
+            elif (path.endswith(endings) or path.lower().endswith(endings)  # lower: rarely
+                  if endings is not None else accepts(meta)):
                 append(new(ListedFile, (meta, values)))
             else:
                 m.files_skipped_other += 1
