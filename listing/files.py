@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import pickle
 import zlib
 from array import array
 from collections.abc import Mapping
@@ -109,9 +110,7 @@ def _columns(files: tuple[PartitionedFile, ...]) -> tuple[Any, ...] | None:
             values.append(f.partition_values)
         slot_of.append(slot)
         names.append(f.path[cut:])
-    joined: bytes | list[str] = names
-    if not any(_SEP in n for n in names):
-        joined = _pack(_SEP.join(names).encode("utf-8", "surrogatepass"))
+    joined = _joined(names)
     sizes = array("q", [f.size for f in files]).tobytes()
     ranges = [f.byte_range for f in files]
     mtimes = [f.last_modified for f in files]
@@ -120,9 +119,25 @@ def _columns(files: tuple[PartitionedFile, ...]) -> tuple[Any, ...] | None:
         times = _pack(array("q", [(t - _EPOCH) // _MICROSECOND for t in mtimes
                                   if t is not None]).tobytes())
     etags = [f.etag for f in files]
-    return (dirs, values, _pack(slot_of.tobytes()), joined, _pack(sizes),
+    # a group's files come from many directories (packing spreads them), which share
+    # their table's prefix and their values' types
+    return (_joined(dirs), _pack(pickle.dumps(values, pickle.HIGHEST_PROTOCOL)),
+            _pack(slot_of.tobytes()), joined, _pack(sizes),
             None if all(r is None for r in ranges) else ranges, times,
             None if all(e is None for e in etags) else etags)
+
+
+def _joined(texts: list[str]) -> bytes | list[str]:
+    """``texts`` as one compressed string, unless one holds the separator."""
+    if any(_SEP in t for t in texts):
+        return texts
+    return _pack(_SEP.join(texts).encode("utf-8", "surrogatepass"))
+
+
+def _split(texts: bytes | list[str], n: int) -> list[str]:
+    if not isinstance(texts, bytes):
+        return texts
+    return zlib.decompress(texts).decode("utf-8", "surrogatepass").split(_SEP) if n else []
 
 
 def _pack(data: bytes) -> bytes:
@@ -130,7 +145,7 @@ def _pack(data: bytes) -> bytes:
     return zlib.compress(data, 1)
 
 
-def _group_from_columns(index: int, dirs: list[str], values: list[Mapping[str, Any]],
+def _group_from_columns(index: int, dirs: bytes | list[str], values: bytes,
                         slot_of: bytes, names: bytes | list[str], sizes: bytes,
                         ranges: list[tuple[int, int] | None] | None,
                         times: bytes | list[dt.datetime | None],
@@ -140,10 +155,9 @@ def _group_from_columns(index: int, dirs: list[str], values: list[Mapping[str, A
     size_of = array("q")
     size_of.frombytes(zlib.decompress(sizes))
     n = len(slots)
-    name_of = (zlib.decompress(names).decode("utf-8", "surrogatepass").split(_SEP)
-               if isinstance(names, bytes) else names)
-    if n == 0:
-        name_of = []
+    name_of = _split(names, n)
+    dir_of = _split(dirs, n)
+    value_of: list[Mapping[str, Any]] = pickle.loads(zlib.decompress(values))
     if isinstance(times, bytes):
         micros = array("q")
         micros.frombytes(zlib.decompress(times))
@@ -151,7 +165,7 @@ def _group_from_columns(index: int, dirs: list[str], values: list[Mapping[str, A
     files = []
     for i in range(n):
         slot = slots[i]
-        f = whole_file(dirs[slot] + name_of[i], size_of[i], values[slot], times[i],
+        f = whole_file(dir_of[slot] + name_of[i], size_of[i], value_of[slot], times[i],
                        etags[i] if etags is not None else None)
         if ranges is not None and ranges[i] is not None:
             _SET_RANGE(f, ranges[i])
