@@ -350,11 +350,12 @@ def chart(res: dict[str, Any], out: Path) -> list[Path]:
         fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
         title = f"planning, {name} files"
         _bars(left, queries, series("seconds"), "seconds to plan (log)", True, title)
-        _bars(right, queries, series("peak_b_per_file"), "peak RSS bytes / planned file",
-              False, title)
+        _bars(right, queries, series("peak_b_per_file"),
+              f"peak RSS bytes / planned file (log; line: {TARGET_B_PER_FILE})", True, title)
         right.axhline(TARGET_B_PER_FILE, color="black", linewidth=0.8)
         _legend_outside(right)
-        paths.append(_save(fig, out.with_name(f"{out.stem}-{name.replace(' ', '-')}.png")))
+        stem = f"{out.stem}-{name.replace(' ', '-').replace(',', '')}"
+        paths.append(_save(fig, out.with_name(stem + ".png")))
     return paths
 
 
