@@ -305,7 +305,7 @@ class ListingRun:
             for page in pages:
                 spent += 1
                 builder.add(page)
-                yield self._check_page(page.files)
+                yield from self._checked(page.files)
                 last = max((m.path for m in page.files), default=last)
                 self.chooser.profile = builder.profile()
                 if not page.truncated or last is None:
@@ -358,7 +358,7 @@ class ListingRun:
                     self.chooser.profile = TableProfile.from_page(self.root, page,
                                                                   len(self.cols))
                     sample = False
-                yield self._check_page(page.files)
+                yield from self._checked(page.files)
 
     def _clip(self, prefix: str, start_after: str | None) -> tuple[bool, str | None]:
         """(skip, start_after) for listing ``prefix`` once the keys up to ``_after`` are
@@ -540,6 +540,15 @@ class ListingRun:
                 yield from fetcher.take(r)
         finally:
             fetcher.forget(ranges)  # those not taken, when the run stops early
+
+    def _checked(self, metas: list[ObjectMeta]) -> Iterator[list[ListedFile]]:
+        """:meth:`_check_page` of a page, a thousand keys at a time (a local store lists
+        a table in one page: its kept files then reach the plan a batch at a time)."""
+        if len(metas) <= PAGE_SIZE:
+            yield self._check_page(metas)
+            return
+        for start in range(0, len(metas), PAGE_SIZE):
+            yield self._check_page(metas[start:start + PAGE_SIZE])
 
     def _check_page(self, metas: list[ObjectMeta]) -> list[ListedFile]:
         """Decide each listed key of a page: hidden, pruned, not a data file, or a match.

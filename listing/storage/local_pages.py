@@ -170,6 +170,7 @@ def local_pages(prefix: str, delimiter: bool, start_after: str | None,
             pool.shutdown()
     rows: list[Row] = []
     _collect(read_dirs, parent, rows)
+    del read_dirs, top  # only the rows are held while the page is read
     if start_after is not None or stop_after is not None:
         rows = [r for r in rows if in_bounds(r[0])]
     yield rows, []
