@@ -3,8 +3,9 @@
     python -m bench                     # full: an hour or more on 2 cores (bench/README.md)
     python -m bench --quick             # small sizes
     python -m bench --only listing      # one section: listing | throughput | memory | write
-                                        #   | streaming | latency (listing's latency-model
-                                        #   table alone, ours and the peers: ~5 min)
+                                        #   | streaming | s3a | planning | latency (listing's
+                                        #   latency-model table alone, ours and the peers:
+                                        #   ~5 min)
     python -m bench --runs 5 --out /tmp/results
 
 Sections: (1) listing and planning on a moto S3 server, ours against pyarrow.dataset,
@@ -13,7 +14,9 @@ a profile of where our time goes; (3) peak memory of one task, from ``bench.memo
 (4) partitioned writes against Spark's native writer and one task's peak memory, from
 ``bench.write``; (5) streaming discovery per trigger against a full listing and Spark's
 file stream source, from ``bench.streaming``; (6) S3 tables read through Spark, ours (handed
-off and on the Python engine) against Spark's own S3A reader, from ``bench.s3a``.
+off and on the Python engine) against Spark's own S3A reader, from ``bench.s3a``; (7)
+planning at scale: plans of local trees of 210k and 1 M files against pyarrow.dataset and
+Polars, and of a synthetic 10 M-key table, from ``bench.planning``.
 Prints the tables and writes ``latest.json`` and ``latest.md`` to ``--out``.
 """
 
@@ -33,7 +36,7 @@ from typing import Any
 
 from bench import report
 
-SECTIONS = ("listing", "throughput", "memory", "write", "streaming", "s3a")
+SECTIONS = ("listing", "throughput", "memory", "write", "streaming", "s3a", "planning")
 #: run only when named: the listing section's latency-model table on its own (minutes)
 EXTRA_SECTIONS = ("latency",)
 ROOT = Path(__file__).resolve().parents[1]
@@ -133,6 +136,25 @@ def s3a_section(quick: bool, runs: int, timeout: float, out: Path) -> dict[str, 
     return res
 
 
+def planning_section(quick: bool, runs: int, timeout: float, out: Path,
+                     data_dir: Path) -> dict[str, Any]:
+    """Run ``python -m bench.planning`` (a process per measurement) and keep its tables;
+    its JSON, Markdown and charts go to ``out``.json/.md/-*.png."""
+    cmd = [sys.executable, "-m", "bench.planning", "--runs", str(runs), "--out", str(out),
+           "--data-dir", str(data_dir)] + (["--quick"] if quick else [])
+    t0 = time.perf_counter()
+    done = _run_module(cmd, timeout)
+    if done is None:
+        return {"error": f"timeout after {timeout:.0f} s", "seconds": timeout}
+    tables = done.stdout[done.stdout.find("**"):] if "**" in done.stdout else ""
+    res: dict[str, Any] = {"command": shlex.join(["python", *cmd[1:]]), "output": tables,
+                           "exit_code": done.returncode, "seconds": time.perf_counter() - t0}
+    if done.returncode != 0 or not tables:
+        res["error"] = f"bench.planning failed (exit {done.returncode}): " + (
+            done.stderr[-800:] or done.stdout[-800:])
+    return res
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -192,6 +214,11 @@ def main(argv: list[str] | None = None) -> int:
             elif name == "s3a":
                 sec = s3a_section(args.quick, args.runs, timeout=max(args.timeout, 5400),
                                   out=args.out / "s3a" / ("quick" if args.quick else "latest"))
+            elif name == "planning":
+                sec = planning_section(
+                    args.quick, args.runs, timeout=max(args.timeout, 7200),
+                    out=args.out / "planning" / ("quick" if args.quick else "latest"),
+                    data_dir=args.data_dir)
             else:
                 sec = streaming_section(args.quick, args.runs, timeout=max(args.timeout, 2400))
         except Exception as err:  # noqa: BLE001 - a failed section is reported, not fatal

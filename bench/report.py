@@ -116,6 +116,8 @@ def markdown(results: dict[str, Any]) -> str:
     if "s3a" in sections:
         lines += _module_md("## 6. S3 through Spark: ours against Spark's S3A reader "
                             "(`bench.s3a`)", sections["s3a"])
+    if "planning" in sections:
+        lines += _module_md("## 7. Planning at scale (`bench.planning`)", sections["planning"])
     return "\n".join(lines) + "\n"
 
 

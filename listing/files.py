@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import datetime as dt
+import pickle
+import zlib
+from array import array
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -60,7 +63,12 @@ class PartitionedFile:
 
 @dataclass(frozen=True)
 class FileGroup:
-    """Files read one after another by one Spark task."""
+    """Files read one after another by one Spark task.
+
+    Pickled as columns (what Spark ships to the task): each directory, and each
+    partition-values mapping its files share, once; names joined into one string; sizes,
+    times and byte ranges as packed integers. Unpickled, the files are equal to the
+    originals, in their order, files of one directory sharing one mapping as before."""
 
     index: int
     files: tuple[PartitionedFile, ...]
@@ -68,6 +76,101 @@ class FileGroup:
     @property
     def bytes(self) -> int:
         return sum(f.length for f in self.files)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        columns = _columns(self.files)
+        if columns is None:  # files of a subclass: pickled as they are
+            return (FileGroup, (self.index, self.files))
+        return (_group_from_columns, (self.index, *columns))
+
+
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+_MICROSECOND = dt.timedelta(microseconds=1)
+_SEP = "\0"
+
+
+def _columns(files: tuple[PartitionedFile, ...]) -> tuple[Any, ...] | None:
+    """``files`` as (directories, their values, directory of each file, names, sizes,
+    byte ranges, times, etags): see :class:`FileGroup`; None when one is not exactly a
+    :class:`PartitionedFile`."""
+    if any(type(f) is not PartitionedFile for f in files):
+        return None
+    slots: dict[tuple[str, int], int] = {}  # (directory, id of its values) -> its slot
+    dirs: list[str] = []
+    values: list[Mapping[str, Any]] = []
+    slot_of = array("i")
+    names: list[str] = []
+    for f in files:
+        cut = f.path.rfind("/") + 1
+        key = (f.path[:cut], id(f.partition_values))
+        slot = slots.get(key)
+        if slot is None:
+            slot = slots[key] = len(dirs)
+            dirs.append(key[0])
+            values.append(f.partition_values)
+        slot_of.append(slot)
+        names.append(f.path[cut:])
+    joined = _joined(names)
+    sizes = array("q", [f.size for f in files]).tobytes()
+    ranges = [f.byte_range for f in files]
+    mtimes = [f.last_modified for f in files]
+    times: bytes | list[dt.datetime | None] = mtimes
+    if all(t is not None and t.tzinfo is dt.UTC for t in mtimes):
+        times = _pack(array("q", [(t - _EPOCH) // _MICROSECOND for t in mtimes
+                                  if t is not None]).tobytes())
+    etags = [f.etag for f in files]
+    # a group's files come from many directories (packing spreads them), which share
+    # their table's prefix and their values' types
+    return (_joined(dirs), _pack(pickle.dumps(values, pickle.HIGHEST_PROTOCOL)),
+            _pack(slot_of.tobytes()), joined, _pack(sizes),
+            None if all(r is None for r in ranges) else ranges, times,
+            None if all(e is None for e in etags) else etags)
+
+
+def _joined(texts: list[str]) -> bytes | list[str]:
+    """``texts`` as one compressed string, unless one holds the separator."""
+    if any(_SEP in t for t in texts):
+        return texts
+    return _pack(_SEP.join(texts).encode("utf-8", "surrogatepass"))
+
+
+def _split(texts: bytes | list[str], n: int) -> list[str]:
+    if not isinstance(texts, bytes):
+        return texts
+    return zlib.decompress(texts).decode("utf-8", "surrogatepass").split(_SEP) if n else []
+
+
+def _pack(data: bytes) -> bytes:
+    """Columns compressed (names repeat their ends, sizes and times their high bytes)."""
+    return zlib.compress(data, 1)
+
+
+def _group_from_columns(index: int, dirs: bytes | list[str], values: bytes,
+                        slot_of: bytes, names: bytes | list[str], sizes: bytes,
+                        ranges: list[tuple[int, int] | None] | None,
+                        times: bytes | list[dt.datetime | None],
+                        etags: list[str | None] | None) -> FileGroup:
+    slots = array("i")
+    slots.frombytes(zlib.decompress(slot_of))
+    size_of = array("q")
+    size_of.frombytes(zlib.decompress(sizes))
+    n = len(slots)
+    name_of = _split(names, n)
+    dir_of = _split(dirs, n)
+    value_of: list[Mapping[str, Any]] = pickle.loads(zlib.decompress(values))
+    if isinstance(times, bytes):
+        micros = array("q")
+        micros.frombytes(zlib.decompress(times))
+        times = [_EPOCH + m * _MICROSECOND for m in micros]
+    files = []
+    for i in range(n):
+        slot = slots[i]
+        f = whole_file(dir_of[slot] + name_of[i], size_of[i], value_of[slot], times[i],
+                       etags[i] if etags is not None else None)
+        if ranges is not None and ranges[i] is not None:
+            _SET_RANGE(f, ranges[i])
+        files.append(f)
+    return FileGroup(index, tuple(files))
 
 
 _NEW = object.__new__

@@ -6,6 +6,8 @@ import dataclasses
 import heapq
 from typing import Any, Protocol
 
+import numpy as np
+
 from listing.files import FileGroup, PartitionedFile
 from listing.options import ListingOptions
 
@@ -69,21 +71,20 @@ def pack_file_groups(files: list[PartitionedFile], fmt: Splitter, options: Listi
         return [FileGroup(i, tuple(files[cuts[i]:cuts[i + 1]])) for i in range(count)]
     open_cost = options.open_cost_in_bytes
     share = min(max(read_share, 1e-3), 1.0)
-    total = sum(int(f.size * share) + open_cost for f in files)
+    # sizes as arrays (a plan may hold millions of files): the same integers, in the same
+    # order, as the per-file arithmetic of Spark's rule
+    sizes = np.fromiter((f.size for f in files), np.int64, len(files))
+    total = int(_scaled(sizes, share).sum()) + open_cost * len(files)
     max_split = min(options.max_partition_bytes, max(open_cost, total // parallelism))
     file_split = max(1, int(max_split / share))  # the same split, in the file's bytes
-    pieces: list[PartitionedFile] = []
-    for f in files:  # most files fit a split: one call per big file, not per file
-        if f.size > file_split:
-            pieces += fmt.split(f, file_split)
-        else:
-            pieces.append(f)
-    # largest first (stable, as Spark sorts); each length read once: a plan may hold
-    # a hundred thousand files
-    unsorted = [int(p.length * share) for p in pieces]
-    order = sorted(range(len(pieces)), key=unsorted.__getitem__, reverse=True)
-    pieces = [pieces[i] for i in order]
-    lengths = [unsorted[i] for i in order]
+    pieces: list[PartitionedFile] = list(files)
+    for i in np.flatnonzero(sizes > file_split)[::-1].tolist():  # most files fit a split
+        pieces[i:i + 1] = fmt.split(files[i], file_split)
+    # largest first (stable, as Spark sorts)
+    scaled = _scaled(np.fromiter((p.length for p in pieces), np.int64, len(pieces)), share)
+    order = np.argsort(-scaled, kind="stable")
+    pieces = [pieces[i] for i in order.tolist()]
+    lengths: list[int] = scaled[order].tolist()
     sparks = _greedy_count(lengths, max_split, open_cost)
     needed = -(-sum(lengths) // options.max_partition_bytes)
     # a file that cannot be split may alone hold more than maxPartitionBytes, so
@@ -100,6 +101,11 @@ def pack_file_groups(files: list[PartitionedFile], fmt: Splitter, options: Listi
         groups[top & mask].append(piece)
         heapq.heapreplace(lightest, top + ((length + open_cost) << shift))
     return [FileGroup(i, tuple(g)) for i, g in enumerate(groups)]
+
+
+def _scaled(lengths: np.ndarray, share: float) -> np.ndarray:
+    """``int(length * share)`` of each length."""
+    return lengths if share == 1.0 else (lengths * share).astype(np.int64)
 
 
 def _greedy_count(lengths: list[int], max_split: int, open_cost: int) -> int:

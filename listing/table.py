@@ -16,7 +16,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from listing import formats
+from listing import formats, schema_cache
 from listing.discovery import DiscoverySettings, FileDiscovery
 from listing.engines import engine
 from listing.errors import (
@@ -113,7 +113,7 @@ class ListingTable:
              storage_options: dict[str, Any] | None = None, partition_cols: PartitionCols = None,
              schema: pa.Schema | None = None, filesystem: Any = None,
              base_path: str | None = None, folders: Sequence[str] | None = None,
-             **options: Any) -> ListingTable:
+             cache_schema: bool = False, **options: Any) -> ListingTable:
         """Open the table at ``url``; ``options`` are listing options and format options.
 
         ``storage_options`` are data, checked against the allowlist of ``url``'s protocol
@@ -127,7 +127,11 @@ class ListingTable:
 
         ``folders``: paths below ``url`` (folders or files, relative to it, spelled as on
         disk) that alone are read, as Spark reads several paths under ``basePath``; a
-        partition filter on their ``k=v`` segments keeps the listing to them."""
+        partition filter on their ``k=v`` segments keeps the listing to them.
+
+        ``cache_schema``: an inferred schema is taken from, and kept in, this process's
+        :data:`~listing.schema_cache.SCHEMAS` (keyed by the sampled file's version: a
+        rewritten file is read again), so that opening the table again reads no file."""
         table_url = TableUrl.parse(url, base_path)
         if folders is not None:
             table_url = dataclasses.replace(
@@ -170,7 +174,7 @@ class ListingTable:
             if fmt.options.get("merge_schema") is True:
                 file_schema = draft._merged_schema(lister)
             else:
-                inferred = draft._inferred_schema(sample, lister)
+                inferred = draft._inferred_schema(sample, lister, cache_schema)
                 file_schema, column_bytes = inferred.schema, inferred.column_bytes
         else:
             file_schema = schema if isinstance(schema, pa.Schema) else pa.schema(schema)
@@ -288,8 +292,9 @@ class ListingTable:
             steps.append(f"{hits} of these listing requests answered from the listing cache")
         listing = ListingCounts(list_requests=counter.list, list_retries=counter.retries,
                                 **dataclasses.asdict(run.metrics), list_cache_hits=hits)
-        return self._plan(files, projection, split, limit, min_partitions=min_partitions,
-                          listing_plan=steps, listing=listing)
+        with gc_paused():  # packing makes objects a file too
+            return self._plan(files, projection, split, limit, min_partitions=min_partitions,
+                              listing_plan=steps, listing=listing)
 
     def plan_files(self, files: Sequence[PartitionedFile], columns: Sequence[str] | None = None,
                    where: Where = None, limit: int | None = None, *,
@@ -367,18 +372,26 @@ class ListingTable:
         lister.counter.get += len(found)
         return fmt.infer_schema(found, self.storage)
 
-    def _inferred_schema(self, sample: Page, lister: Lister) -> Inferred:
+    def _inferred_schema(self, sample: Page, lister: Lister,
+                         cache: bool = False) -> Inferred:
         """One file's schema, of a file this table reads (as Spark infers from its filtered
         file index): the first the sampled page holds that the file filter keeps (format,
         URL glob, ``path_glob_filter``, modification time), else the first of the pages
         after it. A table whose filter keeps no file yet reads nothing (a glob may match
-        later files, as a stream's do): its columns are those of its first format file."""
+        later files, as a stream's do): its columns are those of its first format file.
+        ``cache``: through :mod:`listing.schema_cache` (no read when the file's version
+        was read already)."""
         url, fmt, keep = self.url, self.format, self.file_filter.accepts
 
         def first_in_sample(accepts: Callable[[ObjectMeta], bool]) -> PartitionedFile | None:
             meta = next((m for m in sample.files if m.size and accepts(m)
                          and not is_hidden_below(url.prefix, m.path)), None)
-            return None if meta is None else PartitionedFile(url.to_url(meta.path), meta.size)
+            if meta is None:
+                return None
+            versions[meta.path] = meta
+            return PartitionedFile(url.to_url(meta.path), meta.size)
+
+        versions: dict[str, ObjectMeta] = {}
 
         found = first_in_sample(keep)
         if found is None and sample.truncated and not self.file_filter.by_name_only:
@@ -390,8 +403,15 @@ class ListingTable:
                 f"no {fmt.name} files under {url} (looked at the first {len(sample.files)} "
                 f"keys; extensions {', '.join(fmt.extensions) or 'any'}; empty files have "
                 "no schema) and no schema given")
-        lister.counter.get += 1
-        return fmt.infer([found], self.storage)
+        if not cache:
+            lister.counter.get += 1
+            return fmt.infer([found], self.storage)
+        meta = versions.get(found.fs_path) or ObjectMeta(found.fs_path, found.size,
+                                                         found.last_modified, found.etag)
+        inferred, kept = schema_cache.cached(self.storage, meta, fmt,
+                                             lambda: fmt.infer([found], self.storage))
+        lister.counter.get += 0 if kept else 1
+        return inferred
 
     def _check_declared_layout(self, counter: RequestCounter) -> None:
         """An empty scan of a table opened with declared partition columns: make sure the

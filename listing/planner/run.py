@@ -305,7 +305,7 @@ class ListingRun:
             for page in pages:
                 spent += 1
                 builder.add(page)
-                yield self._check_page(page.files)
+                yield from self._checked(page.files)
                 last = max((m.path for m in page.files), default=last)
                 self.chooser.profile = builder.profile()
                 if not page.truncated or last is None:
@@ -358,7 +358,7 @@ class ListingRun:
                     self.chooser.profile = TableProfile.from_page(self.root, page,
                                                                   len(self.cols))
                     sample = False
-                yield self._check_page(page.files)
+                yield from self._checked(page.files)
 
     def _clip(self, prefix: str, start_after: str | None) -> tuple[bool, str | None]:
         """(skip, start_after) for listing ``prefix`` once the keys up to ``_after`` are
@@ -541,6 +541,15 @@ class ListingRun:
         finally:
             fetcher.forget(ranges)  # those not taken, when the run stops early
 
+    def _checked(self, metas: list[ObjectMeta]) -> Iterator[list[ListedFile]]:
+        """:meth:`_check_page` of a page, a thousand keys at a time (a local store lists
+        a table in one page: its kept files then reach the plan a batch at a time)."""
+        if len(metas) <= PAGE_SIZE:
+            yield self._check_page(metas)
+            return
+        for start in range(0, len(metas), PAGE_SIZE):
+            yield self._check_page(metas[start:start + PAGE_SIZE])
+
     def _check_page(self, metas: list[ObjectMeta]) -> list[ListedFile]:
         """Decide each listed key of a page: hidden, pruned, not a data file, or a match.
         One loop with the common case inline: a long listing spends its time here."""
@@ -567,7 +576,8 @@ class ListingRun:
                 m.files_skipped_hidden += 1
             elif not keep:
                 continue
-            elif path.lower().endswith(endings) if endings is not None else accepts(meta):
+            elif (path.endswith(endings) or path.lower().endswith(endings)  # lower: rarely
+                  if endings is not None else accepts(meta)):
                 append(new(ListedFile, (meta, values)))
             else:
                 m.files_skipped_other += 1

@@ -170,6 +170,7 @@ class SourceConfig:
                                   storage_options=self.storage_options, filesystem=factory,
                                   partition_cols=self.partition_cols,
                                   base_path=self.base_path, folders=self.folders,
+                                  cache_schema=True,  # each query opens the table again
                                   schema=data_schema if data_schema is not None
                                   else self.table_schema,
                                   **self.listing_options, **self.format_options)

@@ -17,9 +17,12 @@ from itertools import repeat
 from typing import Any, NamedTuple
 from urllib.parse import unquote_plus
 
+from fsspec.implementations.local import LocalFileSystem
+
 from listing.errors import StorageError
 from listing.storage.client import s3_call
 from listing.storage.errors import raise_as, retry_attempts, storage_failure
+from listing.storage.local_pages import local_pages, may_hold
 from listing.storage.s3_pages import columns_of
 from listing.storage.spec import StorageSpec
 
@@ -100,6 +103,12 @@ class Lister:
         self.counter = counter or RequestCounter()
         self.progress = progress  # called with (requests, keys) after every page
         self.keys = 0
+        #: directories read by listings of a local or other non-S3 store (each ``ls``,
+        #: ``find`` or ``os.scandir``): what a narrowed prefix saves there
+        self.directories = 0
+        # this machine's files are walked with os.scandir (a subclass of fsspec's local
+        # filesystem may list differently: it is listed through fsspec)
+        self._local = type(self.fs) is LocalFileSystem
         # the planner may list several prefixes at once from its threads: counts, keys and
         # progress calls are updated under this lock (s3fs runs every request on its own
         # event loop thread; our threads only wait for them)
@@ -125,7 +134,8 @@ class Lister:
         ``start_after``/``stop_after`` bound the key range (exclusive/inclusive); stores
         that list in key order use them to skip pages, others filter.
         """
-        pages = (self._s3_pages if self.spec.is_s3 else self._fs_pages)(
+        pages = (self._s3_pages if self.spec.is_s3 else
+                 self._local_pages if self._local else self._fs_pages)(
             prefix, delimiter, start_after, stop_after)
         for page in pages:
             with self._lock:
@@ -181,17 +191,35 @@ class Lister:
             kwargs["ContinuationToken"] = resp["NextContinuationToken"]
             kwargs.pop("StartAfter", None)
 
+    def _counted_directory(self) -> None:
+        with self._lock:
+            self.directories += 1
+
+    def _local_pages(self, prefix: str, delimiter: bool, start_after: str | None,
+                     stop_after: str | None) -> Iterator[Page]:
+        """One page: see :func:`~listing.storage.local_pages.local_pages`."""
+        self._count(requests=1)
+        for rows, dirs in local_pages(prefix, delimiter, start_after, stop_after,
+                                      on_directory=self._counted_directory, row=ObjectMeta):
+            yield Page(rows, dirs)  # type: ignore[arg-type] # rows made as ObjectMeta
+
     def _fs_pages(self, prefix: str, delimiter: bool, start_after: str | None,
                   stop_after: str | None) -> Iterator[Page]:
+        """One page, listed through fsspec: the prefix's directory (``ls``), and for a
+        flat listing ``find`` below it, or, when the prefix ends inside a name
+        (``date=2020-03-``), below each child whose name starts with it."""
         parent, _, name_prefix = prefix.rpartition("/")
         parent = parent or "/"
         self._count(requests=1)
         try:
             if delimiter:
+                self._counted_directory()
                 entries = self.fs.ls(parent, detail=True)
+            elif name_prefix:
+                entries = self._fs_matching(parent, name_prefix, start_after, stop_after)
             else:
-                found = self.fs.find(parent, detail=True, withdirs=False)
-                entries = list(found.values())
+                self._counted_directory()
+                entries = list(self.fs.find(parent, detail=True, withdirs=False).values())
         except FileNotFoundError:
             return
         except OSError as err:
@@ -215,6 +243,31 @@ class Lister:
         files.sort(key=lambda f: f.path)
         dirs.sort()
         yield Page(files, dirs)
+
+    def _fs_matching(self, parent: str, name_prefix: str, start_after: str | None,
+                     stop_after: str | None) -> list[dict]:
+        """The files below ``parent`` whose path there starts with ``name_prefix``: the
+        matching children of ``parent``, and every file below those of them that are
+        directories and may hold keys within the bounds (an empty list when ``parent``
+        does not exist, as ``find`` has it)."""
+        self._counted_directory()
+        try:
+            children = self.fs.ls(parent, detail=True)
+        except FileNotFoundError:
+            return []
+        entries = []
+        for child in children:
+            path = self.fs._strip_protocol(child["name"]).rstrip("/")
+            if not path.rpartition("/")[2].startswith(name_prefix):
+                continue
+            if child.get("type") == "directory":
+                if not may_hold(path, start_after, stop_after):
+                    continue
+                self._counted_directory()
+                entries += self.fs.find(path, detail=True, withdirs=False).values()
+            else:
+                entries.append(child)
+        return entries
 
 
 def local_version(entry: dict) -> str | None:
