@@ -243,7 +243,8 @@ class ListingTable:
         return ListingRun(lister or Lister(self.storage, RequestCounter()), self.url.prefix,
                           self.partition_cols, self.profile, predicate, self.file_filter,
                           start_after, max_concurrent_requests=(
-                              1 if sequential else self.options.max_concurrent_requests))
+                              1 if sequential else self.options.max_concurrent_requests),
+                          case_sensitive=self.options.case_sensitive)
 
     # --- scanning -------------------------------------------------------------------------
     def scan(self, columns: Sequence[str] | None = None, where: Where = None,

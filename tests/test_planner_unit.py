@@ -19,7 +19,7 @@ from collections.abc import Iterator
 import pyarrow as pa
 import pytest
 
-from listing.errors import CorruptFileError, MissingFileError
+from listing.errors import CorruptFileError, MissingFileError, PartitionLayoutError
 from listing.expressions import Expr, bind, is_true, parse_predicate
 from listing.file_stream import ReadMetrics, ReadSpec, read_group
 from listing.files import FileGroup, PartitionedFile
@@ -435,3 +435,21 @@ def test_a_scan_binds_its_filter_once_and_leaves_the_plan_a_value(tmp_path, monk
     assert table.profile is None  # that scan listed one prefix: no sample of the table
     table.scan()
     assert table.profile is not None and table.profile.keys == 2  # the flat listing's, kept
+
+
+@pytest.mark.parametrize("case_sensitive", [False, True])
+def test_a_column_spelled_in_another_case_past_the_sample(case_sensitive: bool) -> None:
+    """``REGION=us/`` on the last day, pages after the sampled one: merged into ``region``
+    as Spark does by default, refused when names are case-sensitive (Spark's
+    ``spark.sql.caseSensitive=true`` refuses the same layout)."""
+    keys = daily() + [f"{ROOT}date={DAY0 + dt.timedelta(days=800)}/REGION=us/part-0.parquet"]
+    store = MemoryStore(keys)
+    file_filter = FileFilter(TableUrl.parse("s3://" + ROOT), ListingOptions(),
+                             name_endings=(".parquet",))
+    run = ListingRun(store, ROOT, COLS, sampled(store), None, file_filter,
+                     case_sensitive=case_sensitive)
+    if case_sensitive:
+        with pytest.raises(PartitionLayoutError, match="'REGION' where 'region'"):
+            list(run.files())
+    else:
+        assert [f.meta.path for f in run.files()] == sorted(keys)

@@ -224,11 +224,12 @@ class ListingRun:
     def __init__(self, lister: Lister, root_prefix: str,
                  partition_cols: list[tuple[str, pa.DataType]], profile: TableProfile | None,
                  predicate: Expr | None, file_filter: FileFilter,
-                 start_after: str | None = None, *, max_concurrent_requests: int = 1) -> None:
+                 start_after: str | None = None, *, max_concurrent_requests: int = 1,
+                 case_sensitive: bool = False) -> None:
         self.lister = lister
         self.root = root_prefix
         self.cols = partition_cols
-        self.layout = HiveLayout(root_prefix, tuple(partition_cols))
+        self.layout = HiveLayout(root_prefix, tuple(partition_cols), case_sensitive)
         self.chooser = Chooser(root_prefix, partition_cols, profile, predicate)
         self.predicate = predicate
         self.file_filter = file_filter
