@@ -94,7 +94,7 @@ def _read(directory: str, name_prefix: str = "",
             raise StorageError(f"listing file://{path} failed: {err}") from None
         order.append(len(files))
         files.append(new(row, (path, size, _fromtimestamp(st.st_mtime or _created(st), _UTC),
-                               None)))
+                               _version(st))))
     return out
 
 
@@ -103,6 +103,13 @@ def _target_size(entry: os.DirEntry[str]) -> int:
         return entry.stat(follow_symlinks=True).st_size
     except OSError:  # a dangling link
         return 0
+
+
+def _version(st: os.stat_result) -> str:
+    """The file's ETag: its inode change time, spelled as
+    :func:`~listing.storage.listing.local_version` spells fsspec's ``created`` (the
+    link's own ``lstat``), so a read compares it with what it finds then."""
+    return f"ctime:{st.st_ctime!r}"
 
 
 def _created(st: os.stat_result) -> float:
@@ -212,5 +219,5 @@ def _file_row(path: str) -> Row | None:
         size = os.stat(path).st_size if os.path.islink(path) else st.st_size
     except OSError:
         return None
-    return (path, size, _fromtimestamp(st.st_mtime or _created(st), _UTC), None)
+    return (path, size, _fromtimestamp(st.st_mtime or _created(st), _UTC), _version(st))
 
