@@ -25,6 +25,7 @@ from listing import formats
 from listing.spark.config import hand_registry_to_jvm
 from listing.spark.extension import (
     add_to_running_driver,
+    check_supported,
     extension_conf,
     extension_jar,
     is_guard_active,
@@ -67,6 +68,7 @@ def session(app_name: str = "listing", master: str | None = None,
     never fetched here), and the ``listing`` source is registered. Spark's UI and console
     progress bar stay as Spark sets them; ``ui=False`` turns both off (tests). ``conf``
     overrides any of these settings."""
+    check_supported()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     builder = SparkSession.builder.appName(app_name)
@@ -124,6 +126,7 @@ def register(spark: SparkSession) -> Registration:
     one-time warning says how to enable pruning.
     """
     global _warned
+    check_supported(spark.version)
     result = Registration(guarded=is_guard_active(spark),
                           pushdown=(spark.conf.get(PUSHDOWN_CONF, "false")
                                     or "").lower() == "true")

@@ -101,8 +101,8 @@ public final class ListingColumnPruning extends Rule<LogicalPlan> {
     StructType schema = DataTypeUtils.fromAttributes(CollectionConverters.asScala(attrs).toList());
     PythonTable narrow = new DescribedPythonTable(
         (PythonDataSourceV2) ds, table.name(), schema, DescribedPythonTable.fullSchemaOf(table));
-    return rel.copy(narrow, CollectionConverters.asScala(output).toList(), rel.catalog(),
-        rel.identifier(), rel.options(), rel.timeTravelSpec());
+    return SparkShim.copyRelation(rel, narrow, CollectionConverters.asScala(output).toList(),
+        rel.options());
   }
 
   /** {@code node} with {@code child} as its one child. */

@@ -75,9 +75,7 @@ public final class StalePushdownGuard extends Rule<LogicalPlan> {
         ? new DescribedPythonTable(fresh, shared.name(), shared.schema(),
             DescribedPythonTable.fullSchemaOf(shared))
         : new PythonTable(fresh, shared.name(), shared.schema());
-    return rel.copy(
-        isolated, rel.output(), rel.catalog(), rel.identifier(), rel.options(),
-        rel.timeTravelSpec());
+    return SparkShim.copyRelation(rel, isolated, rel.output(), rel.options());
   }
 
   @Override
