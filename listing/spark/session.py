@@ -158,11 +158,15 @@ def register(spark: SparkSession) -> Registration:
 #: formats registered from Python, for the extension's hand-off rule: a user's class under
 #: a built-in name ("csv") must stay on our reader (ListingNativeEngine.java)
 PYTHON_FORMATS_CONF = "spark.listing.pythonFormats"
+#: whether the registered ``listing`` source takes Spark's filters ("true"/"false"), for
+#: listing.explain, which must not claim pruning the source does not do
+SOURCE_PRUNES_CONF = "spark.listing.sourcePrunes"
 
 
 def _register_source(spark: SparkSession, pruning: bool) -> None:
     base: type[Any] = ListingDataSource if pruning else UnguardedListingDataSource
     spark.dataSource.register(with_formats(base, spark))
+    spark.conf.set(SOURCE_PRUNES_CONF, str(pruning).lower())
     spark.conf.set(PYTHON_FORMATS_CONF, ",".join(sorted(formats.registered())))
     hand_registry_to_jvm(spark)
     register_partitions_function(spark)
