@@ -100,3 +100,20 @@ def test_running_spark_is_spark_home_s_when_it_is_another_spark(
     assert extension.running_spark_version() == "4.2.1"
     monkeypatch.delenv("SPARK_HOME")
     assert extension.running_spark_version() == pyspark.__version__
+
+
+def test_session_and_register_refuse_another_spark_in_one_line(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before anything is started or registered: no JVM here, no source on the session."""
+    from types import SimpleNamespace
+
+    from listing.spark import session as spark_session
+
+    monkeypatch.setattr(extension, "running_spark_version", lambda: "3.5.3")
+    want = "spark-listing supports Spark 4.0.x, 4.1.x, 4.2.x, 4.3.x; this Spark is 3.5.3"
+    with pytest.raises(extension.UnsupportedSparkError) as err:
+        spark_session.session()
+    assert str(err.value) == want
+    with pytest.raises(extension.UnsupportedSparkError) as err:
+        spark_session.register(SimpleNamespace(version="3.5.3"))  # type: ignore[arg-type]
+    assert str(err.value) == want
