@@ -65,7 +65,7 @@ def test_a_pruned_read_is_exact_and_reads_only_its_partition(spark, s3_server, e
     assert ("FileScan parquet" in plan) == (engine == "native"), plan
     # positive control: the whole table reads every partition's files
     with s3_server.log.capture(bucket=bucket) as cap:
-        assert load(spark, ds, engine).count() == ds.num_rows
+        assert len(load(spark, ds, engine).select("id", "amount").collect()) == ds.num_rows
     assert len({e.key for e in cap.entries() if e.kind == "GET"}) == len(ds.files)
 
 
