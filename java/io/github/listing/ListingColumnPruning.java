@@ -65,6 +65,9 @@ public final class ListingColumnPruning extends Rule<LogicalPlan> {
         keep.add(a);
       }
     }
+    if (keep.isEmpty() && !SparkShim.ZERO_COLUMN_PYTHON_SCANS) {
+      keep.add(rel.output().head());  // rows without columns read as no rows there
+    }
     if (keep.size() == rel.output().size()) {
       return null;  // already as narrow as the query: also what makes the rule idempotent
     }

@@ -28,6 +28,10 @@ final class SparkShim {
   /** The Spark line this jar was compiled for. */
   static final String LINE = "spark-4.0";
 
+  /** Whether a Python data source scan may read no columns:
+   * Spark 4.0 reads a Python scan of no columns as no rows. */
+  static final boolean ZERO_COLUMN_PYTHON_SCANS = false;
+
   private SparkShim() {
   }
 

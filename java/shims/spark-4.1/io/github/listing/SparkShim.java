@@ -28,6 +28,10 @@ final class SparkShim {
   /** The Spark line this jar was compiled for. */
   static final String LINE = "spark-4.1";
 
+  /** Whether a Python data source scan may read no columns:
+   * a Python scan of no columns reads its rows' count. */
+  static final boolean ZERO_COLUMN_PYTHON_SCANS = true;
+
   private SparkShim() {
   }
 
