@@ -7,6 +7,7 @@ checkpoint. Request counts come from the server's log.
 
 from __future__ import annotations
 
+import ast
 import datetime as dt
 import json
 from pathlib import Path
@@ -97,7 +98,12 @@ def read_ids(spark, out: Path) -> list[int]:
 
 def end_offset(progress: list[dict[str, Any]]) -> dict[str, Any]:
     offset = progress[-1]["sources"][0]["endOffset"]
-    return json.loads(offset) if isinstance(offset, str) else offset
+    if not isinstance(offset, str):
+        return offset
+    try:
+        return json.loads(offset)
+    except json.JSONDecodeError:  # Spark 4.0 reports a Python source's offset as its repr
+        return ast.literal_eval(offset)
 
 
 # --- Spark: exactly once ------------------------------------------------------------------
