@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint docs bench bench-quick soak clean check-java s3a
+.PHONY: demo test test-spark lint docs bench bench-quick soak clean check-java s3a
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python >= 3.11 needed"' \
@@ -34,6 +34,15 @@ demo: $(STAMP) check-java s3a
 
 test: lint check-java s3a
 	$(PY) -m pytest
+
+# The Spark-touching tests (.ci/spark-tests) on another supported pyspark, e.g.
+# `make test-spark SPARK=4.1.4`: a virtualenv holding that pyspark and this checkout
+# (editable, dev extra), cached under ~/.cache/spark-listing/venvs/ keyed by the version,
+# pyproject.toml and this folder; its S3A connector matches that pyspark's Hadoop.
+SPARK ?= 4.1.4
+test-spark: check-java
+	@command -v mvn >/dev/null 2>&1 || { echo "error: 'mvn' not found. Spark's S3A connector is fetched with Maven: apt-get install -y maven"; exit 1; }
+	SPARK=$(SPARK) PYTHON=$(PYTHON) .ci/test-spark
 
 # ruff, then the import contracts (lint-imports) and the types (mypy): .ci/lint runs both on
 # the installed layout (formats/ as listing/formats/, fixtures/ as listing/testing/), staged

@@ -1,9 +1,11 @@
 """The wheel's build backend: setuptools, plus the listing Spark extension compiled in.
 
-A wheel carries ``listing/spark/listing-extension.jar``, compiled by ``javac`` (a JDK is
-needed to build the wheel, never to use it) against the jars of the pyspark the project
-depends on: building a wheel asks for that pyspark (``get_requires_for_build_wheel``), and
-:class:`BuildPy` compiles the sources in ``java/`` into the wheel's build directory.
+A wheel carries one jar per supported Spark line (``listing/spark/listing-extension-spark-
+4.1.jar``, ..., see ``listing/spark/lines.py``), compiled by ``javac`` (a JDK is needed to
+build the wheel, never to use it), each against its own Spark: the artifacts Maven resolves
+from Maven Central (``mvn`` is needed to build), or for the newest line the jars of the
+pyspark the build asks for (``get_requires_for_build_wheel``). :class:`BuildPy` compiles them
+into the wheel's build directory.
 Editable installs (a source checkout) skip it: there ``listing.spark.extension`` compiles the
 sources on first use. Every other hook is setuptools' own.
 """
@@ -14,6 +16,7 @@ import importlib.util
 import os
 import re
 import shutil
+import sys
 import tomllib
 import warnings
 from pathlib import Path
@@ -34,23 +37,29 @@ warnings.filterwarnings("ignore", message="Editable installation", category=Info
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _javac_module() -> ModuleType:
-    """``listing/spark/javac.py`` on its own (the package's dependencies are not here)."""
-    spec = importlib.util.spec_from_file_location("_listing_javac",
-                                                  ROOT / "listing" / "spark" / "javac.py")
+def _module(name: str) -> ModuleType:
+    """``listing/spark/<name>.py`` on its own (the package's dependencies are not here)."""
+    spec = importlib.util.spec_from_file_location(f"_listing_{name}",
+                                                  ROOT / "listing" / "spark" / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
     spec.loader.exec_module(module)
     return module
 
 
 def spark_requirement() -> str:
-    """The project's pyspark dependency, as pyproject.toml declares it."""
+    """The pyspark whose jars the lines not on Maven Central compile against: the newest
+    line the project's pyspark dependency allows."""
     deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
     found = [d for d in deps if re.match(r"pyspark\b(?!\[)", d)]
     if len(found) != 1:
         raise RuntimeError(f"expected one pyspark dependency in pyproject.toml, got {found}")
-    return found[0]
+    local = [line.minor for line in _module("lines").LINES if line.maven_version is None]
+    if not local:
+        return found[0]
+    major, minor = local[-1].split(".")
+    return f"pyspark>={major}.{minor}.0,<{major}.{int(minor) + 1}"
 
 
 def get_requires_for_build_wheel(config_settings: dict[str, Any] | None = None) -> list[str]:
@@ -76,10 +85,20 @@ class BuildPy(_build_py):
         super().run()
         if self.editable_mode:
             return
-        import pyspark  # the build requirement: the pinned Spark's jars
+        import pyspark  # the build requirement: the newest line's jars
 
-        javac = _javac_module()
-        target = Path(self.build_lib) / "listing" / "spark" / javac.JAR_NAME
-        javac.compile_jar(ROOT / "java", Path(pyspark.__file__).parent / "jars",
-                          pyspark.__version__, target, _jdk_tool("javac"), _jdk_tool("jar"))
-        self.announce(f"compiled {target} against pyspark {pyspark.__version__}", level=2)
+        javac, lines = _module("javac"), _module("lines")
+        cache = Path(os.environ.get("LISTING_CACHE") or Path.home() / ".cache" / "spark-listing")
+        for line in lines.LINES:
+            if line.maven_version is None:
+                if ".".join(pyspark.__version__.split(".")[:2]) != line.minor:
+                    raise RuntimeError(f"the Spark {line.minor} jar compiles against pyspark "
+                                       f"{line.minor}; the build has {pyspark.__version__}")
+                version, classpath = pyspark.__version__, [Path(pyspark.__file__).parent / "jars"]
+            else:
+                version = line.maven_version
+                classpath = lines.maven_classpath(ROOT / "java", version, cache)
+            target = Path(self.build_lib) / "listing" / "spark" / lines.jar_name(line)
+            javac.compile_jar(lines.sources(ROOT / "java", line), classpath, version, target,
+                              _jdk_tool("javac"), _jdk_tool("jar"))
+            self.announce(f"compiled {target} against Spark {version}", level=2)

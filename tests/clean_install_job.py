@@ -17,7 +17,7 @@ import tempfile
 import listing
 from listing import formats
 from listing.formats.csv import CsvFormat
-from listing.spark.extension import SHIPPED_JAR, is_guard_active
+from listing.spark.extension import extension_jar, is_guard_active
 from listing.spark.s3a import connector_jars
 
 
@@ -58,7 +58,7 @@ def main(root: str, storage_json: str, day: str) -> dict[str, object]:
         streamed = spark.table("streamed").count()
     out = {
         "listing_file": listing.__file__,
-        "jar": str(SHIPPED_JAR) if SHIPPED_JAR.is_file() else None,
+        "jar": str(extension_jar()),
         "javac": shutil.which("javac"),
         "guarded": is_guard_active(spark),
         "master": spark.sparkContext.master,

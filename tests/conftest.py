@@ -11,6 +11,47 @@ import pytest
 
 pytest_plugins = ["listing.testing.pytest_plugin"]
 
+#: tests known to fail on Spark 4.0 (make test-spark SPARK=4.0.5), not yet fixed: marked
+#: strict xfail there so CI shows them and fails the day one passes
+_KEY_GROUPED = ("key-grouped scans: Spark 4.0 still plans an Exchange above the Python "
+                "scan's reported partitioning (not investigated)")
+KNOWN_GAPS_SPARK_40 = {
+    **{f"test_spark_key_grouped.py::{name}": _KEY_GROUPED for name in (
+        "test_group_by_partition_columns_plans_no_exchange",
+        "test_group_by_under_filter_and_projection_stays_exact",
+        "test_join_on_date_plans_no_exchange_on_either_side",
+        "test_join_of_aggregates_keyed_on_different_columns",
+        "test_declined_when_fewer_values_than_tasks",
+        "test_engine_auto_keeps_key_grouped_scans_on_the_python_engine")},
+    "test_spark_pruning.py::test_count_reads_no_column":
+        "a pushed count reads one column too (column pruning keeps one: a Python scan of no "
+        "columns reads no rows on 4.0); counts stay exact",
+    "test_native_engine.py::test_statistics_reach_the_optimizer_broadcast_join":
+        "the handed-off relation's size does not reach Spark 4.0's join planning",
+    "test_native_engine_s3.py::test_a_point_query_lists_one_prefix_and_heads_each_file_read_once"
+    "[parquet]":
+        "Spark 4.0's native S3 point query touches more files than its partition",
+}
+
+
+_EXTRA_EXCHANGE = {
+    "test_spark_key_grouped.py::test_join_of_aggregates_keyed_on_different_columns":
+        "Spark plans an extra Exchange under GroupPartitions for this join (rows right)"}
+#: the known gaps per Spark line (make test-spark SPARK=...)
+KNOWN_GAPS = {"4.0": KNOWN_GAPS_SPARK_40, "4.1": _EXTRA_EXCHANGE, "4.2": _EXTRA_EXCHANGE}
+
+
+def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
+    import pyspark
+
+    line = ".".join(pyspark.__version__.split(".")[:2])
+    gaps = KNOWN_GAPS.get(line, {})
+    for item in items:
+        node = item.nodeid.removeprefix("tests/")
+        reason = gaps.get(node) or gaps.get(node.split("[")[0])
+        if reason is not None:
+            item.add_marker(pytest.mark.xfail(strict=True, reason=f"Spark {line}: {reason}"))
+
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:

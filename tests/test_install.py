@@ -190,15 +190,23 @@ def test_wheel_installs_one_top_level_package(installed: Installed) -> None:
     assert not [n for n in names if n.startswith(("fixtures/", "formats/"))]
     missing = [name for name in REQUIRED_IN_WHEEL if name not in names]
     assert not missing, f"missing from the wheel: {missing}"
-    # the Spark extension ships compiled, for the pinned pyspark: no sources, no JDK needed
+    # the Spark extension ships compiled, one jar per Spark line, each against its own
+    # Spark: no sources, no JDK needed
     assert not [n for n in names if n.endswith(".java")]
-    assert "listing/spark/listing-extension.jar" in names
-    with zipfile.ZipFile(installed.wheel) as zf, zf.open(
-            "listing/spark/listing-extension.jar") as jar, zipfile.ZipFile(jar) as inner:
-        manifest = inner.read("META-INF/MANIFEST.MF").decode()
-        classes = inner.namelist()
-    assert f"Listing-Spark-Version: {version('pyspark')}" in manifest.splitlines()
-    assert "io/github/listing/ListingSparkExtensions.class" in classes
+    jars = sorted(n for n in names if n.endswith(".jar"))
+    assert jars == [f"listing/spark/listing-extension-spark-{minor}.jar"
+                    for minor in ("4.0", "4.1", "4.2", "4.3")]
+    for name in jars:
+        minor = name.rsplit("-", 1)[1].removesuffix(".jar")
+        with zipfile.ZipFile(installed.wheel) as zf, zf.open(name) as jar, \
+                zipfile.ZipFile(jar) as inner:
+            manifest = inner.read("META-INF/MANIFEST.MF").decode()
+            classes = inner.namelist()
+        built_for = next(line.split(": ", 1)[1] for line in manifest.splitlines()
+                         if line.startswith("Listing-Spark-Version: "))
+        assert built_for.startswith(f"{minor}."), (name, built_for)
+        assert "io/github/listing/ListingSparkExtensions.class" in classes
+        assert "io/github/listing/SparkShim.class" in classes
 
     with zipfile.ZipFile(installed.wheel) as zf:
         dist_info = f"spark_listing-{installed.version}.dist-info"
@@ -312,6 +320,42 @@ def test_installed_package_comes_from_the_wheel(installed: Installed) -> None:
         assert not path.is_relative_to(ROOT), f"{module} imported from the repository"
     assert Path(result["imported"]["listing"]).resolve() == site / "listing" / "__init__.py"
     assert result["absent"] == {"fixtures": True, "formats": True}
+
+
+# --- a user's pyspark stays as it is ------------------------------------------------------
+
+#: the newest patch of each supported Spark line on PyPI (the first is what pip picks alone)
+USER_PYSPARKS = ("4.3.0", "4.2.1", "4.1.4", "4.0.5")
+
+
+def _pyspark_version(python: Path, env: dict[str, str], cwd: Path) -> str:
+    return _run([python, "-c", "import pyspark; print(pyspark.__version__)"], cwd=cwd,
+                env=env).stdout.strip()
+
+
+def test_installing_the_wheel_keeps_the_user_s_pyspark(installed: Installed) -> None:
+    """A user's virtualenv holding pyspark 4.0-4.3: ``pip install`` of the wheel (with its
+    dependencies, as users run it, by the base interpreter's pip) leaves that pyspark as it
+    is, and resolves without backtracking. Positive control: in a virtualenv without
+    pyspark the same install brings the newest supported one."""
+    tmp = installed.tmp / "users-pyspark"
+    tmp.mkdir()
+    env = _clean_env()
+    venv = tmp / "venv"
+    _run([_base_python(), "-m", "venv", venv], cwd=tmp, env=env)
+    python = venv / "bin" / "python"
+    pip = [python, "-m", "pip", "install", "--no-compile"]
+    seen = {}
+    for wanted in USER_PYSPARKS:
+        if wanted != USER_PYSPARKS[0]:  # the user's own pyspark, installed before ours
+            _run([python, "-m", "pip", "uninstall", "-y", "spark-listing"], cwd=tmp, env=env)
+            _run([*pip, f"pyspark=={wanted}"], cwd=tmp, env=env, timeout=BUILD_TIMEOUT)
+        out = _run([*pip, installed.wheel], cwd=tmp, env=env, timeout=BUILD_TIMEOUT)
+        assert "looking at multiple versions" not in out.stdout + out.stderr  # no backtracking
+        assert "Uninstalling pyspark" not in out.stdout, out.stdout
+        seen[wanted] = _pyspark_version(python, env, tmp)
+        _run([python, "-m", "pip", "check"], cwd=tmp, env=env)
+    assert seen == {v: v for v in USER_PYSPARKS}
 
 
 # --- a user project with its own `fixtures` and `formats` ---------------------------------

@@ -15,11 +15,26 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from pyspark import cloudpickle
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.datasource import DataSource, DataSourceReader, EqualTo, Filter, InputPartition
 
-from listing.spark.extension import (
+from listing.spark.compat import HAS_FILTER_PUSHDOWN
+
+if not HAS_FILTER_PUSHDOWN:
+    pytest.skip("Spark 4.0 pushes no filters into Python data sources, so the toy source's "
+                "pushFilters cannot show the bug; the listing source's stale-pushdown cases on "
+                "4.0 (its filters handed over as an option) are in test_spark_versions.py",
+                allow_module_level=True)
+
+from pyspark import cloudpickle  # noqa: E402
+from pyspark.sql import DataFrame, SparkSession  # noqa: E402
+from pyspark.sql.datasource import (  # noqa: E402
+    DataSource,
+    DataSourceReader,
+    EqualTo,
+    Filter,
+    InputPartition,
+)
+
+from listing.spark.extension import (  # noqa: E402
     EXTENSION_CLASS,
     GUARD_RULE_CLASS,
     ExtensionBuildError,

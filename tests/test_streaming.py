@@ -7,6 +7,7 @@ checkpoint. Request counts come from the server's log.
 
 from __future__ import annotations
 
+import ast
 import datetime as dt
 import json
 from pathlib import Path
@@ -18,6 +19,7 @@ import pytest
 from listing import ListingTable
 from listing.discovery import StreamOffset
 from listing.errors import OptionError
+from listing.spark.compat import HAS_ADMISSION_CONTROL
 from listing.testing.datasets import encode
 
 SCHEMA = "id long, amount double, name string, date date, hour int"
@@ -65,8 +67,19 @@ def stream(spark, server, root: str, **options: Any):
     return r.load(root)
 
 
+#: Spark 4.0 and 4.1 have no admission control for Python sources: they serve
+#: Trigger.AvailableNow by one latestOffset() call at the query's start, so a per-trigger
+#: limit ends such a run after its first batch (the next run goes on)
+NO_AVAILABLE_NOW_LIMITS = ("Spark 4.0/4.1 serve Trigger.AvailableNow for a Python source with "
+                           "one latestOffset() call: a per-trigger limit ends the run after "
+                           "one batch")
+
+
 def run(spark, server, root: str, out: Path, **options: Any) -> list[dict[str, Any]]:
     """One restart of the query: every trigger until the data available now is read."""
+    if not HAS_ADMISSION_CONTROL and ({"max_files_per_trigger", "max_bytes_per_trigger"}
+                                      & set(options)):
+        pytest.skip(NO_AVAILABLE_NOW_LIMITS)
     df = stream(spark, server, root, **options)
     q = (df.writeStream.format("parquet").option("path", str(out / "data"))
          .option("checkpointLocation", str(out / "cp")).trigger(availableNow=True).start())
@@ -85,7 +98,12 @@ def read_ids(spark, out: Path) -> list[int]:
 
 def end_offset(progress: list[dict[str, Any]]) -> dict[str, Any]:
     offset = progress[-1]["sources"][0]["endOffset"]
-    return json.loads(offset) if isinstance(offset, str) else offset
+    if not isinstance(offset, str):
+        return offset
+    try:
+        return json.loads(offset)
+    except json.JSONDecodeError:  # Spark 4.0 reports a Python source's offset as its repr
+        return ast.literal_eval(offset)
 
 
 # --- Spark: exactly once ------------------------------------------------------------------

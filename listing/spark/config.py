@@ -17,6 +17,7 @@ from listing.options import did_you_mean, registry
 from listing.options.registry import CATALOG_COPY_PREFIX, STORAGE_PREFIX
 from listing.redact import redact
 from listing.spark.dataframe import TableSpec
+from listing.spark.filters import FILTERS_OPTION, decode_filters
 from listing.spark.option_values import json_object, storage_value
 from listing.table import ListingTable
 from listing.url import is_glob
@@ -66,6 +67,9 @@ class SourceConfig:
     base_path: str | None = None  # basePath, when ``url`` is a glob below it
     #: the paths below basePath given (several, or one folder or file): only they are read
     folders: list[str] | None = None
+    #: Spark's filters the extension handed over as an option where Spark pushes none
+    #: (pyspark's filter form, :func:`listing.spark.filters.decode_filters`)
+    spark_filters: list[Any] = dataclasses.field(default_factory=list)
 
     def __repr__(self) -> str:
         return (f"SourceConfig(url={self.url!r}, format={self.format!r}, "
@@ -77,6 +81,7 @@ class SourceConfig:
     @classmethod
     def parse(cls, options: dict[str, str]) -> SourceConfig:
         opts = {k.lower(): v for k, v in options.items()}
+        spark_filters = decode_filters(opts.pop(FILTERS_OPTION, None))
         for key in [k for k in opts if k.startswith(CATALOG_COPY_PREFIX)]:  # catalog copies
             opts.setdefault(key[len(CATALOG_COPY_PREFIX):], opts.pop(key))
         if not opts.get("path") and opts.get("location"):
@@ -154,7 +159,7 @@ class SourceConfig:
             raise OptionError(f"option engine={opts['engine']!r}: expected one of "
                               f"{', '.join(ENGINES)}")
         return cls(url, fmt, storage, cols, listing, fmt_opts, where or None, limit, schema,
-                   engine, stream, sizes, filesystem, base_path, folders)
+                   engine, stream, sizes, filesystem, base_path, folders, spark_filters)
 
     def open(self, data_schema: pa.Schema | None = None,
              filesystems: dict[str, Any] | None = None) -> ListingTable:

@@ -19,6 +19,7 @@ from typing import Any
 
 from listing.errors import FilterError
 from listing.spark.config import SourceConfig
+from listing.spark.extension import is_guard_active
 from listing.spark.filters import from_jvm
 from listing.spark.source import open_table
 
@@ -51,7 +52,8 @@ def explain(df: Any, *, show: bool = True) -> list[str]:
     # companion object's method: py4j reaches it through MODULE$)
     translate = getattr(getattr(package, "DataSourceStrategy$"), "MODULE$").translateFilter
     why = _python_reason(df.sparkSession)
-    texts = [_explain_scan(node, cond, translate, why)
+    unpushed = _why_no_pushdown(df.sparkSession)
+    texts = [_explain_scan(node, cond, translate, why, unpushed)
              for (node, _), cond in zip(scans, filters, strict=True)]
     if show:
         print("\n\n".join(texts) if texts else "(no listing scan in this plan)")
@@ -141,7 +143,30 @@ def _python_reason(spark: Any) -> Any:
     return why
 
 
-def _explain_scan(node: Any, filters: list[Any], translate: Any, why: Any) -> str:
+def _why_no_pushdown(spark: Any) -> str | None:
+    """Why the session's ``listing`` source is handed no filters (None: it is): it then
+    prunes with its ``where`` option only, and so does this explain."""
+    from listing.spark.compat import HAS_FILTER_PUSHDOWN
+    from listing.spark.session import SOURCE_PRUNES_CONF
+
+    if (spark.conf.get(SOURCE_PRUNES_CONF, "false") or "").lower() != "true":
+        return ("the session's listing source takes no filters (registered without the "
+                "stale-pushdown guard, or with Python filter pushdown off)")
+    if not HAS_FILTER_PUSHDOWN and not _filter_rule_on(spark):
+        return ("this Spark hands Python sources no filters, and the extension's "
+                "ListingFilterOption (which does) is off")
+    return None
+
+
+def _filter_rule_on(spark: Any) -> bool:
+    """Whether the extension's ListingFilterOption hands the source its filters (it stands
+    down with the guard, whose private data sources it needs)."""
+    excluded = spark.conf.get("spark.sql.optimizer.excludedRules", "") or ""
+    return is_guard_active(spark) and "io.github.listing.ListingFilterOption" not in excluded
+
+
+def _explain_scan(node: Any, filters: list[Any], translate: Any, why: Any,
+                  unpushed: str | None) -> str:
     fmt = _native_format(node)
     if fmt is not None:
         return _explain_native(node, fmt, filters)
@@ -154,7 +179,7 @@ def _explain_scan(node: Any, filters: list[Any], translate: Any, why: Any) -> st
     columns = [output.apply(i).name() for i in range(output.size())]
     where: list[Any] = list(config.where or [])
     skipped = []
-    for condition in filters:
+    for condition in filters if unpushed is None else []:
         translated = translate(condition, True)  # Spark's own filter translation
         expr = from_jvm(translated.get()) if translated.isDefined() else None
         try:
@@ -169,6 +194,9 @@ def _explain_scan(node: Any, filters: list[Any], translate: Any, why: Any) -> st
     plan = table.scan(columns=[c for c in columns if c in known],
                       where=where or None, limit=config.limit)
     note = f"\n  filters left to Spark: {'; '.join(skipped)}" if skipped else ""
+    if unpushed is not None and filters:
+        note += (f"\n  filters Spark applies after reading (no pushdown: {unpushed}; the "
+                 f"'where' option prunes): {'; '.join(str(c.sql()) for c in filters)}")
     head = "engine: python (the listing reader)"
     if reason:  # names options, never their values (ListingNativeEngine.NotNative)
         head += f"\n  not Spark's reader: {reason}"

@@ -7,11 +7,12 @@ one query (union, self-join), then silently reads another query's pruned partiti
 ``java/io/github/listing/StalePushdownGuard.java`` gives each scan a private data source right
 before push-down (the extension installs it with the other listing rules).
 
-The wheel ships the extension compiled (``listing/spark/listing-extension.jar``, built with
-the wheel against the pinned pyspark's jars): a session needs a JRE only, and the jar is
-used when the running Spark has the major.minor version it was built for. A source checkout
-(editable install) has no jar: there the sources in ``java/`` are compiled on first use with
-the local JDK, against pyspark's own jars, and cached by content.
+The wheel ships the extension compiled, one jar per supported Spark line
+(``listing/spark/listing-extension-spark-4.1.jar``, ..., see :mod:`listing.spark.lines`): a
+session needs a JRE only, and uses the jar of the running Spark's major.minor line. A source
+checkout (editable install) has no jar: there the shared sources in ``java/io/`` and the
+running line's shims are compiled on first use with the local JDK, against pyspark's own jars
+(or, for another line, that line's Spark from Maven Central), and cached by content.
 """
 
 from __future__ import annotations
@@ -26,7 +27,16 @@ from typing import TYPE_CHECKING
 
 import pyspark
 
-from listing.spark.javac import JAR_NAME, JavacError, compile_jar, jar_spark_version
+from listing.spark.javac import JavacError, compile_jar, jar_spark_version
+from listing.spark.lines import (
+    SparkClasspathError,
+    SparkLine,
+    UnsupportedSparkError,
+    jar_name,
+    line_of,
+    maven_classpath,
+    sources,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -36,7 +46,9 @@ __all__ = [
     "GUARD_RULE_CLASS",
     "ExtensionVersionError",
     "ExtensionBuildError",
+    "UnsupportedSparkError",
     "add_to_running_driver",
+    "check_supported",
     "build_extension_jar",
     "extension_jar",
     "extension_conf",
@@ -55,8 +67,8 @@ Also its rule name: listing it in the runtime conf ``spark.sql.optimizer.exclude
 switches the guard off for later queries (a kill switch, and how the tests show the bug).
 """
 
-SHIPPED_JAR = Path(__file__).with_name(JAR_NAME)
-"""The jar a wheel ships (absent in a source checkout)."""
+SHIPPED_DIR = Path(__file__).parent
+"""Where a wheel's jars are, one per Spark line (none in a source checkout)."""
 JAVA_SOURCES = Path(__file__).resolve().parents[2] / "java"
 """The Java sources of a source checkout (not in the wheel)."""
 DEFAULT_CACHE_DIR = Path.home() / ".cache" / "spark-listing"
@@ -98,44 +110,55 @@ def _major_minor(version: str) -> tuple[str, ...]:
     return tuple(version.split(".")[:2])
 
 
+def check_supported(spark_version: str | None = None) -> SparkLine:
+    """The line of the running Spark (or ``spark_version``); :class:`UnsupportedSparkError`,
+    one line naming the supported versions, for any other Spark."""
+    return line_of(spark_version or running_spark_version())
+
+
+def shipped_jars() -> list[Path]:
+    """The jars an installed wheel ships (empty in a source checkout)."""
+    return sorted(SHIPPED_DIR.glob("listing-extension-spark-*.jar"))
+
+
 def extension_jar(spark_version: str | None = None) -> Path:
     """The extension jar for the running Spark (or ``spark_version``).
 
-    An installed wheel's jar when it was built for that Spark's major.minor version (an
-    :class:`ExtensionVersionError` saying what to do otherwise); in a source checkout, the
-    sources compiled with the local JDK (:func:`build_extension_jar`).
+    An installed wheel's jar for that Spark's major.minor line (an
+    :class:`UnsupportedSparkError` for a Spark outside :data:`~listing.spark.lines.LINES`,
+    an :class:`ExtensionVersionError` when the jar was built for another line); in a source
+    checkout, the sources compiled with the local JDK (:func:`build_extension_jar`).
     """
     version = spark_version or running_spark_version()
-    if SHIPPED_JAR.is_file():
-        built_for = jar_spark_version(SHIPPED_JAR) or "an unrecorded version"
+    line = line_of(version)
+    if shipped_jars():
+        jar = SHIPPED_DIR / jar_name(line)
+        if not jar.is_file():
+            raise ExtensionBuildError(f"this install of spark-listing has no extension jar "
+                                      f"for Spark {line.minor} ({jar}): reinstall the wheel")
+        built_for = jar_spark_version(jar) or "an unrecorded version"
         if _major_minor(built_for) != _major_minor(version):
             raise ExtensionVersionError(
-                f"the listing Spark extension in this install ({SHIPPED_JAR}) was built for "
-                f"Spark {built_for}, but this Spark is {version}"
+                f"the listing Spark extension {jar} was built for Spark {built_for}, but this "
+                f"Spark is {version}"
                 + (f" (SPARK_HOME={os.environ['SPARK_HOME']})"
                    if os.environ.get("SPARK_HOME") else "")
-                + f". Use a Spark {'.'.join(_major_minor(built_for))}.x (pip install "
-                f"'pyspark=={'.'.join(_major_minor(built_for))}.*'), or build spark-listing "
-                "from source against your Spark, or run without the extension: "
+                + ": reinstall the wheel, or run without the extension: "
                 "listing.session(guard=False) (the source then lists whole tables unless "
                 "the filter comes as 'where' or through to_spark)")
-        return SHIPPED_JAR
+        return jar
     if JAVA_SOURCES.is_dir():
-        return build_extension_jar()
-    raise ExtensionBuildError(f"this install of spark-listing has no extension jar "
-                              f"({SHIPPED_JAR}) and no Java sources to build it from: "
+        return build_extension_jar(spark_version=version)
+    raise ExtensionBuildError(f"this install of spark-listing has no extension jar in "
+                              f"{SHIPPED_DIR} and no Java sources to build it from: "
                               "reinstall the wheel")
 
 
-def _java_sources() -> list[Path]:
-    return sorted(JAVA_SOURCES.rglob("*.java"))
-
-
-def _cache_key() -> str:
-    """Hash of the Java sources and the pyspark version, so a change to either rebuilds
-    (and of the jar layout: its manifest records the Spark version)."""
-    digest = hashlib.sha256(f"pyspark={pyspark.__version__}\nmanifest=1\n".encode())
-    for src in _java_sources():
+def _cache_key(files: list[Path], built_against: str) -> str:
+    """Hash of the Java sources and the Spark version compiled against, so a change to
+    either rebuilds (and of the jar layout: its manifest records the Spark version)."""
+    digest = hashlib.sha256(f"spark={built_against}\nmanifest=1\n".encode())
+    for src in files:
         digest.update(src.relative_to(JAVA_SOURCES).as_posix().encode() + b"\0")
         digest.update(src.read_bytes() + b"\0")
     return digest.hexdigest()[:16]
@@ -155,23 +178,40 @@ def _jdk_tool(name: str) -> str:
     return found
 
 
-def build_extension_jar(force: bool = False, cache_dir: Path | None = None) -> Path:
-    """Compile the sources of a checkout with ``javac --release 17`` (development installs
-    only: a wheel ships the jar) and return the cached jar's path.
+def build_extension_jar(force: bool = False, cache_dir: Path | None = None,
+                        spark_version: str | None = None) -> Path:
+    """Compile the sources of a checkout for the running Spark's line (or ``spark_version``'s)
+    with ``javac --release 17`` (development installs only: a wheel ships the jars) and
+    return the cached jar's path.
 
-    The jar is keyed by the sources and pyspark version, and published with an atomic rename,
-    so concurrent builders (pytest-xdist workers, several sessions) never see a partial jar.
+    Compiled against pyspark's own jars when pyspark is of that line, else against the
+    line's Spark from Maven Central. The jar is keyed by the sources and that Spark version,
+    and published with an atomic rename, so concurrent builders (pytest-xdist workers,
+    several sessions) never see a partial jar.
     """
     cache = Path(cache_dir) if cache_dir is not None else DEFAULT_CACHE_DIR
-    if not _java_sources():
+    line = line_of(spark_version or running_spark_version())
+    files = sources(JAVA_SOURCES, line)
+    if not files:
         raise ExtensionBuildError(f"no Java sources under {JAVA_SOURCES}")
-    target = cache / f"listing-extension-{_cache_key()}.jar"
+    if _major_minor(pyspark.__version__) == _major_minor(line.minor):
+        built_against, classpath = pyspark.__version__, [pyspark_jars_dir()]
+    elif line.maven_version is not None:
+        built_against = line.maven_version
+        try:
+            classpath = maven_classpath(JAVA_SOURCES, line.maven_version, cache)
+        except SparkClasspathError as err:
+            raise ExtensionBuildError(str(err)) from None
+    else:
+        raise ExtensionBuildError(f"the extension for Spark {line.minor} compiles against "
+                                  f"pyspark {line.minor}'s jars; this pyspark is "
+                                  f"{pyspark.__version__}")
+    target = cache / f"listing-extension-{_cache_key(files, built_against)}.jar"
     if target.is_file() and not force:
         return target
     javac, jar = _jdk_tool("javac"), _jdk_tool("jar")
     try:
-        return compile_jar(JAVA_SOURCES, pyspark_jars_dir(), pyspark.__version__, target,
-                           javac, jar)
+        return compile_jar(files, classpath, built_against, target, javac, jar)
     except JavacError as err:
         raise ExtensionBuildError(str(err)) from None
 

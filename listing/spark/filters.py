@@ -10,21 +10,19 @@ for field, so :func:`from_spark` alone decides which kinds become which expressi
 
 from __future__ import annotations
 
-from typing import Any, cast
-
-from pyspark.sql import datasource as sds
+import json
+from typing import Any
 
 from listing.expressions import And, Compare, Expr, In, IsNull, Like, Not, Or, like_escape
+from listing.spark.compat import filters as sds
 
 _COMPARE = {
     sds.EqualTo: "=", sds.GreaterThan: ">", sds.GreaterThanOrEqual: ">=",
     sds.LessThan: "<", sds.LessThanOrEqual: "<=",
 }
-_Comparison = (sds.EqualTo | sds.GreaterThan | sds.GreaterThanOrEqual | sds.LessThan
-               | sds.LessThanOrEqual)
 
 
-def from_spark(f: sds.Filter) -> Expr | None:
+def from_spark(f: Any) -> Expr | None:
     """The equivalent Expr, or None for filters on nested fields or of unknown kinds."""
     attribute = getattr(f, "attribute", None)
     if isinstance(f, sds.Not):
@@ -34,7 +32,7 @@ def from_spark(f: sds.Filter) -> Expr | None:
         return None
     name = attribute[0]
     if type(f) in _COMPARE:
-        return Compare(name, _COMPARE[type(f)], cast(_Comparison, f).value)
+        return Compare(name, _COMPARE[type(f)], f.value)
     if isinstance(f, sds.EqualNullSafe):
         if f.value is None:
             return IsNull(name)
@@ -78,7 +76,7 @@ def from_jvm(f: Any) -> Expr | None:
     return None if python is None else from_spark(python)
 
 
-def _python_filter(f: Any, kind: str) -> sds.Filter | None:
+def _python_filter(f: Any, kind: str) -> Any:
     """The JVM leaf filter ``f`` in pyspark's form (None: a kind pyspark's form lacks)."""
     if kind not in _VALUED and kind not in _UNARY:
         return None
@@ -86,12 +84,40 @@ def _python_filter(f: Any, kind: str) -> sds.Filter | None:
     path = tuple(str(part) for part in f.v2references()[0])
     cls = getattr(sds, kind)
     if kind in _UNARY:
-        return cast(sds.Filter, cls(path))
+        return cls(path)
     value = (tuple(_value(v) for v in f.values()) if kind == "In" else _value(f.value()))
-    return cast(sds.Filter, cls(path, value))
+    return cls(path, value)
 
 
 def _value(v: Any) -> Any:
     """A filter literal from the JVM: py4j converts numbers and strings; dates, timestamps
     and decimals arrive as objects whose text our binding coerces to the column's type."""
     return v if v is None or isinstance(v, bool | int | float | str) else str(v.toString())
+
+
+FILTERS_OPTION = "listing.filters"
+"""The relation option in which the extension hands the source the filters written above it
+where Spark pushes none (Spark 4.0; java/io/github/listing/ListingFilterOption.java)."""
+
+
+def decode_filters(text: str | None) -> list[Any]:
+    """The filters of :data:`FILTERS_OPTION` in pyspark's form (the compat module's classes
+    where pyspark has none): ``[{"kind": "EqualTo", "attribute": "date", "value": ...}]``."""
+    if not text:
+        return []
+    return [f for f in (_decoded(item) for item in json.loads(text)) if f is not None]
+
+
+def _decoded(item: dict[str, Any]) -> Any:
+    kind = item.get("kind")
+    if kind == "Not":
+        child = _decoded(item["child"])
+        return None if child is None else sds.Not(child)
+    if kind not in _VALUED and kind not in _UNARY:
+        return None
+    path = (str(item["attribute"]),)
+    cls = getattr(sds, kind)
+    if kind in _UNARY:
+        return cls(path)
+    value = item["value"]
+    return cls(path, tuple(value) if kind == "In" else value)

@@ -1,9 +1,10 @@
 """Compile the listing Spark extension's Java sources into a jar (standard library only).
 
 Used twice: by the wheel build (``build_support/listing_build.py`` loads this file by path,
-before the package's dependencies exist) to ship the jar, and by
-:func:`listing.spark.extension.build_extension_jar` in a source checkout. The jar's manifest
-records the Spark version whose jars it was compiled against (``Listing-Spark-Version``).
+before the package's dependencies exist) to ship one jar per Spark line
+(:mod:`listing.spark.lines`), and by :func:`listing.spark.extension.build_extension_jar` in a
+source checkout. The jar's manifest records the Spark version whose jars it was compiled
+against (``Listing-Spark-Version``).
 """
 
 from __future__ import annotations
@@ -12,11 +13,11 @@ import os
 import subprocess
 import tempfile
 import zipfile
+from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["JAR_NAME", "SPARK_VERSION_ATTRIBUTE", "JavacError", "compile_jar", "jar_spark_version"]
+__all__ = ["SPARK_VERSION_ATTRIBUTE", "JavacError", "compile_jar", "jar_spark_version"]
 
-JAR_NAME = "listing-extension.jar"
 SPARK_VERSION_ATTRIBUTE = "Listing-Spark-Version"
 
 
@@ -34,21 +35,21 @@ def _run(cmd: list[str], what: str) -> None:
         raise JavacError(f"{what} failed (exit {proc.returncode}): {' '.join(cmd)}\n{output}")
 
 
-def compile_jar(sources: Path, spark_jars: Path, spark_version: str, target: Path,
-                javac: str = "javac", jar: str = "jar") -> Path:
-    """Compile every ``*.java`` under ``sources`` with ``javac --release 17`` against the
-    jars in ``spark_jars`` and write the jar to ``target`` (atomically: a concurrent reader
+def compile_jar(files: Sequence[Path], classpath: Sequence[Path], spark_version: str,
+                target: Path, javac: str = "javac", jar: str = "jar") -> Path:
+    """Compile ``files`` with ``javac --release 17`` against ``classpath`` (jars, or folders
+    whose every jar counts) and write the jar to ``target`` (atomically: a concurrent reader
     never sees a partial jar)."""
-    files = sorted(sources.rglob("*.java"))
     if not files:
-        raise JavacError(f"no Java sources under {sources}")
+        raise JavacError("no Java sources to compile")
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".build-", dir=target.parent) as tmp:
         classes = Path(tmp) / "classes"
         classes.mkdir()
         flags = ["--release", "17", "-nowarn", "-encoding", "UTF-8"]
-        classpath = str(spark_jars / "*")  # javac expands the wildcard itself
-        _run([javac, *flags, "-cp", classpath, "-d", str(classes), *map(str, files)], "javac")
+        # javac expands a folder's wildcard itself
+        cp = os.pathsep.join(str(p / "*") if p.is_dir() else str(p) for p in classpath)
+        _run([javac, *flags, "-cp", cp, "-d", str(classes), *map(str, files)], "javac")
         manifest = Path(tmp) / "MANIFEST.MF"
         manifest.write_text(f"{SPARK_VERSION_ATTRIBUTE}: {spark_version}\n")
         staged = Path(tmp) / target.name

@@ -1,17 +1,18 @@
 """Spark's S3A connector (``hadoop-aws`` and the AWS SDK v2 modules it needs) for a local session.
 
 pyspark ships the Hadoop client but not its S3 connector. ``connector/pom.xml`` names the
-connector for the pinned pyspark (hadoop-aws at pyspark's Hadoop version, SDK modules under
-the SDK's BOM, nothing pyspark already ships); :func:`fetch` resolves it with Maven into a
-cache folder, once. ``listing.session()`` puts the fetched jars on the classpath when they
-are there (:func:`connector_jars`); nothing is downloaded when the package is imported or a
-session starts. Clusters that have S3A already use theirs.
+connector (hadoop-aws at the Hadoop version of the installed pyspark's client, passed to
+Maven, SDK modules under the SDK's BOM, nothing pyspark already ships); :func:`fetch`
+resolves it with Maven into a cache folder, once per POM and Hadoop version.
+``listing.session()`` puts the fetched jars on the classpath when they are there
+(:func:`connector_jars`); nothing is downloaded when the package is imported or a session
+starts. Clusters that have S3A already use theirs.
 
     python -m listing.spark.s3a          # fetch (needs `mvn` and Maven Central), print the folder
 
 Invariant: a cache folder holds a complete set or is absent (the set is copied to a temporary
 folder and renamed into place), and it is keyed by the POM's content, so a changed POM fetches
-anew.
+anew, and a pyspark of another Hadoop version its own.
 """
 
 from __future__ import annotations
@@ -33,17 +34,29 @@ CONNECTOR_POM = Path(__file__).parent / "connector" / "pom.xml"
 #: environment variable naming another cache root (default ~/.cache/spark-listing)
 CACHE_ENV = "LISTING_S3A_CACHE"
 _MANIFEST = "jars.txt"  # written last: its presence means the set is complete
+#: the Hadoop version the POM names (the pinned pyspark's)
+_POM_HADOOP = re.search(r"<hadoop.version>([^<]+)</hadoop.version>",
+                        CONNECTOR_POM.read_text()).group(1)  # type: ignore[union-attr]
 
 
 class S3AFetchError(RuntimeError):
     """The connector could not be fetched: no ``mvn``, no network, or a jar clash."""
 
 
+def hadoop_version() -> str:
+    """The Hadoop version of the client pyspark ships (``hadoop-client-api-<v>.jar``)."""
+    for jar in sorted(pyspark_jars_dir().glob("hadoop-client-api-*.jar")):
+        return jar.name.removeprefix("hadoop-client-api-").removesuffix(".jar")
+    raise S3AFetchError(f"no hadoop-client-api jar in {pyspark_jars_dir()}")
+
+
 def cache_dir(root: Path | None = None) -> Path:
-    """The folder the connector's jars live in, keyed by the POM's content."""
+    """The folder the connector's jars live in, keyed by the POM's content and the Hadoop
+    version (the key of the pinned pyspark's Hadoop is the POM's alone, as before)."""
     base = root or Path(os.environ.get(CACHE_ENV) or DEFAULT_CACHE_DIR)
     key = hashlib.sha256(CONNECTOR_POM.read_bytes()).hexdigest()[:12]
-    return base / f"s3a-{key}"
+    hadoop = hadoop_version()
+    return base / (f"s3a-{key}" if hadoop == _POM_HADOOP else f"s3a-{key}-hadoop-{hadoop}")
 
 
 def connector_jars(root: Path | None = None) -> list[Path]:
@@ -54,6 +67,11 @@ def connector_jars(root: Path | None = None) -> list[Path]:
         return []
     jars = [folder / name for name in manifest.read_text().split()]
     return jars if all(j.is_file() for j in jars) else []
+
+
+#: artifact names two projects share without sharing classes: the AWS SDK's
+#: ``software.amazon.awssdk:annotations`` and JetBrains' ``annotations`` (pyspark 4.0)
+_NOT_A_CLASH = {"annotations"}
 
 
 def _artifact(jar: str) -> str:
@@ -78,6 +96,7 @@ def fetch(root: Path | None = None, force: bool = False, quiet: bool = True) -> 
         staged = Path(tmp) / "jars"
         cmd = [mvn, "-B", *(["-q"] if quiet else []), "-f", str(CONNECTOR_POM),
                "dependency:copy-dependencies", "-DincludeScope=runtime",
+               f"-Dhadoop.version={hadoop_version()}",
                f"-DoutputDirectory={staged}"]
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if proc.returncode != 0:
@@ -86,7 +105,7 @@ def fetch(root: Path | None = None, force: bool = False, quiet: bool = True) -> 
                                 f"{(proc.stdout + proc.stderr).strip()[-4000:]}")
         names = sorted(p.name for p in staged.glob("*.jar"))
         shipped = {_artifact(p.name) for p in pyspark_jars_dir().glob("*.jar")}
-        clash = sorted(n for n in names if _artifact(n) in shipped)
+        clash = sorted(n for n in names if _artifact(n) in shipped - _NOT_A_CLASH)
         if clash:
             raise S3AFetchError(f"the S3A connector set holds jars pyspark already ships: "
                                 f"{', '.join(clash)}; exclude them in {CONNECTOR_POM}")

@@ -26,6 +26,7 @@ from listing.spark import redaction
 from listing.spark.config import hand_registry_to_jvm
 from listing.spark.extension import (
     add_to_running_driver,
+    check_supported,
     extension_conf,
     extension_jar,
     is_guard_active,
@@ -68,6 +69,7 @@ def session(app_name: str = "listing", master: str | None = None,
     never fetched here), and the ``listing`` source is registered. Spark's UI and console
     progress bar stay as Spark sets them; ``ui=False`` turns both off (tests). ``conf``
     overrides any of these settings."""
+    check_supported()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     builder = SparkSession.builder.appName(app_name)
@@ -127,6 +129,7 @@ def register(spark: SparkSession) -> Registration:
     one-time warning says how to enable pruning.
     """
     global _warned
+    check_supported(spark.version)
     result = Registration(guarded=is_guard_active(spark),
                           pushdown=(spark.conf.get(PUSHDOWN_CONF, "false")
                                     or "").lower() == "true")
@@ -163,11 +166,15 @@ def register(spark: SparkSession) -> Registration:
 #: formats registered from Python, for the extension's hand-off rule: a user's class under
 #: a built-in name ("csv") must stay on our reader (ListingNativeEngine.java)
 PYTHON_FORMATS_CONF = "spark.listing.pythonFormats"
+#: whether the registered ``listing`` source takes Spark's filters ("true"/"false"), for
+#: listing.explain, which must not claim pruning the source does not do
+SOURCE_PRUNES_CONF = "spark.listing.sourcePrunes"
 
 
 def _register_source(spark: SparkSession, pruning: bool) -> None:
     base: type[Any] = ListingDataSource if pruning else UnguardedListingDataSource
     spark.dataSource.register(with_formats(base, spark))
+    spark.conf.set(SOURCE_PRUNES_CONF, str(pruning).lower())
     spark.conf.set(PYTHON_FORMATS_CONF, ",".join(sorted(formats.registered())))
     hand_registry_to_jvm(spark)
     register_partitions_function(spark)

@@ -166,9 +166,13 @@ class ListingDataSource(DataSource):
     def reader(self, schema: StructType) -> DataSourceReader:
         self._check_python_engine()
         schema, counts = split_row_counts(schema)
-        return ListingReader(self.table(schema), schema, self.config.where,
-                             self.config.limit, self.default_parallelism, self.skips,
-                             row_counts=counts)
+        reader = ListingReader(self.table(schema), schema, self.config.where,
+                               self.config.limit, self.default_parallelism, self.skips,
+                               row_counts=counts)
+        # where Spark pushes no filters, the extension hands them over (ListingFilterOption)
+        for _ in reader.pushFilters(self.config.spark_filters):  # those it keeps prune
+            pass
+        return reader
 
     def _check_python_engine(self) -> None:
         """A batch read reaching this reader runs on the Python engine: had the extension

@@ -5,6 +5,13 @@ so a backlog bigger than one trigger's limit is listed once and served over seve
 triggers. Offsets are :class:`~listing.discovery.StreamOffset` JSON; each carries its
 batch's files, so ``partitions(start, end)`` after a restart plans exactly the batch that
 was planned before. Files are read by the batch source's reader, one file group a task.
+
+Where Spark has admission control for Python sources (:data:`~listing.spark.compat.
+HAS_ADMISSION_CONTROL`, Spark 4.2 and later) it passes the trigger's read limit and supports
+``Trigger.AvailableNow``; elsewhere (4.0, 4.1) the reader applies ``max_files_per_trigger`` /
+``max_bytes_per_trigger`` itself from the offset it last planned, and Spark serves
+``Trigger.AvailableNow`` by one ``latestOffset()`` call at the query's start: one batch of
+the files that call admits.
 """
 
 from __future__ import annotations
@@ -16,16 +23,10 @@ from typing import Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
-from pyspark.sql.streaming.datasource import (
-    ReadAllAvailable,
-    ReadLimit,
-    ReadMaxBytes,
-    ReadMaxFiles,
-    SupportsTriggerAvailableNow,
-)
 from pyspark.sql.types import StructType
 
-from listing.discovery import DiscoverySettings, FileDiscovery
+from listing.discovery import DiscoveredFiles, DiscoverySettings, FileDiscovery
+from listing.spark.compat import HAS_ADMISSION_CONTROL
 from listing.spark.partition import GroupPartition
 from listing.spark.reader import read_partition, resolve_columns
 from listing.spark.types import arrow_schema
@@ -35,9 +36,8 @@ from listing.table import ListingTable
 log = logging.getLogger("listing.spark")
 
 
-class ListingStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    """Admission control (``max_files_per_trigger``/``max_bytes_per_trigger``) and
-    ``Trigger.AvailableNow``; partition filters come from the ``where`` option.
+class _StreamReader(DataSourceStreamReader):
+    """Partition filters come from the ``where`` option.
 
     A batch's offset pins the versions (ETags) of its files, and a restart replays it: a
     file rewritten after planning is read as it is now (storage ``on_file_change=read``,
@@ -65,25 +65,9 @@ class ListingStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def initialOffset(self) -> dict:  # noqa: N802 - Spark's names
         return self.discovery.initial_offset().to_json()
 
-    def getDefaultReadLimit(self) -> ReadLimit:  # noqa: N802
-        if self.settings.max_files is not None:
-            return ReadMaxFiles(self.settings.max_files)
-        if self.settings.max_bytes is not None:
-            return ReadMaxBytes(self.settings.max_bytes)
-        return ReadAllAvailable()
-
-    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:  # noqa: N802
-        if isinstance(limit, ReadMaxFiles):  # max_bytes_per_trigger, if set too, still caps
-            found = self.discovery.new_files(start, max_files=limit.max_files)
-        elif isinstance(limit, ReadMaxBytes):
-            found = self.discovery.new_files(start, max_bytes=limit.max_bytes)
-        else:
-            found = self.discovery.new_files(start, all_available=True)
+    def _found(self, found: DiscoveredFiles, start: dict) -> dict:
         log.info("listing stream %s: %s", self.table.url, found.metrics)
         return start if not found.files else found.offset.to_json()
-
-    def prepareForTriggerAvailableNow(self) -> None:  # noqa: N802
-        self.discovery.freeze()
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
         if start == end:
@@ -99,3 +83,57 @@ class ListingStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def commit(self, end: dict) -> None:
         """Nothing to release: what was read lives in the offsets Spark keeps."""
 
+
+if HAS_ADMISSION_CONTROL:
+    from pyspark.sql.streaming.datasource import (
+        ReadAllAvailable,
+        ReadLimit,
+        ReadMaxBytes,
+        ReadMaxFiles,
+        SupportsTriggerAvailableNow,
+    )
+
+    class ListingStreamReader(_StreamReader, SupportsTriggerAvailableNow):
+        """Spark's admission control (``max_files_per_trigger``/``max_bytes_per_trigger``
+        as the trigger's read limit) and ``Trigger.AvailableNow``."""
+
+        def getDefaultReadLimit(self) -> ReadLimit:  # noqa: N802
+            if self.settings.max_files is not None:
+                return ReadMaxFiles(self.settings.max_files)
+            if self.settings.max_bytes is not None:
+                return ReadMaxBytes(self.settings.max_bytes)
+            return ReadAllAvailable()
+
+        def latestOffset(self, start: dict, limit: ReadLimit) -> dict:  # noqa: N802
+            if isinstance(limit, ReadMaxFiles):  # max_bytes_per_trigger, if set, still caps
+                found = self.discovery.new_files(start, max_files=limit.max_files)
+            elif isinstance(limit, ReadMaxBytes):
+                found = self.discovery.new_files(start, max_bytes=limit.max_bytes)
+            else:
+                found = self.discovery.new_files(start, all_available=True)
+            return self._found(found, start)
+
+        def prepareForTriggerAvailableNow(self) -> None:  # noqa: N802
+            self.discovery.freeze()
+
+else:
+
+    class ListingStreamReader(_StreamReader):  # type: ignore[no-redef]
+        """The reader's own per-trigger limits: Spark passes no start offset and no limit,
+        so each ``latestOffset()`` admits the settings' limits of files after the offset the
+        reader last planned, committed or returned (Spark replays a planned batch through
+        ``partitions`` and commits the last finished one on restart)."""
+
+        _start: dict | None = None
+
+        def latestOffset(self) -> dict:  # type: ignore[override]  # noqa: N802
+            start = self._start if self._start is not None else self.initialOffset()
+            self._start = self._found(self.discovery.new_files(start), start)
+            return self._start
+
+        def partitions(self, start: dict, end: dict) -> list[InputPartition]:
+            self._start = end
+            return super().partitions(start, end)
+
+        def commit(self, end: dict) -> None:
+            self._start = end

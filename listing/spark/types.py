@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Collection
 
 import pyarrow as pa
-from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructType
 
 from listing.formats.conform import canonical_schema
+from listing.spark.compat import from_arrow_schema, to_arrow_schema
 
 
 def spark_schema(schema: pa.Schema, partition_names: Collection[str] = ()) -> pa.Schema:
@@ -32,4 +32,4 @@ def spark_struct(schema: pa.Schema, partition_names: Collection[str] = ()) -> St
 
 def arrow_schema(struct: StructType) -> pa.Schema:
     """The Arrow schema of a Spark schema (timestamps in UTC, as Spark's session time)."""
-    return to_arrow_schema(struct, timezone="UTC")
+    return to_arrow_schema(struct)

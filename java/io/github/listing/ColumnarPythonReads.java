@@ -73,8 +73,10 @@ final class ColumnarPythonReads implements PartitionReaderFactory {
     this.outputSchema = (StructType) FIELDS.get("outputSchema").get(rows);
     @SuppressWarnings("unchecked")
     Option<String> job = (Option<String>) FIELDS.get("jobArtifactUUID").get(rows);
+    Field sessionField = FIELDS.get("sessionUUID");  // absent before Spark 4.1
     @SuppressWarnings("unchecked")
-    Option<String> session = (Option<String>) FIELDS.get("sessionUUID").get(rows);
+    Option<String> session = sessionField == null ? Option.empty()
+        : (Option<String>) sessionField.get(rows);
     this.jobArtifactUUID = job;
     this.sessionUUID = session;
   }
@@ -90,7 +92,9 @@ final class ColumnarPythonReads implements PartitionReaderFactory {
         f.setAccessible(true);
         out.put(name, f);
       } catch (ReflectiveOperationException | RuntimeException e) {
-        return null;
+        if (!name.equals("sessionUUID")) {  // Spark 4.0's factory has none
+          return null;
+        }
       }
     }
     return out;
@@ -186,7 +190,7 @@ final class ColumnarPythonReads implements PartitionReaderFactory {
     private ColumnarBatch current;
 
     Reader(PythonInputPartition partition) {
-      MapInBatchEvaluatorFactory factory = source.createMapInBatchEvaluatorFactory(
+      MapInBatchEvaluatorFactory factory = SparkShim.mapInBatchFactory(source,
           pickledReadFunc, "read_from_data_source",
           UserDefinedPythonDataSource$.MODULE$.readInputSchema(), outputSchema, metrics,
           jobArtifactUUID, sessionUUID);

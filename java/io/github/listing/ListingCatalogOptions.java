@@ -69,8 +69,8 @@ public final class ListingCatalogOptions extends Rule<LogicalPlan> {
       return null;
     }
     options.putAll(rel.options().asCaseSensitiveMap());  // the query's own options win
-    return rel.copy(rel.table(), rel.output(), rel.catalog(), rel.identifier(),
-        new CaseInsensitiveStringMap(options), rel.timeTravelSpec());
+    return SparkShim.copyRelation(rel, rel.table(), rel.output(),
+        new CaseInsensitiveStringMap(options));
   }
 
   private CatalogTable catalogTable(Identifier ident) {

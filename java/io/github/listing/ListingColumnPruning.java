@@ -65,6 +65,9 @@ public final class ListingColumnPruning extends Rule<LogicalPlan> {
         keep.add(a);
       }
     }
+    if (keep.isEmpty() && !SparkShim.ZERO_COLUMN_PYTHON_SCANS) {
+      keep.add(rel.output().head());  // rows without columns read as no rows there
+    }
     if (keep.size() == rel.output().size()) {
       return null;  // already as narrow as the query: also what makes the rule idempotent
     }
@@ -101,8 +104,8 @@ public final class ListingColumnPruning extends Rule<LogicalPlan> {
     StructType schema = DataTypeUtils.fromAttributes(CollectionConverters.asScala(attrs).toList());
     PythonTable narrow = new DescribedPythonTable(
         (PythonDataSourceV2) ds, table.name(), schema, DescribedPythonTable.fullSchemaOf(table));
-    return rel.copy(narrow, CollectionConverters.asScala(output).toList(), rel.catalog(),
-        rel.identifier(), rel.options(), rel.timeTravelSpec());
+    return SparkShim.copyRelation(rel, narrow, CollectionConverters.asScala(output).toList(),
+        rel.options());
   }
 
   /** {@code node} with {@code child} as its one child. */

@@ -241,23 +241,16 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
     StructType schema = DataTypeUtils.fromAttributes(CollectionConverters.asScala(old).toList());
     Map<String, String> options = new HashMap<>(target.options);
     options.put(MARK, "native " + target.format);
-    DataSource ds = DataSource.apply(
-        session, target.format,
-        CollectionConverters.asScala(List.of(target.path)).toList(),
-        Option.apply(schema),
-        DataSource.apply$default$5(),
-        DataSource.apply$default$6(),
-        scalaMap(options),
-        DataSource.apply$default$8(),
-        DataSource.apply$default$9());
+    DataSource ds = SparkShim.dataSource(session, target.format,
+        CollectionConverters.asScala(List.of(target.path)).toList(), Option.apply(schema),
+        scalaMap(options));
     BaseRelation base;
     ListingFileIndex.Planner planner = ListingFileIndex.planner();
     if (planner != null) {  // our listing feeds Spark's reader: Spark lists nothing
       base = fedRelation(planner, ds, target, schema, options);
     } else {
       try {
-        base = ds.resolveRelation(ds.resolveRelation$default$1(),
-            ds.resolveRelation$default$2(), ds.resolveRelation$default$3());
+        base = SparkShim.resolveRelation(ds);
       } catch (RuntimeException e) {  // e.g. a layout Spark's partition discovery refuses
         String text = String.valueOf(e.getMessage());
         throw new NotNative("Spark's " + target.format + " source cannot open the table: "

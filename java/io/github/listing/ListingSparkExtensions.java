@@ -11,8 +11,9 @@ import scala.runtime.BoxedUnit;
 /**
  * {@code spark.sql.extensions} entry point installing the listing rules: {@link
  * ListingNativeEngine} (analysis), then {@link ListingCatalogOptions}, {@link
- * ListingTableSpecRedaction}, {@link ListingWriteOverwriteMode}, {@link ListingColumnPruning}
- * and {@link StalePushdownGuard} (pre-CBO).
+ * ListingTableSpecRedaction}, {@link ListingWriteOverwriteMode}, {@link ListingColumnPruning},
+ * {@link ListingCountPushdown}, {@link ListingFilterOption} and {@link StalePushdownGuard}
+ * (pre-CBO).
  *
  * <p>WHY injectPreCBORule: in Spark 4.3.0 SparkOptimizer's batches run, in order, ... "Operator
  * Optimization before/after Inferring Filters" (FixedPoint; where injectOptimizerRule rules go),
@@ -77,6 +78,14 @@ public final class ListingSparkExtensions
           @Override
           public Rule<LogicalPlan> apply(SparkSession session) {
             return new ListingCountPushdown();
+          }
+        });
+    // where Spark pushes no filters into Python sources (4.0): the filters as an option
+    extensions.injectPreCBORule(
+        new AbstractFunction1<SparkSession, Rule<LogicalPlan>>() {
+          @Override
+          public Rule<LogicalPlan> apply(SparkSession session) {
+            return new ListingFilterOption();
           }
         });
     extensions.injectPreCBORule(

@@ -69,15 +69,15 @@ public final class StalePushdownGuard extends Rule<LogicalPlan> {
       return null;
     }
     DataSourceV2Relation rel = (DataSourceV2Relation) plan;
-    PythonDataSourceV2 fresh = copyOf(shared);
+    // options ListingFilterOption added must reach Python: the data source is created anew
+    PythonDataSourceV2 fresh = copyOf(shared,
+        !rel.options().containsKey(ListingFilterOption.OPTION));
     // listing scans also say what they prune (DescribedPythonTable); others stay plain
     PythonTable isolated = ListingColumnPruning.SOURCE.equalsIgnoreCase(shared.name())
         ? new DescribedPythonTable(fresh, shared.name(), shared.schema(),
             DescribedPythonTable.fullSchemaOf(shared))
         : new PythonTable(fresh, shared.name(), shared.schema());
-    return rel.copy(
-        isolated, rel.output(), rel.catalog(), rel.identifier(), rel.options(),
-        rel.timeTravelSpec());
+    return SparkShim.copyRelation(rel, isolated, rel.output(), rel.options());
   }
 
   @Override
@@ -123,12 +123,13 @@ public final class StalePushdownGuard extends Rule<LogicalPlan> {
     return rules != null && rules.contains(StalePushdownGuard.class.getName());
   }
 
-  /** A fresh data source with the same short name and no cached reader. */
-  private PythonDataSourceV2 copyOf(PythonTable shared) {
+  /** A fresh data source with the same short name and no cached reader (and the same Python
+   * instance when {@code keepPythonInstance}: else it is created from the relation's options). */
+  private PythonDataSourceV2 copyOf(PythonTable shared, boolean keepPythonInstance) {
     IsolatedPythonDataSourceV2 fresh = new IsolatedPythonDataSourceV2();
     fresh.setShortName(shared.name());
     Object original = dsOf(shared);
-    if (DATA_SOURCE_IN_PYTHON != null && original != null) {
+    if (keepPythonInstance && DATA_SOURCE_IN_PYTHON != null && original != null) {
       try {
         DATA_SOURCE_IN_PYTHON.set(fresh, DATA_SOURCE_IN_PYTHON.get(original));
       } catch (ReflectiveOperationException | RuntimeException e) {
