@@ -73,9 +73,14 @@ def test_declared_partition_names_must_match_the_directories(s3_server, s3_bucke
     with pytest.raises(PartitionLayoutError, match=r"\['day'\].*date=2026-01-01"):
         ListingTable.open(f"s3://{s3_bucket}/t", storage_options=s3_server.storage_options,
                           partition_cols=[("day", "date")])
+    # names differing only in case: the declared spelling wins, as in Spark (SPARK-26990)
+    # under its default caseSensitive=false; refused when the table is case-sensitive
+    table = ListingTable.open(f"s3://{s3_bucket}/t", storage_options=s3_server.storage_options,
+                              partition_cols=[("DATE", "date")])
+    assert table.partition_cols[0][0] == "DATE"
     with pytest.raises(PartitionLayoutError, match="differ in case"):
         ListingTable.open(f"s3://{s3_bucket}/t", storage_options=s3_server.storage_options,
-                          partition_cols=[("DATE", "date")])
+                          partition_cols=[("DATE", "date")], case_sensitive=True)
 
 
 def test_partition_value_not_of_declared_type(s3_server, s3_bucket):
