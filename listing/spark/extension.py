@@ -85,8 +85,19 @@ class ExtensionVersionError(ExtensionBuildError):
 
 
 def pyspark_jars_dir() -> Path:
-    """The jars pyspark's JVM runs with; the extension must compile against exactly these."""
-    return Path(pyspark.__file__).parent / "jars"
+    """The jars pyspark's JVM runs with; the extension must compile against exactly these.
+
+    ``$SPARK_HOME/jars`` when set (spark-submit runs its JVM from there), else the ``jars``
+    folder of the pyspark package, found above the module even where Python imports pyspark
+    from ``pyspark/python/lib/pyspark.zip`` (a spark-submit job's Python path)."""
+    home = os.environ.get("SPARK_HOME")
+    if home and (Path(home) / "jars").is_dir():
+        return Path(home) / "jars"
+    package = Path(pyspark.__file__).parent
+    for folder in (package, *package.parents):
+        if (folder / "jars").is_dir():
+            return folder / "jars"
+    return package / "jars"
 
 
 def running_spark_version() -> str:
