@@ -118,30 +118,9 @@ def streaming_section(quick: bool, runs: int, timeout: float) -> dict[str, Any]:
     return res
 
 
-def s3a_section(quick: bool, runs: int, timeout: float, out: Path) -> dict[str, Any]:
-    """Run ``python -m bench.s3a`` (its own Spark session) and keep its tables; its JSON,
-    Markdown and charts go to ``out``.json/.md/-*.png."""
-    cmd = [sys.executable, "-m", "bench.s3a", "--runs", str(runs), "--out", str(out)] + (
-        ["--quick"] if quick else [])
-    t0 = time.perf_counter()
-    out = _run_module(cmd, timeout)
-    if out is None:
-        return {"error": f"timeout after {timeout:.0f} s", "seconds": timeout}
-    tables = out.stdout[out.stdout.find("**"):] if "**" in out.stdout else ""
-    res: dict[str, Any] = {"command": shlex.join(["python", *cmd[1:]]), "output": tables,
-                           "exit_code": out.returncode, "seconds": time.perf_counter() - t0}
-    if out.returncode != 0 or not tables:
-        res["error"] = f"bench.s3a failed (exit {out.returncode}): " + (
-            out.stderr[-800:] or out.stdout[-800:])
-    return res
-
-
-def planning_section(quick: bool, runs: int, timeout: float, out: Path,
-                     data_dir: Path) -> dict[str, Any]:
-    """Run ``python -m bench.planning`` (a process per measurement) and keep its tables;
-    its JSON, Markdown and charts go to ``out``.json/.md/-*.png."""
-    cmd = [sys.executable, "-m", "bench.planning", "--runs", str(runs), "--out", str(out),
-           "--data-dir", str(data_dir)] + (["--quick"] if quick else [])
+def _module_section(module: str, cmd: list[str], timeout: float) -> dict[str, Any]:
+    """Run ``cmd`` (``python -m <module> ...``) and keep the tables it prints from its first
+    ``**``; an error names the module, its exit code and the end of its output."""
     t0 = time.perf_counter()
     done = _run_module(cmd, timeout)
     if done is None:
@@ -150,9 +129,26 @@ def planning_section(quick: bool, runs: int, timeout: float, out: Path,
     res: dict[str, Any] = {"command": shlex.join(["python", *cmd[1:]]), "output": tables,
                            "exit_code": done.returncode, "seconds": time.perf_counter() - t0}
     if done.returncode != 0 or not tables:
-        res["error"] = f"bench.planning failed (exit {done.returncode}): " + (
+        res["error"] = f"{module} failed (exit {done.returncode}): " + (
             done.stderr[-800:] or done.stdout[-800:])
     return res
+
+
+def s3a_section(quick: bool, runs: int, timeout: float, out: Path) -> dict[str, Any]:
+    """Run ``python -m bench.s3a`` (its own Spark session) and keep its tables; its JSON,
+    Markdown and charts go to ``out``.json/.md/-*.png."""
+    cmd = [sys.executable, "-m", "bench.s3a", "--runs", str(runs), "--out", str(out)] + (
+        ["--quick"] if quick else [])
+    return _module_section("bench.s3a", cmd, timeout)
+
+
+def planning_section(quick: bool, runs: int, timeout: float, out: Path,
+                     data_dir: Path) -> dict[str, Any]:
+    """Run ``python -m bench.planning`` (a process per measurement) and keep its tables;
+    its JSON, Markdown and charts go to ``out``.json/.md/-*.png."""
+    cmd = [sys.executable, "-m", "bench.planning", "--runs", str(runs), "--out", str(out),
+           "--data-dir", str(data_dir)] + (["--quick"] if quick else [])
+    return _module_section("bench.planning", cmd, timeout)
 
 
 def main(argv: list[str] | None = None) -> int:
