@@ -243,7 +243,7 @@ def child(reader: str, where: str, query: str) -> dict[str, Any]:
 def _synthetic(keys: int, cols: list, schema: Any, where: str | None) -> tuple[Any, ...]:
     from listing import formats
     from listing.options import ListingOptions
-    from listing.planner import ListingRun
+    from listing.planner import PlanRun
     from listing.storage.spec import StorageSpec
     from listing.table import ListingTable
     from listing.url import TableUrl
@@ -253,7 +253,7 @@ def _synthetic(keys: int, cols: list, schema: Any, where: str | None) -> tuple[A
     table = ListingTable(TableUrl.parse("memory://synthetic/t"), StorageSpec("memory"),
                          formats.get("parquet"), cols, schema, None, ListingOptions(), {})
     split = table.split(table.bind(where))
-    return store, table, ListingRun, split.partition
+    return store, table, PlanRun, split.partition
 
 
 def _measure(reader: str, where: str, query: str, timeout: float) -> dict[str, Any]:

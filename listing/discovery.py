@@ -43,8 +43,8 @@ from listing.options import (
     parse_timestamp,
     registry,
 )
-from listing.planner import ListingRun
-from listing.storage.listing import ObjectMeta
+from listing.planner import PlanRun
+from listing.storage.lister import ObjectMeta
 from listing.url import TableUrl
 
 #: files seen by a "latest" start within this much of the listing are remembered, so a file
@@ -244,7 +244,7 @@ class DiscoveredTable(Protocol):
     def bind(self, where: Any) -> list[Bound]: ...
 
     def listing_run(self, predicate: Expr | None = None, *,
-                    start_after: str | None = None) -> ListingRun: ...
+                    start_after: str | None = None) -> PlanRun: ...
 
 
 class FileDiscovery:

@@ -21,7 +21,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from listing.storage.listing import Lister, ObjectMeta, Page, RequestCounter
+from listing.storage.lister import Lister, ObjectMeta, Page, RequestCounter
 from listing.storage.spec import StorageSpec
 
 #: keys the whole process keeps at most; the oldest listings go first

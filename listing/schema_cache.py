@@ -16,7 +16,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 
 from listing.formats.base import FileFormat, Inferred
-from listing.storage.listing import ObjectMeta
+from listing.storage.lister import ObjectMeta
 from listing.storage.spec import StorageSpec
 
 #: entries the process keeps at most (a schema each: small)

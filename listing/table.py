@@ -17,8 +17,8 @@ from typing import Any
 import pyarrow as pa
 
 from listing import formats, schema_cache
+from listing.dataframe_engines import engine
 from listing.discovery import DiscoverySettings, FileDiscovery
-from listing.engines import engine
 from listing.errors import (
     OptionError,
     PartitionLayoutError,
@@ -42,11 +42,11 @@ from listing.hive import discover_columns, is_hidden_below, partition_type, resp
 from listing.list_cache import CACHE, CachedLister
 from listing.options import ListingOptions
 from listing.packing import WHOLE_FILES, KeyPacking, pack_by_partition_key, pack_file_groups
-from listing.planner import FileFilter, ListedFile, ListingRun, TableProfile
-from listing.planner.url_glob import folders_partition_filter, glob_partition_filter
+from listing.planner import FileFilter, ListedFile, PlanRun, TableProfile
+from listing.planner.glob_filter import folders_partition_filter, glob_partition_filter
 from listing.pushdown import Pushdown
 from listing.scan import ListingCounts, ScanMetrics, ScanPlan
-from listing.storage.listing import Lister, ObjectMeta, Page, RequestCounter
+from listing.storage.lister import Lister, ObjectMeta, Page, RequestCounter
 from listing.storage.spec import StorageSpec
 from listing.url import TableUrl
 
@@ -233,14 +233,14 @@ class ListingTable:
 
     # --- listing --------------------------------------------------------------------------
     def listing_run(self, predicate: Expr | None = None, *, start_after: str | None = None,
-                    lister: Lister | None = None, sequential: bool = False) -> ListingRun:
+                    lister: Lister | None = None, sequential: bool = False) -> PlanRun:
         """The listing of the keys ``predicate`` (bound, on partition columns only) can
         match, after the key ``start_after``: the one place a run of this table is built,
         with its prefix, partition columns, learned profile, file filter and
         ``max_concurrent_requests`` (one request at a time when ``sequential``: a caller
         that stops at its first file). ``lister``: whose requests it counts (default: a
         new one, its counter at ``run.lister.counter``)."""
-        return ListingRun(lister or Lister(self.storage, RequestCounter()), self.url.prefix,
+        return PlanRun(lister or Lister(self.storage, RequestCounter()), self.url.prefix,
                           self.partition_cols, self.profile, predicate, self.file_filter,
                           start_after, max_concurrent_requests=(
                               1 if sequential else self.options.max_concurrent_requests),
@@ -451,7 +451,7 @@ class ListingTable:
     @property
     def url_filters(self) -> tuple[Expr | None, Expr | None]:
         """The partition filters the table URL implies: its glob's and its ``folders``'
-        (see :mod:`listing.planner.url_glob`), each None when it has none."""
+        (see :mod:`listing.planner.glob_filter`), each None when it has none."""
         return (glob_partition_filter(self.url, self.partition_cols),
                 folders_partition_filter(self.url, self.partition_cols))
 

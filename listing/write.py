@@ -86,7 +86,7 @@ from listing.hive import escape_path_name, is_hidden, is_hidden_below, partition
 from listing.list_cache import CACHE
 from listing.options import parse_bool, parse_int
 from listing.storage import multipart
-from listing.storage.listing import ObjectMeta
+from listing.storage.lister import ObjectMeta
 from listing.storage.spec import StorageSpec
 from listing.storage.store import MAX_S3_KEY_BYTES, Finish, Store, open_store, store_class
 from listing.url import TableUrl

@@ -156,7 +156,7 @@ def spark_payload(spark: Any, options: dict[str, str]) -> tuple[bytes, dict[str,
     from pyspark.sql.datasource import DataSourceRegistration
     from pyspark.sql.worker.plan_data_source_read import write_read_func_and_partitions
 
-    from listing.spark.partition import GroupPartition
+    from listing.spark.input_partition import GroupPartition
     from listing.spark.session import register
 
     captured: list[type] = []

@@ -18,7 +18,7 @@ from fsspec.implementations.local import LocalFileSystem
 
 from listing import ListingTable
 from listing.files import FileGroup, PartitionedFile, whole_file
-from listing.storage.listing import Lister
+from listing.storage.lister import Lister
 from listing.storage.spec import StorageSpec
 
 COLS = [("date", pa.date32()), ("hour", pa.int32())]

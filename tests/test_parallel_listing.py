@@ -180,7 +180,7 @@ class InFlight:
     """Wraps the one S3 call every listing goes through: how many run at once."""
 
     def __init__(self, monkeypatch, delay=0.02):
-        import listing.storage.listing as storage
+        import listing.storage.lister as storage
 
         self.now = self.most = self.calls = 0
         self.lock = threading.Lock()

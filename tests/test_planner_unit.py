@@ -25,7 +25,7 @@ from listing.file_stream import ReadMetrics, ReadSpec, read_group
 from listing.files import FileGroup, PartitionedFile
 from listing.hive import HiveLayout
 from listing.options import ListingOptions
-from listing.planner import FileFilter, ListingRun, TableProfile
+from listing.planner import FileFilter, PlanRun, TableProfile
 from listing.planner.choose import Chooser
 from listing.planner.nodes import Enumerate, Flat, Walk
 from listing.storage import PAGE_SIZE, ObjectMeta, Page, RequestCounter
@@ -110,12 +110,12 @@ def sampled(store: MemoryStore, cols: list = COLS) -> TableProfile:
 
 
 def scan(store: MemoryStore, sql: str | None, *, profile: bool = True,
-         concurrency: int = 1) -> tuple[list[str], ListingRun]:
+         concurrency: int = 1) -> tuple[list[str], PlanRun]:
     """Run the planner over ``store``: the matching keys, in the order listed, and the run."""
     prof = sampled(store) if profile else None
     file_filter = FileFilter(TableUrl.parse("s3://" + ROOT), ListingOptions(),
                              name_endings=(".parquet",))
-    run = ListingRun(store, ROOT, COLS, prof, predicate(sql), file_filter,
+    run = PlanRun(store, ROOT, COLS, prof, predicate(sql), file_filter,
                      max_concurrent_requests=concurrency)
     return [f.meta.path for f in run.files()], run
 
@@ -281,7 +281,7 @@ def test_a_profile_learned_from_a_whole_listing_plans_the_next_scan() -> None:
     store.counter.list, store.listings = 0, []
     file_filter = FileFilter(TableUrl.parse("s3://" + ROOT), ListingOptions(),
                              name_endings=(".parquet",))
-    learned = ListingRun(store, ROOT, COLS, first.profile, predicate(wanted), file_filter)
+    learned = PlanRun(store, ROOT, COLS, first.profile, predicate(wanted), file_filter)
     files = [f.meta.path for f in learned.files()]
     assert files == fresh == brute_force(keys, wanted) and len(files) == 6
     assert store.counter.list == 3 <= fresh_store.counter.list
@@ -296,7 +296,7 @@ def test_a_run_starts_after_a_given_key() -> None:
     after = f"{ROOT}date=2024-01-05/region=us/part-0.parquet"
     file_filter = FileFilter(TableUrl.parse("s3://" + ROOT), ListingOptions(),
                              name_endings=(".parquet",))
-    run = ListingRun(store, ROOT, COLS, None, None, file_filter, after)
+    run = PlanRun(store, ROOT, COLS, None, None, file_filter, after)
     assert [f.meta.path for f in run.files()] == [k for k in sorted(keys) if k > after]
     assert store.listings == [(ROOT, False, after, None)]
 
@@ -446,7 +446,7 @@ def test_a_column_spelled_in_another_case_past_the_sample(case_sensitive: bool) 
     store = MemoryStore(keys)
     file_filter = FileFilter(TableUrl.parse("s3://" + ROOT), ListingOptions(),
                              name_endings=(".parquet",))
-    run = ListingRun(store, ROOT, COLS, sampled(store), None, file_filter,
+    run = PlanRun(store, ROOT, COLS, sampled(store), None, file_filter,
                      case_sensitive=case_sensitive)
     if case_sensitive:
         with pytest.raises(PartitionLayoutError, match="'REGION' where 'region'"):

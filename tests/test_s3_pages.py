@@ -199,7 +199,7 @@ def test_keys_decode_as_botocore_decodes_them(keys):
     escapes, escapes of ``/``, ``%25``, line breaks)."""
     from urllib.parse import quote, quote_plus, unquote_plus
 
-    from listing.storage.listing import decode_keys
+    from listing.storage.lister import decode_keys
 
     for encode in (lambda k: quote(k, safe="/"), lambda k: quote_plus(k, safe="/"),
                    lambda k: k):
@@ -217,7 +217,7 @@ def test_keys_decode_as_botocore_decodes_them(keys):
 def test_tricky_pages_decode_key_by_key_alike(keys):
     from urllib.parse import unquote_plus
 
-    from listing.storage.listing import decode_keys
+    from listing.storage.lister import decode_keys
 
     assert decode_keys(keys) == [unquote_plus(k) for k in keys]
 

@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 from listing.files import FileGroup, PartitionedFile
 from listing.options import ListingOptions
 from listing.packing import KEY_GROUP_MAX_SPLITS, pack_by_partition_key
-from listing.spark.partition import key_marker
+from listing.spark.input_partition import key_marker
 
 MB = 1024 * 1024
 DATES = [dt.date(2024, 1, d) for d in range(1, 5)]

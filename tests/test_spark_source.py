@@ -130,7 +130,7 @@ def test_to_spark_projects_filters_and_limits(spark, s3_server, events):
 def test_the_table_method_is_the_spark_engines_to_spark(spark, events):
     """``table.to_spark`` reaches the Spark edge through the ``listing.engines`` entry point
     (the core imports nothing of Spark) and gives what ``listing.to_spark`` gives."""
-    from listing.engines import engine
+    from listing.dataframe_engines import engine
 
     table = ListingTable.open(events.root, storage_options=events.storage_options)
     assert engine("spark") is listing.to_spark

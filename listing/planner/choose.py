@@ -32,7 +32,7 @@ from listing.hive import (
 )
 from listing.planner.nodes import END, Enumerate, Flat, Node, Walk
 from listing.planner.profile import TableProfile, pages
-from listing.storage.listing import PAGE_SIZE
+from listing.storage.lister import PAGE_SIZE
 
 MAX_ENUMERATED = 4096  # prefixes one query may enumerate before listing is cheaper anyway
 MAX_DATE_RANGE = 1000  # days a date range may span to be enumerated day by day

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from listing.options import ListingOptions, compile_glob
-from listing.storage.listing import ObjectMeta
+from listing.storage.lister import ObjectMeta
 from listing.url import TableUrl
 
 #: files still being written by their producer (Flink's part files, ``hadoop fs -put``):

@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass, field
 
 from listing.hive import is_canonical_segment, parse_segment
-from listing.storage.listing import PAGE_SIZE, Page
+from listing.storage.lister import PAGE_SIZE, Page
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ the same, and so are the requests, except for the split of a long flat listing b
   partial page per range.
 
 s3fs runs every request on its own event-loop thread (our threads only wait), and the
-:class:`~listing.storage.listing.Lister` counts under a lock, so the counts stay exact.
+:class:`~listing.storage.lister.Lister` counts under a lock, so the counts stay exact.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from listing.planner.choose import Chooser
 from listing.planner.file_filter import FileFilter
 from listing.planner.nodes import Enumerate, Flat, Node, Walk, describe
 from listing.planner.profile import ProfileBuilder, TableProfile
-from listing.storage.listing import PAGE_SIZE, Lister, ObjectMeta, Page
+from listing.storage.lister import PAGE_SIZE, Lister, ObjectMeta, Page
 
 #: pages a flat listing reads before it sends the delimiter page that may split the rest
 #: into key ranges (a table of one page costs exactly its flat listing; two pages, that
@@ -218,7 +218,7 @@ class _Choice(Enum):
     AGAIN = "again"  # deciding failed: decide again at its turn, raising there
 
 
-class ListingRun:
+class PlanRun:
     """Lists the keys one scan needs, deciding as pages arrive (see :mod:`listing.planner`)."""
 
     def __init__(self, lister: Lister, root_prefix: str,

@@ -2,7 +2,7 @@
 
 :class:`PlainListingReader` plans from the relation's own options (``where``, ``limit``);
 :class:`ListingReader` adds Spark's pushed filters. ``partitions()`` plans the scan; each
-:class:`~listing.spark.partition.GroupPartition` carries a file group and the plan's read
+:class:`~listing.spark.input_partition.GroupPartition` carries a file group and the plan's read
 settings, because Spark pickles the reader before ``partitions()`` runs. ``read()`` (the
 task, :func:`read_partition`) streams Arrow batches shaped exactly as Spark's Arrow reader
 wants them; under ``count(*)`` the extension asks for row counts instead (:func:`counted`).
@@ -25,7 +25,7 @@ from listing.formats.conform import conform_batch
 from listing.pushdown import Pushdown
 from listing.scan import ScanPlan
 from listing.spark.filters import from_spark
-from listing.spark.partition import SUMMARY_END, SUMMARY_MARK, GroupPartition, key_marker
+from listing.spark.input_partition import SUMMARY_END, SUMMARY_MARK, GroupPartition, key_marker
 from listing.spark.progress import ListingProgress
 from listing.spark.types import arrow_schema
 from listing.table import ListingTable

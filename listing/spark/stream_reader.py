@@ -27,7 +27,7 @@ from pyspark.sql.types import StructType
 
 from listing.discovery import DiscoveredFiles, DiscoverySettings, FileDiscovery
 from listing.spark.compat import HAS_ADMISSION_CONTROL
-from listing.spark.partition import GroupPartition
+from listing.spark.input_partition import GroupPartition
 from listing.spark.reader import read_partition, resolve_columns
 from listing.spark.types import arrow_schema
 from listing.storage.spec import StorageSpec

@@ -27,7 +27,7 @@ Modules, bottom to top:
 - ``store``: the :class:`Store` protocol and its S3, local and fsspec implementations.
 """
 
-from listing.storage.listing import PAGE_SIZE, Lister, ObjectMeta, Page, RequestCounter
+from listing.storage.lister import PAGE_SIZE, Lister, ObjectMeta, Page, RequestCounter
 from listing.storage.reading import open_input
 from listing.storage.settings import StorageSettings
 from listing.storage.spec import StorageSpec

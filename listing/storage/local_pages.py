@@ -107,7 +107,7 @@ def _target_size(entry: os.DirEntry[str]) -> int:
 
 def _version(st: os.stat_result) -> str:
     """The file's ETag: its inode change time, spelled as
-    :func:`~listing.storage.listing.local_version` spells fsspec's ``created`` (the
+    :func:`~listing.storage.lister.local_version` spells fsspec's ``created`` (the
     link's own ``lstat``), so a read compares it with what it finds then."""
     return f"ctime:{st.st_ctime!r}"
 

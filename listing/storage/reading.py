@@ -42,7 +42,7 @@ from listing.storage.errors import (
     retry_attempts,
     storage_failure,
 )
-from listing.storage.listing import entry_mtime, local_version
+from listing.storage.lister import entry_mtime, local_version
 
 log = logging.getLogger("listing.storage")
 
@@ -119,7 +119,7 @@ def _known_details(handle: Any, file: PartitionedFile) -> None:
 def check_unchanged(fs: Any, file: PartitionedFile) -> None:
     """Local and in-memory files (no ETag, a stat costs no request): raise
     :class:`FileChangedError` when size or modification time differ from the listing (or,
-    local files, the inode change time: :func:`~listing.storage.listing.local_version`),
+    local files, the inode change time: :func:`~listing.storage.lister.local_version`),
     :class:`MissingFileError` when the file is gone. Other stores: nothing to do (S3
     reads are conditional on the ETag)."""
     protocols = fs.protocol if isinstance(fs.protocol, tuple | list) else (fs.protocol,)

@@ -40,7 +40,7 @@ from listing.storage.errors import (
     s3_error_code,
     storage_failure,
 )
-from listing.storage.listing import Lister, ObjectMeta, RequestCounter, entry_mtime
+from listing.storage.lister import Lister, ObjectMeta, RequestCounter, entry_mtime
 from listing.storage.reading import open_input
 from listing.storage.spec import StorageSpec
 
@@ -155,7 +155,7 @@ def store_class(spec: StorageSpec) -> type[S3Store | LocalStore | FsspecStore]:
     return LocalStore if spec.is_local else FsspecStore
 
 
-class _Counted:
+class StoreBase:
     """What every store shares: its filesystem, its metrics, reading and listing."""
 
     supports_multipart: ClassVar[bool] = False
@@ -236,7 +236,7 @@ class _Counted:
         return None if stamp is None else stamp.timestamp()
 
 
-class LocalStore(_Counted):
+class LocalStore(StoreBase):
     """This machine's files, written with the OS's own calls: renames publish, ``O_EXCL``
     creates only if absent, a temporary file renamed writes atomically."""
 
@@ -323,7 +323,7 @@ class LocalStore(_Counted):
             pass
 
 
-class FsspecStore(_Counted):
+class FsspecStore(StoreBase):
     """Any other fsspec filesystem, through its generic calls (one request each, as far as
     the filesystem tells); no conditional writes."""
 
@@ -362,7 +362,7 @@ class FsspecStore(_Counted):
                     pass
 
 
-class S3Store(_Counted):
+class S3Store(StoreBase):
     """S3 through the s3fs client, one botocore request at a time (its retries, counted):
     ``If-None-Match`` creates only if absent, server-side copies publish, DeleteObjects
     deletes 1000 keys a request; with a ``part_size``, files stream as multipart uploads

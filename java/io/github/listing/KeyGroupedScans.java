@@ -40,7 +40,7 @@ import org.apache.spark.unsafe.types.UTF8String;
  * aggregation or a join clustered on those columns (storage-partitioned join).
  *
  * <p>WHY the keys come from the pickled partitions: the files are planned in the Python
- * planning worker, which hands the JVM only pickled partitions. {@code listing.spark.partition}
+ * planning worker, which hands the JVM only pickled partitions. {@code listing.spark.input_partition}
  * writes each partition's key between {@link #MARK} and {@link DescribedPythonTable#END}
  * (JSON {@code {"names": [...], "values": [...]}}, ASCII-escaped, so the end byte cannot occur
  * inside); a pickled str is its UTF-8 bytes.
