@@ -50,6 +50,7 @@ test-spark: check-java
 lint: $(STAMP)
 	$(PY) -m ruff check listing formats fixtures tests examples bench build_support docs_hooks
 	PY=$(PY) .ci/lint
+	.ci/commit-subjects
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --quiet --site-dir .lint/site
 
 # the documentation site (mkdocs.yml, docs/), built offline into site/; reference tables are
