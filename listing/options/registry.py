@@ -18,11 +18,20 @@ Spark spellings and Spark equivalents some of them have.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any, Literal
 
-from listing.options import _FALSE, _TRUE, ListingOptions, storage_options
+from listing.errors import OptionError
+from listing.options import (
+    _FALSE,
+    _TRUE,
+    KINDS,
+    ListingOptions,
+    did_you_mean,
+    kind_of_default,
+    storage_options,
+)
 
 #: where an option is taken: the source's own (path, format, …), file selection and packing
 #: (ListingOptions), streaming, writing, a format's, or a catalog property Spark adds
@@ -64,11 +73,30 @@ class Option:
     instead: str | None = None
     #: shown among the valid names in an unknown-option error
     listed: bool = True
+    #: the least value a number of this option may be
+    minimum: int | None = None
+    #: the parser (a kind of :data:`listing.options.KINDS`) when it is not ``kind``'s
+    parser: str = ""
 
     @property
     def spellings(self) -> tuple[str, ...]:
         """Every lower-cased name this option arrives under (ours first)."""
         return (self.name, *(s.lower() for s in self.spark if s.lower() != self.name))
+
+    def parse(self, value: Any) -> Any:
+        """``value`` (a Python value, or the text Spark, SQL or the CLI passes) as this
+        option's kind, within its choices and minimum; an :class:`OptionError` names the
+        option and the value refused."""
+        typed = KINDS[self.parser or self.kind](value, self.name)
+        if self.choices:
+            typed = str(typed).strip().lower()
+            if typed not in self.choices:
+                raise OptionError(f"option {self.name}={value!r} must be one of "
+                                  f"{', '.join(self.choices)}")
+        if (self.minimum is not None and isinstance(typed, int | float)
+                and not isinstance(typed, bool) and typed < self.minimum):
+            raise OptionError(f"option {self.name}={typed!r} must be at least {self.minimum}")
+        return typed
 
 
 def _o(name: str, scope: Scope, kind: str, meaning: str, **more: Any) -> Option:
@@ -142,14 +170,15 @@ OPTIONS: tuple[Option, ...] = (
              "session's)", native="planner"),
     # --- streaming (listing.discovery.DiscoverySettings) ----------------------------------
     _o("max_files_per_trigger", "stream", "int", "files per micro-batch",
-       spark=("maxFilesPerTrigger",)),
+       spark=("maxFilesPerTrigger",), minimum=1),
     _o("max_bytes_per_trigger", "stream", "size", "bytes per micro-batch",
-       spark=("maxBytesPerTrigger",)),
+       spark=("maxBytesPerTrigger",), minimum=1),
     _o("lookback", "stream", "int or duration",
-       "newest partitions re-listed each trigger, or a duration", default=1),
+       "newest partitions re-listed each trigger, or a duration", default=1, minimum=0),
     _o("reconcile_every", "stream", "int", "a full listing every this many triggers",
-       default=10),
-    _o("starting", "stream", "string", "earliest, latest, or a timestamp", default="earliest"),
+       default=10, minimum=0),
+    _o("starting", "stream", "string", "earliest, latest, or a timestamp", default="earliest",
+       parser="start"),
     _o("max_file_age", "stream", "duration", "files older than the newest by more are "
        "forgotten", spark=("maxFileAge",), default=7 * 86400.0),
     # --- writes (listing.spark.writer) ----------------------------------------------------
@@ -158,7 +187,7 @@ OPTIONS: tuple[Option, ...] = (
     _o("partition_overwrite_mode", "write", "choice", "static or dynamic",
        spark=("partitionOverwriteMode",), choices=("static", "dynamic"), on_write="take"),
     _o("max_records_per_file", "write", "int", "rows per written file",
-       spark=("maxRecordsPerFile",), on_write="take"),
+       spark=("maxRecordsPerFile",), on_write="take", minimum=1),
     _o("compression", "write", "string", "the written files' compression", on_write="take"),
     _o("commit_protocol", "write", "string", "how a write publishes its files",
        default="auto", on_write="take"),
@@ -173,11 +202,11 @@ OPTIONS: tuple[Option, ...] = (
     # --- Spark's spellings of format options and their Spark equivalents --------------------
     _o("merge_schema", "format", "bool", "merge the files' schemas",
        spark=("mergeSchema",)),
-    _o("sample_bytes", "format", "size", "bytes sampled to infer a schema"),
+    _o("sample_bytes", "format", "size", "bytes sampled to infer a schema", minimum=1),
     _o("infer_schema", "format", "bool", "infer CSV column types from the sample (false: "
        "every column a string, as Spark's CSV reader without inferSchema)",
        spark=("inferSchema",)),
-    _o("block_size", "format", "size", "bytes per read block"),
+    _o("block_size", "format", "size", "bytes per read block", minimum=1),
     _o("header", "format", "bool", "the first line names the columns", native="spark",
        spark_option="header", native_formats=("csv",)),
     _o("delimiter", "format", "char", "the field separator", spark=("sep",), native="spark",
@@ -231,6 +260,63 @@ def names(options: Iterable[Option]) -> set[str]:
 def spark_spellings(*scopes: Scope) -> dict[str, str]:
     """Spark's spellings (lower-cased) of the options of ``scopes``, mapped to our names."""
     return {s: o.name for o in in_scope(*scopes) for s in o.spellings if s != o.name}
+
+
+def parse(raw: Mapping[str, Any], *scopes: Scope) -> dict[str, Any]:
+    """The typed values of ``raw`` (options of ``scopes`` by our names, as Python values or
+    text): each converted by its option's kind (:meth:`Option.parse`); a None value is
+    absent (the default holds). An unknown name raises :class:`OptionError` naming it
+    (with the closest valid name, for the source's options)."""
+    return _typed(raw, {o.name: o for o in in_scope(*scopes)}, _unknown(scopes))
+
+
+def parse_format(format_name: str, defaults: Mapping[str, Any],
+                 raw: Mapping[str, Any], kinds: Mapping[str, str] | None = None
+                 ) -> dict[str, Any]:
+    """A format's options: ``defaults`` overridden by ``raw``'s typed values. Each option
+    is the format's own (``FileFormat.option_defaults``); its kind is the one the format
+    declares in ``kinds``, else this table's (its ``format`` scope: Spark's spellings of
+    format options), else its default's (:func:`~listing.options.kind_of_default`)."""
+    shared = {o.name: o for o in in_scope("format")}
+    declared = {name: Option(name, "format", (kinds or {}).get(name) or (
+                    shared[name].kind if name in shared else kind_of_default(default)),
+                    "", default=default,
+                    minimum=shared[name].minimum if name in shared else None)
+                for name, default in defaults.items()}
+
+    def unknown(names: list[str], known: Iterable[str]) -> str:
+        return (f"unknown option(s) {', '.join(names)} for format {format_name!r}"
+                f"{did_you_mean(names[0], known)}; known: {', '.join(sorted(known))}")
+
+    return {**defaults, **_typed(raw, declared, unknown)}
+
+
+def _typed(raw: Mapping[str, Any], known: Mapping[str, Option],
+           unknown: Any) -> dict[str, Any]:
+    names = sorted(str(k) for k in set(raw) - set(known))
+    if names:
+        raise OptionError(unknown(names, list(known)))
+    return {name: known[name].parse(value) for name, value in raw.items() if value is not None}
+
+
+def _unknown(scopes: tuple[Scope, ...]) -> Any:
+    """How an unknown name of ``scopes`` is refused: the listing options by the table's
+    ``open``, the streaming ones by ``discovery``, any other with the closest name."""
+    def message(names: list[str], known: list[str]) -> str:
+        if scopes == ("listing",):
+            return f"unknown listing option(s): {', '.join(names)}"
+        if scopes == ("stream",):
+            return (f"unknown streaming option(s) {', '.join(names)}; "
+                    f"known: {', '.join(sorted(known))}")
+        return (f"unknown option(s) {', '.join(names)}{did_you_mean(names[0], known)}; "
+                f"known: {', '.join(sorted(known))}")
+    return message
+
+
+def kind_value(kind: str, value: Any, name: str) -> Any:
+    """``value`` as ``kind`` (a key of :data:`~listing.options.KINDS`), for a setting that
+    is no option (a CLI flag such as ``watch --interval``); errors name ``name``."""
+    return KINDS[kind](value, name)
 
 
 def as_json_data() -> dict[str, Any]:
