@@ -114,8 +114,10 @@ def test_a_format_s_options_are_typed_with_its_defaults() -> None:
 
 
 @pytest.mark.parametrize(("scope", "raw", "message"), [
-    ("listing", {"bogus": 1}, "unknown listing option(s): bogus"),
-    ("stream", {"lookbak": 1}, "unknown streaming option(s) lookbak; known: "),
+    ("listing", {"ignore_corupt_files": 1}, "unknown listing option(s) ignore_corupt_files "
+                                            "(did you mean 'ignore_corrupt_files'?); known: "),
+    ("stream", {"lookbak": 1}, "unknown streaming option(s) lookbak (did you mean "
+                               "'lookback'?); known: "),
     ("source", {"engin": "python"}, "(did you mean 'engine'?)"),
     ("listing", {"batch_size": "lots"}, "option batch_size='lots' must be a size in bytes"),
     ("stream", {"reconcile_every": "-1"}, "option reconcile_every=-1 must be at least 0"),

@@ -265,52 +265,40 @@ def spark_spellings(*scopes: Scope) -> dict[str, str]:
 def parse(raw: Mapping[str, Any], *scopes: Scope) -> dict[str, Any]:
     """The typed values of ``raw`` (options of ``scopes`` by our names, as Python values or
     text): each converted by its option's kind (:meth:`Option.parse`); a None value is
-    absent (the default holds). An unknown name raises :class:`OptionError` naming it
-    (with the closest valid name, for the source's options)."""
-    return _typed(raw, {o.name: o for o in in_scope(*scopes)}, _unknown(scopes))
+    absent (the default holds). An unknown name raises :class:`OptionError` naming it,
+    the closest valid name and every valid one."""
+    labels: dict[tuple[Scope, ...], str] = {("listing",): "listing ", ("stream",): "streaming "}
+    label = labels.get(scopes, "")
+    return _typed(raw, {o.name: o for o in in_scope(*scopes)}, f"{label}option(s)")
 
 
 def parse_format(format_name: str, defaults: Mapping[str, Any],
                  raw: Mapping[str, Any], kinds: Mapping[str, str] | None = None
                  ) -> dict[str, Any]:
-    """A format's options: ``defaults`` overridden by ``raw``'s typed values. Each option
-    is the format's own (``FileFormat.option_defaults``); its kind is the one the format
-    declares in ``kinds``, else this table's (its ``format`` scope: Spark's spellings of
-    format options), else its default's (:func:`~listing.options.kind_of_default`)."""
+    """A format's options: ``defaults`` overridden by ``raw``'s typed values (as
+    :func:`parse`). Each option is the format's own (``FileFormat.option_defaults``); its
+    kind is the one the format names in ``kinds``, else this table's (its ``format``
+    scope: the format options Spark spells too), else its default's
+    (:func:`~listing.options.kind_of_default`)."""
     shared = {o.name: o for o in in_scope("format")}
     declared = {name: Option(name, "format", (kinds or {}).get(name) or (
                     shared[name].kind if name in shared else kind_of_default(default)),
                     "", default=default,
                     minimum=shared[name].minimum if name in shared else None)
                 for name, default in defaults.items()}
-
-    def unknown(names: list[str], known: Iterable[str]) -> str:
-        return (f"unknown option(s) {', '.join(names)} for format {format_name!r}"
-                f"{did_you_mean(names[0], known)}; known: {', '.join(sorted(known))}")
-
-    return {**defaults, **_typed(raw, declared, unknown)}
+    return {**defaults, **_typed(raw, declared, "option(s)", f" for format {format_name!r}")}
 
 
-def _typed(raw: Mapping[str, Any], known: Mapping[str, Option],
-           unknown: Any) -> dict[str, Any]:
-    names = sorted(str(k) for k in set(raw) - set(known))
-    if names:
-        raise OptionError(unknown(names, list(known)))
+def _typed(raw: Mapping[str, Any], known: Mapping[str, Option], what: str,
+           where: str = "") -> dict[str, Any]:
+    """``raw`` typed by the ``known`` options; ``what`` and ``where`` place the unknown
+    names in the error refusing them."""
+    unknown = sorted(str(k) for k in set(raw) - set(known))
+    if unknown:
+        raise OptionError(f"unknown {what} {', '.join(unknown)}{where}"
+                          f"{did_you_mean(unknown[0], known)}; "
+                          f"known: {', '.join(sorted(known))}")
     return {name: known[name].parse(value) for name, value in raw.items() if value is not None}
-
-
-def _unknown(scopes: tuple[Scope, ...]) -> Any:
-    """How an unknown name of ``scopes`` is refused: the listing options by the table's
-    ``open``, the streaming ones by ``discovery``, any other with the closest name."""
-    def message(names: list[str], known: list[str]) -> str:
-        if scopes == ("listing",):
-            return f"unknown listing option(s): {', '.join(names)}"
-        if scopes == ("stream",):
-            return (f"unknown streaming option(s) {', '.join(names)}; "
-                    f"known: {', '.join(sorted(known))}")
-        return (f"unknown option(s) {', '.join(names)}{did_you_mean(names[0], known)}; "
-                f"known: {', '.join(sorted(known))}")
-    return message
 
 
 def kind_value(kind: str, value: Any, name: str) -> Any:
