@@ -298,7 +298,7 @@ class TextFormat(FileFormat):
         self.parsed = self.parse_options(self.options)
 
     def parse_options(self, options: dict[str, Any]) -> Any:
-        """Validate and normalise options (strings from Spark included); raises OptionError."""
+        """The options (typed by the option registry) in the form the readers use."""
         return options
 
     def compression(self, path: str) -> str | None:
