@@ -1,9 +1,10 @@
 """Option values: one parser per kind, used by every option everywhere.
 
 Options reach the toolkit as Python values (the API) or as strings (Spark, SQL, the
-CLI). Each kind has exactly one parser here, so ``merge_schema="on"`` means the same to a
-format's option check and to the table that acts on it. Every parser names the option
-and the value it refuses.
+CLI). Each kind has exactly one parser here (:data:`KINDS`), so ``merge_schema="on"``
+means the same to a format and to the table that acts on it. Every parser names the
+option and the value it refuses. Callers do not call them: the option registry does
+(:func:`listing.options.registry.parse`), and hands them typed values.
 """
 
 from __future__ import annotations

@@ -5,8 +5,11 @@ Reads (:class:`listing.spark.config.SourceConfig`), writes
 (:class:`listing.discovery.DiscoverySettings`) and the JVM extension's native hand-off
 (``ListingNativeEngine.java``, which reads this table as JSON, :func:`as_json_data`) all
 look options up here, so a name, a Spark spelling, a default or a native equivalent is
-written once. Invariants (tests hold them): every spelling names one option; the listing
-options are exactly :class:`~listing.options.ListingOptions`' fields, with its defaults.
+written once. Their values are typed here too, by each option's kind: :func:`parse` for
+every scope (tables, streams, reads, writes), :func:`parse_format` for a format's own
+options; callers receive values. Invariants (tests hold them): every spelling names one
+option; the listing options are exactly :class:`~listing.options.ListingOptions`' fields,
+with its defaults.
 
 Storage options are not in this table: the allowlist of
 :mod:`listing.options.storage_options` is theirs (``storage.<name>`` or the
