@@ -61,7 +61,7 @@ from listing.formats.text import (
     read_sample,
     strip_line,
 )
-from listing.options import parse_bool, parse_int
+from listing.options import parse_int
 from listing.storage import StorageSpec
 
 #: (name, first character, end character or None for "to the end of the line")
@@ -133,8 +133,7 @@ class FixedWidthFormat(FileFormat):
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
         self.layout = parse_columns(self.options["columns"])
-        self.header = parse_bool(self.options["header"], "header")
-        parse_int(self.options["sample_bytes"], "sample_bytes", minimum=1)
+        self.header: bool = self.options["header"]  # options arrive typed by their defaults
         if self.layout is None and not self.header:
             raise OptionError("fixed_width needs a header line or the 'columns' option")
 
@@ -144,7 +143,7 @@ class FixedWidthFormat(FileFormat):
     def infer_schema(self, files: list[PartitionedFile], storage: StorageSpec) -> pa.Schema:
         file = files[0]
         data = read_sample(storage.filesystem(), file,
-                           parse_int(self.options["sample_bytes"], "sample_bytes", minimum=1),
+                           self.options["sample_bytes"],
                            compression_of(file.path, self.compressions))
         lines = data.split(b"\n")
         layout = self.layout
@@ -162,7 +161,7 @@ class FixedWidthOpener(FileOpener):
         compression = compression_of(file.path, FixedWidthFormat.compressions)
         with open_lines(self.fs, file, compression=compression) as stream:
             layout = parse_columns(options.get("columns"))
-            if parse_bool(options.get("header", True), "header"):
+            if options.get("header", True):
                 if file.byte_range is None or file.byte_range[0] == 0:
                     head = strip_line(stream.readline(), first=True)
                 else:  # the header belongs to offset 0; other ranges peek at it

@@ -28,7 +28,6 @@ from listing.formats.base import (
 )
 from listing.formats.conform import unify_schemas
 from listing.formats.text import CHUNK
-from listing.options import parse_bool
 from listing.storage.errors import raise_as, read_failure
 from listing.storage.reading import open_input
 from listing.storage.spec import StorageSpec
@@ -117,10 +116,6 @@ class ArrowFormat(FileFormat):
     extensions = (".arrow", ".feather", ".ipc", ".arrows")
     option_defaults = {"merge_schema": False}
 
-    def __init__(self, **options: Any) -> None:
-        super().__init__(**options)
-        parse_bool(self.options["merge_schema"], "merge_schema")
-
     def infer_schema(self, files: list[PartitionedFile], storage: StorageSpec) -> pa.Schema:
         if not files:
             raise FileReadError("no Arrow IPC files to infer a schema from")
@@ -130,7 +125,7 @@ class ArrowFormat(FileFormat):
             with IpcFile(fs, f) as opened:
                 return f.path, opened.schema.remove_metadata()
 
-        if not parse_bool(self.options["merge_schema"], "merge_schema") or len(files) == 1:
+        if not self.options["merge_schema"] or len(files) == 1:
             return one(files[0])[1]
         with ThreadPoolExecutor(max_workers=16) as pool:
             return unify_schemas(list(pool.map(one, files)))

@@ -29,7 +29,7 @@ from listing.errors import CorruptFileError, FileChangedError, MissingFileError,
 from listing.expressions import Expr, to_arrow
 from listing.files import PartitionedFile
 from listing.formats.conform import conform_batch
-from listing.options import did_you_mean, parse_like
+from listing.options import registry
 from listing.pushdown import Pushdown
 from listing.storage.errors import raise_as, read_failure
 from listing.storage.reading import check_unchanged, counting, current_version
@@ -75,22 +75,18 @@ class FileFormat:
     compressions: ClassVar[tuple[str, ...]] = ()
     #: option names this format accepts, with their defaults
     option_defaults: ClassVar[dict[str, Any]] = {}
+    #: the kind (a key of :data:`listing.options.KINDS`) of an option whose default does
+    #: not tell it and the option registry does not declare (``"char or off"``)
+    option_kinds: ClassVar[dict[str, str]] = {}
     #: a read of no data column costs each file's metadata only (Parquet: its footer's
     #: row counts), whatever the file's size
     rows_from_metadata: ClassVar[bool] = False
 
     def __init__(self, **options: Any) -> None:
-        unknown = set(options) - set(self.option_defaults)
-        if unknown:
-            first = sorted(unknown)[0]
-            raise OptionError(f"unknown option(s) {', '.join(sorted(unknown))} for format "
-                              f"{self.name!r}{did_you_mean(first, self.option_defaults)}; "
-                              f"known: {', '.join(sorted(self.option_defaults))}")
-        # one parser per kind (listing.options), chosen by the default's type, so "on",
-        # "yes" and True mean the same to every format and to the table
-        parsed = {k: parse_like(self.option_defaults[k])(v, k) for k, v in options.items()
-                  if v is not None and self.option_defaults[k] is not None}
-        self.options = {**self.option_defaults, **options, **parsed}
+        # typed by the option registry, as every option is, so "on", "yes" and True mean
+        # the same to every format and to the table
+        self.options: dict[str, Any] = registry.parse_format(
+            self.name, self.option_defaults, options, self.option_kinds)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.options!r})"

@@ -46,7 +46,6 @@ from listing.formats.text import (
     slices,
     strip_line,
 )
-from listing.options import parse_bool, parse_char, parse_int, parse_list
 
 _COLUMN_ERROR = re.compile(r"In CSV column #(\d+): (.*)", re.DOTALL)
 _BAD_VALUE = re.compile(r"invalid value '(.*)'")
@@ -69,16 +68,11 @@ class CsvOptions:
 
     @classmethod
     def parse(cls, options: dict[str, Any]) -> CsvOptions:
-        return cls(
-            header=parse_bool(options.get("header", True), "header"),
-            delimiter=parse_char(options.get("delimiter", ","), "delimiter"),  # type: ignore[arg-type]
-            quote=parse_char(options.get("quote", '"'), "quote", allow_none=True),
-            escape=parse_char(options.get("escape"), "escape", allow_none=True),
-            null_values=tuple(parse_list(options.get("null_values", ("",)))),
-            multiline=parse_bool(options.get("multiline", False), "multiline"),
-            block_size=parse_int(options.get("block_size", 1 << 20), "block_size", minimum=1),
-            infer_schema=parse_bool(options.get("infer_schema", True), "infer_schema"),
-        )
+        """From a :class:`CsvFormat`'s options (typed by the option registry)."""
+        return cls(header=options["header"], delimiter=options["delimiter"],
+                   quote=options["quote"] or None, escape=options["escape"] or None,
+                   null_values=tuple(options["null_values"]), multiline=options["multiline"],
+                   block_size=options["block_size"], infer_schema=options["infer_schema"])
 
     def parse_options(self, **extra: Any) -> pacsv.ParseOptions:
         return pacsv.ParseOptions(delimiter=self.delimiter, quote_char=self.quote or False,
@@ -107,10 +101,9 @@ class CsvFormat(TextFormat):
         "sample_bytes": 1 << 20, "merge_schema": False, "multiline": False,
         "block_size": 1 << 20, "infer_schema": True,
     }
+    option_kinds = {"quote": "char or off", "escape": "char or off"}
 
     def parse_options(self, options: dict[str, Any]) -> CsvOptions:
-        parse_int(options.get("sample_bytes", 1 << 20), "sample_bytes", minimum=1)
-        parse_bool(options.get("merge_schema", False), "merge_schema")
         return CsvOptions.parse(options)
 
     def sample_schema(self, data: bytes, file: PartitionedFile) -> pa.Schema:

@@ -32,19 +32,12 @@ from listing.formats.text import (
     inferred_schema,
     slices,
 )
-from listing.options import parse_bool, parse_int
 
 
 class JsonFormat(TextFormat):
     name = "json"
     extensions = (".json", ".ndjson", ".jsonl")
     option_defaults = {"sample_bytes": 1 << 20, "merge_schema": False, "block_size": 1 << 20}
-
-    def parse_options(self, options: dict[str, Any]) -> dict[str, Any]:
-        parse_int(options.get("sample_bytes", 1 << 20), "sample_bytes", minimum=1)
-        parse_int(options.get("block_size", 1 << 20), "block_size", minimum=1)
-        parse_bool(options.get("merge_schema", False), "merge_schema")
-        return options
 
     def sample_schema(self, data: bytes, file: PartitionedFile) -> pa.Schema:
         if not data.strip():
@@ -90,7 +83,7 @@ def _refine_temporal(schema: pa.Schema, data: bytes) -> pa.Schema:
 class JsonOpener(TextOpener):
     def read_batches(self, file: PartitionedFile) -> Iterator[pa.RecordBatch]:
         src = self.source
-        block_size = parse_int(src.options.get("block_size", 1 << 20), "block_size", minimum=1)
+        block_size: int = src.options["block_size"]
         schema = src.read_schema
         # the JSON parser takes dates as day numbers only: parse ISO strings, then cast
         dates = {f.name: f.type for f in schema if pa.types.is_date(f.type)}

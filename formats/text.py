@@ -27,7 +27,6 @@ from listing.errors import FileReadError
 from listing.files import PartitionedFile
 from listing.formats.base import COMPRESSIONS, FileFormat, FileOpener
 from listing.formats.conform import canonical_type, unify_schemas
-from listing.options import parse_bool, parse_int
 from listing.storage.errors import raise_as, read_failure
 from listing.storage.reading import open_input
 from listing.storage.spec import StorageSpec
@@ -299,21 +298,20 @@ class TextFormat(FileFormat):
         self.parsed = self.parse_options(self.options)
 
     def parse_options(self, options: dict[str, Any]) -> Any:
-        """Validate and normalise options (strings from Spark included); raises OptionError."""
+        """The options (typed by the option registry) in the form the readers use."""
         return options
 
     def compression(self, path: str) -> str | None:
         return compression_of(path, self.compressions)
 
     def is_splittable(self, file: PartitionedFile) -> bool:
-        return self.compression(file.path) is None and not parse_bool(
-            self.options.get("multiline", False), "multiline")
+        return self.compression(file.path) is None and not self.options.get("multiline")
 
     def infer_schema(self, files: list[PartitionedFile], storage: StorageSpec) -> pa.Schema:
         if not files:
             raise FileReadError(f"no {self.name} files to infer a schema from")
         fs = storage.filesystem()
-        nbytes = parse_int(self.options.get("sample_bytes", 1 << 20), "sample_bytes", minimum=1)
+        nbytes: int = self.options.get("sample_bytes", 1 << 20)
 
         def one(f: PartitionedFile) -> tuple[str, pa.Schema]:
             try:
@@ -322,8 +320,7 @@ class TextFormat(FileFormat):
                 raise_as(read_failure(f.path, err, f"cannot sample as {self.name}"), err)
             return f.path, self.sample_schema(data, f)
 
-        if not parse_bool(self.options.get("merge_schema", False), "merge_schema") \
-                or len(files) == 1:
+        if not self.options.get("merge_schema") or len(files) == 1:
             return one(files[0])[1]
         with ThreadPoolExecutor(max_workers=16) as pool:
             return self.unify(list(pool.map(one, files)))

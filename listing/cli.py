@@ -123,9 +123,9 @@ def cmd_watch(args: argparse.Namespace) -> None:
     import time
     from pathlib import Path
 
-    from listing.options import parse_duration
+    from listing.options import registry
 
-    interval = parse_duration(args.interval, "--interval")
+    interval = registry.kind_value("duration", args.interval, "--interval")
     options = {k: v for k, v in (("lookback", args.lookback),
                                  ("reconcile_every", args.reconcile_every),
                                  ("starting", args.starting)) if v is not None}

@@ -36,13 +36,7 @@ from listing.errors import OptionError
 from listing.expressions import Bound, Expr, conjunction, split_by_columns
 from listing.files import PartitionedFile
 from listing.hive import HiveLayout
-from listing.options import (
-    parse_duration,
-    parse_int,
-    parse_size,
-    parse_timestamp,
-    registry,
-)
+from listing.options import registry
 from listing.planner import PlanRun
 from listing.storage.lister import ObjectMeta
 from listing.url import TableUrl
@@ -82,57 +76,22 @@ class DiscoverySettings:
 
     @classmethod
     def parse(cls, options: Mapping[str, Any]) -> DiscoverySettings:
-        known = registry.names(registry.in_scope("stream"))
-        unknown = sorted(set(options) - known)
-        if unknown:
-            raise OptionError(f"unknown streaming option(s) {', '.join(unknown)}; "
-                              f"known: {', '.join(sorted(known))}")
+        """From the stream options (our names), typed by the option registry."""
+        given = registry.parse(options, "stream")
         out = cls()
-        if "lookback" in options:
-            out = replace(out, **_lookback(options["lookback"]))
-        if "reconcile_every" in options:
-            out = replace(out, reconcile_every=parse_int(options["reconcile_every"],
-                                                         "reconcile_every", minimum=0))
-        if "max_file_age" in options:
-            age = parse_duration(options["max_file_age"], "max_file_age")
-            out = replace(out, max_file_age_seconds=age)
-        if "starting" in options:
-            out = replace(out, starting=_starting(options["starting"]))
-        if options.get("max_files_per_trigger") is not None:
-            out = replace(out, max_files=parse_int(options["max_files_per_trigger"],
-                                                   "max_files_per_trigger", minimum=1))
-        if options.get("max_bytes_per_trigger") is not None:
-            n = parse_size(options["max_bytes_per_trigger"], "max_bytes_per_trigger")
-            if n < 1:
-                raise OptionError(f"option max_bytes_per_trigger={n} must be positive")
-            out = replace(out, max_bytes=n)
-        return out
+        if "lookback" in given:  # a count of partitions, or a duration (a float)
+            lookback = given["lookback"]
+            out = replace(out, **(
+                {"lookback_partitions": lookback, "lookback_seconds": None}
+                if isinstance(lookback, int) else
+                {"lookback_partitions": None, "lookback_seconds": lookback}))
+        return replace(out, **{field: given[name] for name, field in _FIELDS if name in given})
 
 
-def _lookback(value: Any) -> dict[str, Any]:
-    text = str(value).strip()
-    if isinstance(value, int) or text.isdigit():
-        return {"lookback_partitions": parse_int(value, "lookback", minimum=0),
-                "lookback_seconds": None}
-    try:
-        return {"lookback_partitions": None,
-                "lookback_seconds": parse_duration(value, "lookback")}
-    except OptionError:
-        raise OptionError(f"option lookback={value!r}: a number of newest partitions (2) "
-                          "or a duration (2h)") from None
-
-
-def _starting(value: Any) -> str | dt.datetime:
-    if isinstance(value, dt.datetime):
-        return value
-    text = str(value).strip().lower()
-    if text in ("earliest", "latest"):
-        return text
-    try:
-        return parse_timestamp(value, "starting")
-    except OptionError:
-        raise OptionError(f"option starting={value!r}: earliest, latest, or a timestamp "
-                          "such as 2026-03-01T00:00:00") from None
+#: the stream options stored as they are typed: (option, DiscoverySettings field)
+_FIELDS = (("reconcile_every", "reconcile_every"), ("max_file_age", "max_file_age_seconds"),
+           ("starting", "starting"), ("max_files_per_trigger", "max_files"),
+           ("max_bytes_per_trigger", "max_bytes"))
 
 
 @dataclass(frozen=True)

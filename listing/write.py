@@ -84,7 +84,7 @@ from listing.errors import (
 from listing.formats.base import FileFormat, FileSink, FileWriter
 from listing.hive import escape_path_name, is_hidden, is_hidden_below, partition_path
 from listing.list_cache import CACHE
-from listing.options import parse_bool, parse_int
+from listing.options import registry
 from listing.storage import multipart
 from listing.storage.lister import ObjectMeta
 from listing.storage.spec import StorageSpec
@@ -97,7 +97,7 @@ __all__ = ["MODES", "PARTITION_OVERWRITE_MODES", "ManifestRefused", "StagedFile"
 log = logging.getLogger("listing.write")
 
 MODES = ("append", "overwrite", "error", "ignore")
-PARTITION_OVERWRITE_MODES = ("static", "dynamic")
+PARTITION_OVERWRITE_MODES = registry.option("partition_overwrite_mode").choices
 STAGING_DIR = "_temporary"
 SUCCESS_FILE = "_SUCCESS"
 MANIFEST_FILE = "_manifest.json"
@@ -361,10 +361,16 @@ class WriteJob:
                  overwrite_without_lock: bool | str = False,
                  **format_options: Any) -> None:
         self.recover_after = recover_after
+        # Spark's maxRecordsPerFile 0: no limit; part_size "": the default
+        given = registry.parse({
+            "overwrite_without_lock": overwrite_without_lock,
+            "partition_overwrite_mode": partition_overwrite_mode,
+            "max_records_per_file": None if max_records_per_file in ("", 0, "0")
+            else max_records_per_file,
+            "part_size": part_size if part_size != "" else None}, "write")
         #: overwrite even where the store cannot isolate it (no conditional PUT): the
         #: caller serialises overwrites of the table itself
-        self.overwrite_without_lock = parse_bool(overwrite_without_lock,
-                                                 "overwrite_without_lock")
+        self.overwrite_without_lock: bool = given.get("overwrite_without_lock", False)
         if job_id is not None and not JOB_ID.fullmatch(job_id):
             raise OptionError(f"job_id={job_id!r} must be letters, digits, '_' and '-' (at "
                               "most 128), starting with a letter or digit")
@@ -372,13 +378,9 @@ class WriteJob:
         if self.url.glob is not None:
             raise OptionError(f"cannot write to a glob {url!r}: give the table's root")
         self.mode = _choice("mode", mode, MODES)
-        self.partition_overwrite_mode = _choice("partition_overwrite_mode",
-                                                partition_overwrite_mode,
-                                                PARTITION_OVERWRITE_MODES)
+        self.partition_overwrite_mode: str = given.get("partition_overwrite_mode", "static")
         self.partition_by = _partition_by(partition_by, schema)
-        self.max_records_per_file = (
-            None if max_records_per_file in (None, "", 0, "0")
-            else parse_int(max_records_per_file, "max_records_per_file", minimum=1))
+        self.max_records_per_file: int | None = given.get("max_records_per_file")
         self.storage = StorageSpec(self.url.protocol, dict(storage_options or {}))
         protocol = _choice("commit_protocol", commit_protocol, COMMIT_PROTOCOLS)
         if protocol == "multipart" and not store_class(self.storage).supports_multipart:
@@ -388,9 +390,10 @@ class WriteJob:
         self.part_size: int | None = None
         if protocol == "multipart" or (protocol == "auto"
                                        and store_class(self.storage).supports_multipart):
-            self.part_size = (multipart.PART_SIZE if part_size in (None, "")
-                              else parse_int(part_size, "part_size",
-                                             minimum=multipart.MIN_PART_SIZE))
+            self.part_size = given.get("part_size", multipart.PART_SIZE)
+            if self.part_size < multipart.MIN_PART_SIZE:
+                raise OptionError(f"option part_size={self.part_size!r} must be at least "
+                                  f"{multipart.MIN_PART_SIZE}")
         self.format = formats.get(format, **format_options)
         self.schema = schema
         self.data_schema = pa.schema([f for f in schema if f.name not in self.partition_by])

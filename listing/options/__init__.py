@@ -1,9 +1,10 @@
 """Option values: one parser per kind, used by every option everywhere.
 
 Options reach the toolkit as Python values (the API) or as strings (Spark, SQL, the
-CLI). Each kind has exactly one parser here, so ``merge_schema="on"`` means the same to a
-format's option check and to the table that acts on it. Every parser names the option
-and the value it refuses.
+CLI). Each kind has exactly one parser here (:data:`KINDS`), so ``merge_schema="on"``
+means the same to a format and to the table that acts on it. Every parser names the
+option and the value it refuses. Callers do not call them: the option registry does
+(:func:`listing.options.registry.parse`), and hands them typed values.
 """
 
 from __future__ import annotations
@@ -198,14 +199,77 @@ def parse_glob(value: Any, name: str = "option") -> str:
     return text
 
 
-def parse_like(default: Any) -> Callable[[Any, str], Any]:
-    """The parser for an option whose default is ``default`` (bool, int or anything else
-    kept as given), so formats declare options by their defaults alone."""
+def parse_count_or_duration(value: Any, name: str = "option") -> int | float:
+    """A count (an int, or digits: ``2``) or, otherwise, a duration in seconds (a float:
+    ``2h``); the type tells which was meant."""
+    if isinstance(value, int) or str(value).strip().isdigit():
+        return parse_int(value, name)
+    try:
+        return parse_duration(value, name)
+    except OptionError:
+        raise OptionError(f"option {name}={value!r}: a number of newest partitions (2) "
+                          "or a duration (2h)") from None
+
+
+def parse_start(value: Any, name: str = "option") -> str | dt.datetime:
+    """``earliest``, ``latest`` (any case) or a timestamp (:func:`parse_timestamp`)."""
+    if isinstance(value, dt.datetime):
+        return value
+    text = str(value).strip().lower()
+    if text in ("earliest", "latest"):
+        return text
+    try:
+        return parse_timestamp(value, name)
+    except OptionError:
+        raise OptionError(f"option {name}={value!r}: earliest, latest, or a timestamp "
+                          "such as 2026-03-01T00:00:00") from None
+
+
+def _as_given(value: Any, name: str = "option") -> Any:
+    return value
+
+
+def _char_or_off(value: Any, name: str = "option") -> str:
+    """One character, or ``""`` where :func:`parse_char` switches it off (``none``): not
+    None, which would read as an option not given."""
+    return parse_char(value, name, allow_none=True) or ""
+
+
+def _list(value: Any, name: str = "option") -> list[str]:
+    return parse_list(value)
+
+
+#: the parser of each option kind (:attr:`listing.options.registry.Option.kind`), by name:
+#: the one place a raw option value becomes a typed one. ``string``, ``json``, ``choice``
+#: and ``any`` values are kept as given (the registry checks a choice against its choices;
+#: the edge that receives a JSON value as text decodes it).
+KINDS: dict[str, Callable[[Any, str], Any]] = {
+    "string": _as_given,
+    "json": _as_given,
+    "choice": _as_given,
+    "any": _as_given,
+    "bool": parse_bool,
+    "int": parse_int,
+    "size": parse_size,
+    "duration": parse_duration,
+    "timestamp": parse_timestamp,
+    "glob": parse_glob,
+    "char": parse_char,
+    "char or off": _char_or_off,
+    "list": _list,
+    "int or duration": parse_count_or_duration,
+    "start": parse_start,
+}
+
+
+def kind_of_default(default: Any) -> str:
+    """The kind of an option known only by its default (a format's own options, declared
+    by their defaults): bool, int, or anything else kept as given."""
     if isinstance(default, bool):
-        return parse_bool
+        return "bool"
     if isinstance(default, int):
-        return parse_int
-    return lambda value, name: value
+        return "int"
+    return "any"
 
 
 @dataclass(frozen=True)
@@ -240,14 +304,9 @@ class ListingOptions:
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> ListingOptions:
         """Build from Python values or the strings Spark passes; names the bad option."""
-        unknown = set(values) - cls.names()
-        if unknown:
-            raise OptionError(f"unknown listing option(s): {', '.join(sorted(unknown))}")
-        parsed: dict[str, Any] = {}
-        for name, raw in values.items():
-            if raw is not None:
-                parsed[name] = _PARSERS[name](raw, name)
-        opts = cls(**parsed)
+        from listing.options import registry  # the registry reads this class's defaults
+
+        opts = cls(**registry.parse(values, "listing"))
         if opts.max_partition_bytes <= 0 or opts.open_cost_in_bytes < 0 or opts.batch_size <= 0:
             raise OptionError("max_partition_bytes and batch_size must be positive, "
                               "open_cost_in_bytes not negative")
@@ -256,21 +315,3 @@ class ListingOptions:
                               f"{values.get('max_concurrent_requests')!r} must be between 1 "
                               f"(one request at a time) and {MAX_CONCURRENT_REQUESTS}")
         return opts
-
-
-_PARSERS: dict[str, Callable[[Any, str], Any]] = {
-    "path_glob_filter": parse_glob,
-    "modified_before": parse_timestamp,
-    "modified_after": parse_timestamp,
-    "ignore_missing_files": parse_bool,
-    "ignore_corrupt_files": parse_bool,
-    "max_partition_bytes": parse_size,
-    "open_cost_in_bytes": parse_size,
-    "min_partitions": parse_int,
-    "batch_size": parse_size,
-    "include_file_metadata": parse_bool,
-    "list_cache_ttl": parse_duration,
-    "max_concurrent_requests": parse_int,
-    "key_grouped": parse_bool,
-    "case_sensitive": parse_bool,
-}

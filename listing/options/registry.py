@@ -5,8 +5,11 @@ Reads (:class:`listing.spark.config.SourceConfig`), writes
 (:class:`listing.discovery.DiscoverySettings`) and the JVM extension's native hand-off
 (``ListingNativeEngine.java``, which reads this table as JSON, :func:`as_json_data`) all
 look options up here, so a name, a Spark spelling, a default or a native equivalent is
-written once. Invariants (tests hold them): every spelling names one option; the listing
-options are exactly :class:`~listing.options.ListingOptions`' fields, with its defaults.
+written once. Their values are typed here too, by each option's kind: :func:`parse` for
+every scope (tables, streams, reads, writes), :func:`parse_format` for a format's own
+options; callers receive values. Invariants (tests hold them): every spelling names one
+option; the listing options are exactly :class:`~listing.options.ListingOptions`' fields,
+with its defaults.
 
 Storage options are not in this table: the allowlist of
 :mod:`listing.options.storage_options` is theirs (``storage.<name>`` or the
@@ -18,11 +21,20 @@ Spark spellings and Spark equivalents some of them have.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any, Literal
 
-from listing.options import _FALSE, _TRUE, ListingOptions, storage_options
+from listing.errors import OptionError
+from listing.options import (
+    _FALSE,
+    _TRUE,
+    KINDS,
+    ListingOptions,
+    did_you_mean,
+    kind_of_default,
+    storage_options,
+)
 
 #: where an option is taken: the source's own (path, format, …), file selection and packing
 #: (ListingOptions), streaming, writing, a format's, or a catalog property Spark adds
@@ -64,11 +76,30 @@ class Option:
     instead: str | None = None
     #: shown among the valid names in an unknown-option error
     listed: bool = True
+    #: the least value a number of this option may be
+    minimum: int | None = None
+    #: the parser (a kind of :data:`listing.options.KINDS`) when it is not ``kind``'s
+    parser: str = ""
 
     @property
     def spellings(self) -> tuple[str, ...]:
         """Every lower-cased name this option arrives under (ours first)."""
         return (self.name, *(s.lower() for s in self.spark if s.lower() != self.name))
+
+    def parse(self, value: Any) -> Any:
+        """``value`` (a Python value, or the text Spark, SQL or the CLI passes) as this
+        option's kind, within its choices and minimum; an :class:`OptionError` names the
+        option and the value refused."""
+        typed = KINDS[self.parser or self.kind](value, self.name)
+        if self.choices:
+            typed = str(typed).strip().lower()
+            if typed not in self.choices:
+                raise OptionError(f"option {self.name}={value!r} must be one of "
+                                  f"{', '.join(self.choices)}")
+        if (self.minimum is not None and isinstance(typed, int | float)
+                and not isinstance(typed, bool) and typed < self.minimum):
+            raise OptionError(f"option {self.name}={typed!r} must be at least {self.minimum}")
+        return typed
 
 
 def _o(name: str, scope: Scope, kind: str, meaning: str, **more: Any) -> Option:
@@ -142,14 +173,15 @@ OPTIONS: tuple[Option, ...] = (
              "session's)", native="planner"),
     # --- streaming (listing.discovery.DiscoverySettings) ----------------------------------
     _o("max_files_per_trigger", "stream", "int", "files per micro-batch",
-       spark=("maxFilesPerTrigger",)),
+       spark=("maxFilesPerTrigger",), minimum=1),
     _o("max_bytes_per_trigger", "stream", "size", "bytes per micro-batch",
-       spark=("maxBytesPerTrigger",)),
+       spark=("maxBytesPerTrigger",), minimum=1),
     _o("lookback", "stream", "int or duration",
-       "newest partitions re-listed each trigger, or a duration", default=1),
+       "newest partitions re-listed each trigger, or a duration", default=1, minimum=0),
     _o("reconcile_every", "stream", "int", "a full listing every this many triggers",
-       default=10),
-    _o("starting", "stream", "string", "earliest, latest, or a timestamp", default="earliest"),
+       default=10, minimum=0),
+    _o("starting", "stream", "string", "earliest, latest, or a timestamp", default="earliest",
+       parser="start"),
     _o("max_file_age", "stream", "duration", "files older than the newest by more are "
        "forgotten", spark=("maxFileAge",), default=7 * 86400.0),
     # --- writes (listing.spark.writer) ----------------------------------------------------
@@ -158,7 +190,7 @@ OPTIONS: tuple[Option, ...] = (
     _o("partition_overwrite_mode", "write", "choice", "static or dynamic",
        spark=("partitionOverwriteMode",), choices=("static", "dynamic"), on_write="take"),
     _o("max_records_per_file", "write", "int", "rows per written file",
-       spark=("maxRecordsPerFile",), on_write="take"),
+       spark=("maxRecordsPerFile",), on_write="take", minimum=1),
     _o("compression", "write", "string", "the written files' compression", on_write="take"),
     _o("commit_protocol", "write", "string", "how a write publishes its files",
        default="auto", on_write="take"),
@@ -173,11 +205,11 @@ OPTIONS: tuple[Option, ...] = (
     # --- Spark's spellings of format options and their Spark equivalents --------------------
     _o("merge_schema", "format", "bool", "merge the files' schemas",
        spark=("mergeSchema",)),
-    _o("sample_bytes", "format", "size", "bytes sampled to infer a schema"),
+    _o("sample_bytes", "format", "size", "bytes sampled to infer a schema", minimum=1),
     _o("infer_schema", "format", "bool", "infer CSV column types from the sample (false: "
        "every column a string, as Spark's CSV reader without inferSchema)",
        spark=("inferSchema",)),
-    _o("block_size", "format", "size", "bytes per read block"),
+    _o("block_size", "format", "size", "bytes per read block", minimum=1),
     _o("header", "format", "bool", "the first line names the columns", native="spark",
        spark_option="header", native_formats=("csv",)),
     _o("delimiter", "format", "char", "the field separator", spark=("sep",), native="spark",
@@ -231,6 +263,51 @@ def names(options: Iterable[Option]) -> set[str]:
 def spark_spellings(*scopes: Scope) -> dict[str, str]:
     """Spark's spellings (lower-cased) of the options of ``scopes``, mapped to our names."""
     return {s: o.name for o in in_scope(*scopes) for s in o.spellings if s != o.name}
+
+
+def parse(raw: Mapping[str, Any], *scopes: Scope) -> dict[str, Any]:
+    """The typed values of ``raw`` (options of ``scopes`` by our names, as Python values or
+    text): each converted by its option's kind (:meth:`Option.parse`); a None value is
+    absent (the default holds). An unknown name raises :class:`OptionError` naming it,
+    the closest valid name and every valid one."""
+    labels: dict[tuple[Scope, ...], str] = {("listing",): "listing ", ("stream",): "streaming "}
+    label = labels.get(scopes, "")
+    return _typed(raw, {o.name: o for o in in_scope(*scopes)}, f"{label}option(s)")
+
+
+def parse_format(format_name: str, defaults: Mapping[str, Any],
+                 raw: Mapping[str, Any], kinds: Mapping[str, str] | None = None
+                 ) -> dict[str, Any]:
+    """A format's options: ``defaults`` overridden by ``raw``'s typed values (as
+    :func:`parse`). Each option is the format's own (``FileFormat.option_defaults``); its
+    kind is the one the format names in ``kinds``, else this table's (its ``format``
+    scope: the format options Spark spells too), else its default's
+    (:func:`~listing.options.kind_of_default`)."""
+    shared = {o.name: o for o in in_scope("format")}
+    declared = {name: Option(name, "format", (kinds or {}).get(name) or (
+                    shared[name].kind if name in shared else kind_of_default(default)),
+                    "", default=default,
+                    minimum=shared[name].minimum if name in shared else None)
+                for name, default in defaults.items()}
+    return {**defaults, **_typed(raw, declared, "option(s)", f" for format {format_name!r}")}
+
+
+def _typed(raw: Mapping[str, Any], known: Mapping[str, Option], what: str,
+           where: str = "") -> dict[str, Any]:
+    """``raw`` typed by the ``known`` options; ``what`` and ``where`` place the unknown
+    names in the error refusing them."""
+    unknown = sorted(str(k) for k in set(raw) - set(known))
+    if unknown:
+        raise OptionError(f"unknown {what} {', '.join(unknown)}{where}"
+                          f"{did_you_mean(unknown[0], known)}; "
+                          f"known: {', '.join(sorted(known))}")
+    return {name: known[name].parse(value) for name, value in raw.items() if value is not None}
+
+
+def kind_value(kind: str, value: Any, name: str) -> Any:
+    """``value`` as ``kind`` (a key of :data:`~listing.options.KINDS`), for a setting that
+    is no option (a CLI flag such as ``watch --interval``); errors name ``name``."""
+    return KINDS[kind](value, name)
 
 
 def as_json_data() -> dict[str, Any]:

@@ -22,8 +22,6 @@ from listing.spark.option_values import json_object, storage_value
 from listing.table import ListingTable
 from listing.url import is_glob
 
-#: who reads the files: Spark's own readers where its JVM can (native), ours (python)
-ENGINES = registry.option("engine").choices
 #: session conf the extension reads the option registry from (OptionRegistry.java); not a
 #: ``spark.*`` name, which Spark would copy into every task's properties
 REGISTRY_CONF = "listing.optionRegistry"
@@ -97,10 +95,12 @@ class SourceConfig:
                 "root")
         if len(several) > 1:  # partition folders of one table: its root, and their union
             opts["path"] = opts["basepath"]
-        if opts.get("recursivefilelookup", "false").strip().lower() not in ("false", "0"):
+        # the source's own options with a value (an empty one is none), typed
+        own = registry.parse({k: opts[k] for k in ("limit", "engine", "recursivefilelookup")
+                              if opts.get(k)}, "source")
+        if own.get("recursivefilelookup"):
             raise OptionError("recursiveFileLookup is not supported: the listing source "
                               "reads Hive-partitioned tables and infers their partitions")
-        opts.pop("recursivefilelookup", None)
         url = opts.get("path")
         if not url:
             raise OptionError("the listing source needs a path: .load('s3://bucket/prefix/') or "
@@ -145,21 +145,12 @@ class SourceConfig:
             sizes, filesystem = spec.column_bytes, spec.filesystem
             fmt_opts = {**fmt_opts, **spec.format_options}  # the plain ones state them
             where += spec.where
-        limit = None
-        if opts.get("limit"):
-            try:
-                limit = int(opts["limit"])
-            except ValueError:
-                raise OptionError(f"option limit={opts['limit']!r} is not an integer") from None
         _check_format_options(fmt, fmt_opts)
         if spec is not None:
             spec.check_stated(opts)
-        engine = opts.get("engine", registry.option("engine").default).strip().lower()
-        if engine not in ENGINES:
-            raise OptionError(f"option engine={opts['engine']!r}: expected one of "
-                              f"{', '.join(ENGINES)}")
-        return cls(url, fmt, storage, cols, listing, fmt_opts, where or None, limit, schema,
-                   engine, stream, sizes, filesystem, base_path, folders, spark_filters)
+        engine = own.get("engine", registry.option("engine").default)
+        return cls(url, fmt, storage, cols, listing, fmt_opts, where or None, own.get("limit"),
+                   schema, engine, stream, sizes, filesystem, base_path, folders, spark_filters)
 
     def open(self, data_schema: pa.Schema | None = None,
              filesystems: dict[str, Any] | None = None) -> ListingTable:

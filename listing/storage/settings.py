@@ -6,11 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from listing.errors import OptionError, StorageConfigError
-from listing.options import parse_duration, parse_int
+from listing.errors import StorageConfigError
 
-RETRY_MODES = ("standard", "adaptive")
-ON_FILE_CHANGE = ("error", "read")
 RETRY_OPTIONS = frozenset({"max_retries", "retry_mode", "retry_max_backoff"})
 SETTING_NAMES = RETRY_OPTIONS | {"on_file_change"}
 
@@ -36,22 +33,9 @@ class StorageSettings:
 
     @classmethod
     def parse(cls, values: dict[str, Any]) -> StorageSettings:
-        kwargs: dict[str, Any] = {}
-        try:
-            if values.get("max_retries") is not None:
-                kwargs["max_retries"] = parse_int(values["max_retries"], "max_retries",
-                                                  minimum=0)
-            if values.get("retry_max_backoff") is not None:
-                kwargs["retry_max_backoff"] = parse_duration(values["retry_max_backoff"],
-                                                             "retry_max_backoff")
-        except OptionError as err:
-            raise StorageConfigError(f"storage {err}") from None
-        for name, allowed in (("retry_mode", RETRY_MODES), ("on_file_change", ON_FILE_CHANGE)):
-            if values.get(name) is not None:
-                value = str(values[name]).strip().lower()
-                if value not in allowed:
-                    raise StorageConfigError(f"storage option {name}={values[name]!r} must be "
-                                             f"one of {', '.join(allowed)}")
-                kwargs[name] = value
-        return cls(**kwargs)
-
+        """From storage options the allowlist has typed and checked
+        (:func:`listing.options.storage_options.check`, which ``StorageSpec`` applies)."""
+        unknown = sorted(set(values) - SETTING_NAMES)
+        if unknown:
+            raise StorageConfigError(f"not storage settings: {', '.join(unknown)}")
+        return cls(**{k: v for k, v in values.items() if v is not None})
