@@ -89,11 +89,15 @@ def _matches(key: str, item: pytest.Item) -> bool:
 
 
 def _stale_keys(items: list[pytest.Item]) -> list[str]:
-    """Keys of STARTS_ITSELF naming no test though their module was collected (a test
-    renamed or removed)."""
-    modules = {_node(item).split("::")[0] for item in items}
-    return [key for key in STARTS_ITSELF if key.split("[")[0].split("::")[0] in modules
-            and not any(_matches(key, item) for item in items)]
+    """``module::test`` keys of STARTS_ITSELF whose module was collected but holds no such
+    test (renamed or removed)."""
+    modules = {_node(item).split("::")[0]: getattr(item, "module", None) for item in items}
+    stale = []
+    for key in STARTS_ITSELF:
+        module, _, test = key.split("[")[0].partition("::")
+        if test and modules.get(module) is not None and not hasattr(modules[module], test):
+            stale.append(key)
+    return stale
 
 
 # --- the guard ---------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 from _pytest.mark.expression import Expression  # how `-m` evaluates its expression
-from groups import GROUPS, UNIT, NeedsMarkerError, groups_of
+from groups import GROUPS, UNIT, NeedsMarkerError, _stale_keys, groups_of
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGETS = ("test-unit", "test-s3", "test-spark-only", "test-install")
@@ -96,6 +96,15 @@ class FakeItem:
 def test_groups_come_from_fixtures_markers_and_the_table(item: FakeItem, groups: set[str]
                                                          ) -> None:
     assert groups_of(item) == groups  # type: ignore[arg-type]
+
+
+def test_a_renamed_test_in_the_table_is_reported() -> None:
+    key = "test_fixtures.py::test_second_server_and_reset_in_a_subprocess"
+    without = SimpleNamespace(nodeid="tests/test_fixtures.py::test_other", module=object())
+    with_it = SimpleNamespace(nodeid="tests/test_fixtures.py::test_other",
+                              module=SimpleNamespace(**{key.split("::")[1]: None}))
+    assert key in _stale_keys([without])  # type: ignore[list-item]
+    assert key not in _stale_keys([with_it])  # type: ignore[list-item]
 
 
 # --- the guard: a unit test starts neither Spark nor an S3 server ----------------------
