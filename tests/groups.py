@@ -10,9 +10,9 @@ or in code they run).
 
 While a test runs it may start only what its groups allow: starting a Spark JVM or an S3
 server without the marker raises :class:`NeedsMarkerError` in this process, and fails in a
-subprocess too (``JAVA_HOME`` then names a ``java`` that refuses to run, and, outside the
-spark group, ``PYTHONPATH`` a ``moto`` that refuses to import). So a test missing its
-marker fails in ``make test-unit`` instead of slowing it down.
+subprocess too, outside the spark and install groups (``JAVA_HOME`` then names a ``java``
+that refuses to run, and ``PYTHONPATH`` a ``moto`` that refuses to import). So a test
+missing its marker fails in ``make test-unit`` instead of slowing it down.
 """
 
 from __future__ import annotations
@@ -163,15 +163,16 @@ def _write_subprocess_guards(folder: Path) -> tuple[Path, Path]:
 def _subprocess_guards(nodeid: str, groups: frozenset[str], folders: tuple[Path, Path]
                        ) -> Iterator[None]:
     """Point subprocesses at the refusing ``java``/``moto`` for the groups not granted,
-    except in a ``spark`` test: the JVM it may start keeps its environment for the run (its
-    Python workers would inherit the refusing ``moto``)."""
+    except in a ``spark`` or ``install`` test: the JVM a spark test may start keeps its
+    environment for the run (its Python workers would inherit the refusing ``moto``), and
+    building the wheel runs Maven and the JDK."""
     java_home, python = folders
     saved = {name: os.environ.get(name)
              for name in ("JAVA_HOME", "PYTHONPATH", "LISTING_TEST_NODE")}
     os.environ["LISTING_TEST_NODE"] = nodeid
-    if "spark" not in groups:
+    if not groups & {"spark", "install"}:
         os.environ["JAVA_HOME"] = str(java_home)
-    if "s3" not in groups and "spark" not in groups:
+    if not groups & {"s3", "spark", "install"}:
         os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(python),
                                                                  saved["PYTHONPATH"]]))
     try:
