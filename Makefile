@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-spark lint docs bench bench-quick soak clean check-java s3a
+.PHONY: demo test test-unit test-s3 test-spark-only test-install test-spark lint docs bench bench-quick soak clean check-java s3a
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python >= 3.11 needed"' \
@@ -34,6 +34,21 @@ demo: $(STAMP) check-java s3a
 
 test: lint check-java s3a
 	$(PY) -m pytest
+
+# The suite by what a test needs (markers assigned in tests/groups.py; docs/testing.md).
+# Together these four run what `make test` runs. test-unit: no Spark, no S3 server, no
+# wheel install, under a minute; a test starting either without its marker fails there.
+test-unit: $(STAMP)
+	$(PY) -m pytest -m "unit"
+
+test-s3: $(STAMP)
+	$(PY) -m pytest -m "s3 and not spark and not install"
+
+test-spark-only: $(STAMP) check-java s3a
+	$(PY) -m pytest -m "spark and not install"
+
+test-install: $(STAMP) check-java s3a
+	$(PY) -m pytest -m "install"
 
 # The Spark-touching tests (.ci/spark-tests) on another supported pyspark, e.g.
 # `make test-spark SPARK=4.1.4`: a virtualenv holding that pyspark and this checkout

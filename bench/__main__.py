@@ -3,9 +3,9 @@
     python -m bench                     # full: an hour or more on 2 cores (bench/README.md)
     python -m bench --quick             # small sizes
     python -m bench --only listing      # one section: listing | throughput | memory | write
-                                        #   | streaming | s3a | planning | latency (listing's
-                                        #   latency-model table alone, ours and the peers:
-                                        #   ~5 min)
+                                        #   | streaming | s3a | planning | client
+                                        #   | latency (listing's latency-model table
+                                        #   alone, ours and the peers: ~5 min)
     python -m bench --runs 5 --out /tmp/results
 
 Sections: (1) listing and planning on a moto S3 server, ours against pyarrow.dataset,
@@ -16,7 +16,8 @@ a profile of where our time goes; (3) peak memory of one task, from ``bench.memo
 file stream source, from ``bench.streaming``; (6) S3 tables read through Spark, ours (handed
 off and on the Python engine) against Spark's own S3A reader, from ``bench.s3a``; (7)
 planning at scale: plans of local trees of 210k and 1 M files against pyarrow.dataset and
-Polars, and of a synthetic 10 M-key table, from ``bench.planning``.
+Polars, and of a synthetic 10 M-key table, from ``bench.planning``; (8) the client's CPU
+per key: the measurements behind the code's per-key choices, from ``bench.client_cpu``.
 Prints the tables and writes ``latest.json`` and ``latest.md`` to ``--out``.
 """
 
@@ -36,7 +37,8 @@ from typing import Any
 
 from bench import report
 
-SECTIONS = ("listing", "throughput", "memory", "write", "streaming", "s3a", "planning")
+SECTIONS = ("listing", "throughput", "memory", "write", "streaming", "s3a", "planning",
+            "client")
 #: run only when named: the listing section's latency-model table on its own (minutes)
 EXTRA_SECTIONS = ("latency",)
 ROOT = Path(__file__).resolve().parents[1]
@@ -215,6 +217,11 @@ def main(argv: list[str] | None = None) -> int:
                     args.quick, args.runs, timeout=max(args.timeout, 7200),
                     out=args.out / "planning" / ("quick" if args.quick else "latest"),
                     data_dir=args.data_dir)
+            elif name == "client":
+                sec = _module_section("bench.client_cpu", [
+                    sys.executable, "-m", "bench.client_cpu", *(["--quick"] if args.quick
+                                                                 else [])],
+                    timeout=max(args.timeout, 1200))
             else:
                 sec = streaming_section(args.quick, args.runs, timeout=max(args.timeout, 2400))
         except Exception as err:  # noqa: BLE001 - a failed section is reported, not fatal

@@ -10,16 +10,12 @@
 Bars are drawn from the result JSON only; a missing figure (a query a reader skipped) is
 no bar. Log scales where values span orders of magnitude.
 
-``python -m bench.charts RESULT.json`` redraws the charts of a saved result (a
-``python -m bench`` ``latest.json`` or a ``bench.s3a`` JSON) beside it, and for the former
-rewrites its ``latest.md`` with the links.
+Drawing only: the modules writing results (``bench.report``, ``bench.s3a``,
+``bench.planning``) call it; ``python -m bench.report RESULT.json`` redraws a saved result's.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -165,26 +161,3 @@ def report_charts(results: dict[str, Any], out_dir: Path) -> list[Path]:
     if "error" not in sections.get("throughput", {"error": ""}):
         paths += throughput_charts(sections["throughput"], out_dir)
     return paths
-
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m bench.charts", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("result", type=Path, help="a latest.json of python -m bench, or the "
-                    "JSON bench.s3a --out wrote")
-    args = ap.parse_args(argv)
-    data = json.loads(args.result.read_text())
-    if "sections" in data:
-        from bench import report
-
-        report.write(data, args.result.parent)  # draws the charts and links them
-        paths = sorted(args.result.parent.glob("*.png"))
-    else:
-        paths = s3a_charts(data, args.result.with_suffix(""))
-    for p in paths:
-        print(p)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,14 +1,24 @@
-"""Results as JSON and as the Markdown tables the README quotes (also printed)."""
+"""Results as JSON and as the Markdown tables the README quotes (also printed), with the
+PNG charts (``bench.charts``) beside them.
+
+``python -m bench.report RESULT.json`` redraws the charts of a saved result (a
+``python -m bench`` ``latest.json`` or a ``bench.s3a`` JSON) beside it, and for the former
+rewrites its ``latest.md`` with the links.
+"""
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
 import subprocess
+import sys
 from importlib import metadata
 from pathlib import Path
 from typing import Any
+
+from bench import charts
 
 READER_NAMES = {"listing": "**ours**", "pyarrow": "pyarrow.dataset", "polars": "Polars",
                 "datafusion": "DataFusion", "datafusion+stats": "DataFusion (stats on)"}
@@ -57,8 +67,6 @@ def code_revision(root: Path) -> str:
 
 def write(results: dict[str, Any], out_dir: Path) -> tuple[Path, Path]:
     """latest.json, latest.md and the PNG charts (bench.charts) the Markdown links to."""
-    from bench import charts
-
     out_dir.mkdir(parents=True, exist_ok=True)
     js, md = out_dir / "latest.json", out_dir / "latest.md"
     js.write_text(json.dumps(results, indent=1, default=str) + "\n")
@@ -118,6 +126,9 @@ def markdown(results: dict[str, Any]) -> str:
                             "(`bench.s3a`)", sections["s3a"])
     if "planning" in sections:
         lines += _module_md("## 7. Planning at scale (`bench.planning`)", sections["planning"])
+    if "client" in sections:
+        lines += _module_md("## 8. The client's CPU per key (`bench.client_cpu`)",
+                            sections["client"])
     return "\n".join(lines) + "\n"
 
 
@@ -325,3 +336,24 @@ def _module_md(title: str, sec: dict[str, Any]) -> list[str]:
     if "error" in sec:
         return lines + [f"Section failed: `{sec['error']}`", ""]
     return lines + [f"`{sec['command']}`:", "", sec.get("output", ""), ""]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.report", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("result", type=Path, help="a latest.json of python -m bench, or the "
+                    "JSON bench.s3a --out wrote")
+    args = ap.parse_args(argv)
+    data = json.loads(args.result.read_text())
+    if "sections" in data:
+        write(data, args.result.parent)  # draws the charts and links them
+        paths = sorted(args.result.parent.glob("*.png"))
+    else:
+        paths = charts.s3a_charts(data, args.result.with_suffix(""))
+    for p in paths:
+        print(p)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -165,7 +165,8 @@ class CsvOpener(TextOpener):
                     if pa.types.is_timestamp(f.type) and f.type.tz is not None}
             types = {f.name: (pa.string() if f.name in post else f.type) for f in wanted}
             # rows only (a count): Arrow reads every column when none is included, so read
-            # the first as text, the cheapest conversion (2-3x faster than all of them)
+            # the first as text, the cheapest conversion (bench.client_cpu times it against
+            # converting all of them)
             include = [f.name for f in wanted]
             if not wanted and names.count(names[0]) == 1:
                 include, types = names[:1], {names[0]: pa.string()}

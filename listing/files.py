@@ -183,7 +183,8 @@ def whole_file(path: str, size: int, partition_values: Mapping[str, Any],
                last_modified: dt.datetime | None, etag: str | None) -> PartitionedFile:
     """``PartitionedFile(path, size, partition_values, None, last_modified, etag)``, made
     through its slots: a long listing makes one per key, and the frozen dataclass's
-    ``__init__`` (a call of ``object.__setattr__`` per field) costs 2.5 times as much."""
+    ``__init__`` (a call of ``object.__setattr__`` per field) costs more
+    (``python -m bench.client_cpu`` times both)."""
     file: PartitionedFile = _NEW(PartitionedFile)
     _SET_PATH(file, path)
     _SET_SIZE(file, size)

@@ -2,8 +2,9 @@
 
 Listing a large table makes a few long-lived objects per key and no reference cycles.
 The collector still runs a full pass every time the young objects outnumber a quarter of
-the old ones, and each pass walks the whole heap (a Spark driver's is large): on a
-100 000-key table, a third of the client's planning CPU. The collector is paused for
+the old ones, and each pass walks the whole heap (a Spark driver's is large), so on a large
+table the passes take a share of planning CPU that grows with the heap
+(``python -m bench.client_cpu`` plans with the collector paused and running). It is paused for
 the plan and resumed (as it was) when the last concurrent plan ends; any cycle made
 meanwhile is collected then. Mercurial's ``nogc`` does the same for the same reason.
 """

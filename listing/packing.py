@@ -29,7 +29,7 @@ class _WholeFiles:
 WHOLE_FILES: Splitter = _WholeFiles()
 
 #: the fewest files a group of a metadata-only read takes (unless it is the last): a
-#: Python task costs 20-40 ms more to run than a JVM one, 16 local footers about as much,
+#: Python task costs more to run than a JVM one, about as much as 16 local footers,
 #: and a task opens 4 files ahead (ReadSpec.prefetch), so 16 footers from an object store
 #: cost about 4 round trips
 METADATA_FILES_PER_TASK = 16

@@ -1,4 +1,5 @@
-"""Shared test set-up: one moto S3 server and one Spark session per run."""
+"""Shared test set-up: one moto S3 server and one Spark session per run; the test groups
+(unit, s3, spark, install) are assigned in tests/groups.py."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 
 import pytest
 
-pytest_plugins = ["listing.testing.pytest_plugin"]
+pytest_plugins = ["listing.testing.pytest_plugin", "groups"]  # groups: tests/groups.py
 
 #: tests known to fail on Spark 4.0 (make test-spark SPARK=4.0.5), not yet fixed: marked
 #: strict xfail there so CI shows them and fails the day one passes

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import email.utils
+import functools
 import urllib.parse
 import urllib.request
 from typing import Any
@@ -25,12 +26,19 @@ ODD_KEYS = ["t/plain/part-0.parquet", "t/sp ace/part 1.parquet", "t/amp&er/a&b.p
             "t/ünï cödé/ß.parquet", "t/quote\"'/d.parquet", "t/city=S%C3%A3o/e.parquet"]
 
 
-def botocore_parse(body: bytes) -> dict[str, Any]:
+@functools.cache
+def list_objects_shape() -> Any:
+    """botocore's ListObjectsV2 output shape (its S3 model, loaded once a run)."""
     import botocore.session
-    from botocore.parsers import create_parser
 
     model = botocore.session.get_session().get_service_model("s3")
-    shape = model.operation_model("ListObjectsV2").output_shape
+    return model.operation_model("ListObjectsV2").output_shape
+
+
+def botocore_parse(body: bytes) -> dict[str, Any]:
+    from botocore.parsers import create_parser
+
+    shape = list_objects_shape()
     parsed: dict[str, Any] = create_parser("rest-xml").parse(
         {"status_code": 200, "headers": {}, "body": body}, shape)
     parsed.pop("ResponseMetadata", None)

@@ -89,8 +89,8 @@ def session(app_name: str = "listing", master: str | None = None,
         settings.update({"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false"})
     if hasattr(socket, "AF_UNIX"):
         # the JVM talks to Python workers over TCP loopback by default, and a task's last
-        # small writes then wait out a delayed ACK: a Python read's task took 40 ms more,
-        # measured on local[2] (docs/spark.md says so)
+        # small writes then wait out a delayed ACK at the end of every Python read's task
+        # (docs/spark.md gives the figure measured on local[2])
         settings[UNIX_SOCKETS_CONF] = "true"
     for key, value in (conf or {}).items():
         settings[key] = value

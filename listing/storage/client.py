@@ -144,9 +144,10 @@ def _cap_backoff(client: Any, cap: float) -> None:
 def fast_timestamp(value: Any) -> Any:
     """S3's times parsed by the standard library: ISO 8601 in listings
     (``2026-03-01T10:00:00.000Z``) and HTTP dates in headers (``Last-Modified: Sun, 01 Mar
-    2026 10:00:00 GMT``, in every GET's response). botocore's default goes through dateutil
-    at 40-70 µs a value: three quarters of the client's CPU for a 1 000-key LIST page, and
-    a few percent of a small file's GET. Anything else goes to botocore's own parser."""
+    2026 10:00:00 GMT``, in every GET's response). botocore's default goes through dateutil,
+    a large part of the client's CPU for a LIST page and a visible part of a small file's GET
+    (``python -m bench.client_cpu`` measures both parsers). Anything else goes to
+    botocore's own parser."""
     if isinstance(value, str):
         try:
             if len(value) > 19 and value[10] == "T" and value[-1] == "Z":
