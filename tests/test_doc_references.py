@@ -25,8 +25,9 @@ def resolves(name: str) -> bool:
         except ImportError:
             continue
         for attr in parts[i:]:
-            if not hasattr(obj, attr):
-                return False
+            if not hasattr(obj, attr):  # a field without a class-level default still counts
+                return isinstance(obj, type) and attr == parts[-1] and any(
+                    attr in getattr(k, "__annotations__", {}) for k in obj.__mro__)
             obj = getattr(obj, attr)
         return True
     return False
@@ -52,7 +53,9 @@ def test_every_cited_listing_name_exists():
 
 
 @pytest.mark.parametrize("name", ["listing.storage.listing", "listing.table.NoSuchThing",
-                                  "listing.planner.url_glob.folders_partition_filter"])
+                                  "listing.planner.url_glob.folders_partition_filter",
+                                  "listing.options.registry.Option.no_such_field"])
 def test_a_dead_reference_is_found(name):
     assert not resolves(name)
     assert resolves("listing.planner.glob_filter.folders_partition_filter")
+    assert resolves("listing.options.registry.Option.kind")  # a dataclass field
