@@ -1,15 +1,16 @@
 """A cache of listings, so an interactive session's scans of one table list it once.
 
-Only listings a scan made anyway are kept (a flat listing of a prefix read to its last
-page): filling the cache never costs a request. A later request for that prefix, or for
-any key range or directory below it, is answered from the kept keys, so a pruned query
-reuses what a wider one listed (DataFusion's list cache lists the whole table to fill
-itself). Entries expire after the table's ``list_cache_ttl``; ``ListingTable.refresh()``
+Only listings a scan made anyway are kept: filling the cache never costs a request. A flat
+listing of a prefix read to its last page answers a later request for that prefix, or for
+any key range or directory below it, so a pruned query reuses what a wider one listed
+(DataFusion's list cache lists the whole table to fill itself). A directory listing (one
+level, read to its last page) answers the same request again, and the first page an
+``open()`` samples answers the next ``open()`` of that table. Entries expire after the table's ``list_cache_ttl``; ``ListingTable.refresh()``
 drops them sooner, and so does every commit, rollback or recovery of a
 :mod:`listing.write` job run in this process (for the table's prefix). A write by another
 process (a Spark job's commit runs in a planning worker, other writers elsewhere) is seen
 only once the entry expires. The cache lives in this process: Spark's planning workers
-start without it.
+start without it, and a reused planning worker (Spark's default) keeps it from query to query.
 """
 
 from __future__ import annotations
@@ -21,17 +22,27 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from listing.storage.lister import Lister, ObjectMeta, Page, RequestCounter
+from listing.storage.lister import PAGE_SIZE, Lister, ObjectMeta, Page, RequestCounter
 from listing.storage.spec import StorageSpec
 
 #: keys the whole process keeps at most; the oldest listings go first
 MAX_CACHED_KEYS = 2_000_000
+#: directory listings and sampled first pages kept at most (each of its own kind)
+MAX_CACHED_PAGES = 4096
 
 
 @dataclass(frozen=True)
 class _Entry:
     at: float
     files: tuple[ObjectMeta, ...]
+
+
+@dataclass(frozen=True)
+class _PageEntry:
+    """One request's whole answer: a directory listing's, or a sampled first page."""
+
+    at: float
+    page: Page
 
 
 def _store_key(spec: StorageSpec) -> str:
@@ -46,6 +57,10 @@ class ListingCache:
         self._entries: OrderedDict[tuple[str, str], _Entry] = OrderedDict()
         self._keys = 0
         self._lock = threading.Lock()
+        # (store, prefix) -> the answer of one request of that prefix, exactly: its
+        # directory listing (every page, one level) and the first page of its flat listing
+        self._dirs: OrderedDict[tuple[str, str], _PageEntry] = OrderedDict()
+        self._first: OrderedDict[tuple[str, str], _PageEntry] = OrderedDict()
 
     def lookup(self, spec: StorageSpec, prefix: str, ttl: float) -> _Entry | None:
         """A fresh entry whose prefix covers ``prefix``, or None."""
@@ -66,13 +81,58 @@ class ListingCache:
                 _, dropped = self._entries.popitem(last=False)
                 self._keys -= len(dropped.files)
 
+    def directory(self, spec: StorageSpec, prefix: str, ttl: float) -> Page | None:
+        """The kept directory listing of exactly ``prefix`` (one page of it all), if fresh."""
+        return self._page(self._dirs, spec, prefix, ttl)
+
+    def store_directory(self, spec: StorageSpec, prefix: str, page: Page) -> None:
+        self._keep_page(self._dirs, spec, prefix, page)
+
+    def first_page(self, spec: StorageSpec, prefix: str, ttl: float) -> Page | None:
+        """The first page a flat listing of ``prefix`` returns, if known and fresh: from a
+        complete listing that covers it (cut to a page, as the store would) or from the
+        first page an earlier request kept."""
+        entry = self.lookup(spec, prefix, ttl)
+        if entry is not None:
+            page = answer(entry, prefix, False, None, None)
+            if len(page.files) > PAGE_SIZE:
+                return Page(page.files[:PAGE_SIZE], [], True)
+            return page
+        return self._page(self._first, spec, prefix, ttl)
+
+    def store_first_page(self, spec: StorageSpec, prefix: str, page: Page) -> None:
+        self._keep_page(self._first, spec, prefix, page)
+
+    def _page(self, kept: OrderedDict[tuple[str, str], _PageEntry], spec: StorageSpec,
+              prefix: str, ttl: float) -> Page | None:
+        with self._lock:
+            entry = kept.get((_store_key(spec), prefix))
+            if entry is None or time.monotonic() - entry.at >= ttl:
+                return None
+            return entry.page
+
+    def _keep_page(self, kept: OrderedDict[tuple[str, str], _PageEntry], spec: StorageSpec,
+                   prefix: str, page: Page) -> None:
+        with self._lock:
+            key = (_store_key(spec), prefix)
+            kept.pop(key, None)
+            kept[key] = _PageEntry(time.monotonic(), page)
+            while len(kept) > MAX_CACHED_PAGES:
+                kept.popitem(last=False)
+
     def invalidate(self, spec: StorageSpec, prefix: str) -> None:
         """Drop every listing that overlaps ``prefix`` (covers it or lies below it)."""
         store = _store_key(spec)
+
+        def overlaps(k: tuple[str, str]) -> bool:
+            return k[0] == store and (k[1].startswith(prefix) or prefix.startswith(k[1]))
+
         with self._lock:
-            for key in [k for k in self._entries
-                        if k[0] == store and (k[1].startswith(prefix) or prefix.startswith(k[1]))]:
+            for key in [k for k in self._entries if overlaps(k)]:
                 self._keys -= len(self._entries.pop(key).files)
+            for kept in (self._dirs, self._first):
+                for key in [k for k in kept if overlaps(k)]:
+                    del kept[key]
 
 
 #: the process's cache, shared by every table (invalidated by this process's commits)
@@ -120,12 +180,38 @@ class CachedLister(Lister):
             self.hits += 1
             yield answer(entry, prefix, delimiter, start_after, stop_after)
             return
-        keep = not delimiter and start_after is None and stop_after is None
+        whole = start_after is None and stop_after is None
+        kept = self.cache.directory(self.spec, prefix, self.ttl) if delimiter and whole else None
+        if kept is not None:
+            self.hits += 1
+            yield kept
+            return
         listed: list[ObjectMeta] = []
+        dirs: list[str] = []
         for page in super().pages(prefix, delimiter=delimiter, start_after=start_after,
                                   stop_after=stop_after):
-            if keep:
+            if whole:
                 listed += page.files
+                dirs += page.dirs
             yield page
-            if keep and not page.truncated:  # the last page: the listing is complete
-                self.cache.store(self.spec, prefix, listed)
+            if whole and not page.truncated:  # the last page: the listing is complete
+                if delimiter:
+                    self.cache.store_directory(self.spec, prefix, Page(listed, dirs))
+                else:
+                    self.cache.store(self.spec, prefix, listed)
+
+    def first_page(self, prefix: str) -> Page:
+        """The first page of a flat listing of ``prefix`` (what ``open()`` samples): kept,
+        or listed (then kept)."""
+        kept = self.cache.first_page(self.spec, prefix, self.ttl)
+        if kept is not None:
+            self.hits += 1
+            return kept
+        pages = super().pages(prefix, delimiter=False)
+        try:
+            page = next(pages, Page([], []))
+        finally:
+            pages.close()  # no further page
+        if page.files:
+            self.cache.store_first_page(self.spec, prefix, page)
+        return page
