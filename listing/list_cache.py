@@ -5,12 +5,13 @@ listing of a prefix read to its last page answers a later request for that prefi
 any key range or directory below it, so a pruned query reuses what a wider one listed
 (DataFusion's list cache lists the whole table to fill itself). A directory listing (one
 level, read to its last page) answers the same request again, and the first page an
-``open()`` samples answers the next ``open()`` of that table. Entries expire after the table's ``list_cache_ttl``; ``ListingTable.refresh()``
-drops them sooner, and so does every commit, rollback or recovery of a
-:mod:`listing.write` job run in this process (for the table's prefix). A write by another
-process (a Spark job's commit runs in a planning worker, other writers elsewhere) is seen
-only once the entry expires. The cache lives in this process: Spark's planning workers
-start without it, and a reused planning worker (Spark's default) keeps it from query to query.
+``open()`` samples answers the next ``open()`` of that table. Entries expire after the
+table's ``list_cache_ttl``; ``ListingTable.refresh()`` drops them sooner, and so does every
+commit, rollback or recovery of a :mod:`listing.write` job run in this process (for the
+table's prefix). A write by another process (a Spark job's commit runs in a planning
+worker, other writers elsewhere) is seen only once the entry expires. The cache lives in
+this process: a Spark planning worker starts without it and, reused (Spark's default),
+keeps it from query to query.
 """
 
 from __future__ import annotations
