@@ -365,13 +365,18 @@ def chart(res: dict[str, Any], out: Path) -> list[Path]:
 
         def series(key: str, queries: list[str] = queries, t: dict = t,
                    readers: list[str] = readers) -> dict[str, list[float | None]]:
-            return {r: [t["queries"][q].get(r, {}).get(key) for q in queries] for r in readers}
+            # Spark's readers plan in the JVM (and in Python workers): their memory is the
+            # driver JVM's heap held per file
+            return {r: [t["queries"][q].get(r, {}).get(
+                "jvm_b_per_file" if key == "peak_b_per_file" and r in SPARK_READERS else key)
+                for q in queries] for r in readers}
 
         fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
         title = f"planning, {name} files"
         _bars(left, queries, series("seconds"), "seconds to plan (log)", True, title)
         _bars(right, queries, series("peak_b_per_file"),
-              f"peak RSS bytes / planned file (log; line: {TARGET_B_PER_FILE})", True, title)
+              f"B / planned file: peak RSS; spark: JVM heap (log; line {TARGET_B_PER_FILE})",
+              True, title)
         right.axhline(TARGET_B_PER_FILE, color="black", linewidth=0.8)
         _legend_outside(right)
         stem = f"{out.stem}-{name.replace(' ', '-').replace(',', '')}"

@@ -28,6 +28,10 @@ def _daily(s3_server, bucket, days=4):
                           rows_per_file=5, put=datasets.fast_writer(s3_server))
 
 
+#: days of a table of more than one page (1000 keys): open()'s sample does not hold it all
+PAGES = 520
+
+
 def _lists(cap):
     return [e.query.get("prefix") for e in cap.entries() if e.kind == "LIST"]
 
@@ -35,7 +39,7 @@ def _lists(cap):
 # --- the Python API ------------------------------------------------------------------------
 
 def test_a_repeated_open_and_scan_send_nothing_under_the_ttl(s3_server, s3_bucket):
-    ds = _daily(s3_server, s3_bucket)
+    ds = _daily(s3_server, s3_bucket, days=PAGES)
     opts = s3_server.storage_options
     SCHEMAS.clear()
 
@@ -55,10 +59,30 @@ def test_a_repeated_open_and_scan_send_nothing_under_the_ttl(s3_server, s3_bucke
     assert _lists(cap) == ["events/date=2025-01-03/"] and cap.count("GET") == 0
     assert len(other.files) == 2
     # positive control: refresh() forgets the sampled page and the listings
-    other_table = ListingTable.open(ds.root, storage_options=opts, list_cache_ttl="5m")
-    other_table.refresh()
+    ListingTable.open(ds.root, storage_options=opts, list_cache_ttl="5m").refresh()
     _, cap = query("date = '2025-01-02'")
     assert _lists(cap) == ["events/", "events/date=2025-01-02/"]
+
+
+def test_a_listing_that_stopped_early_starts_from_the_kept_pages(s3_server, s3_bucket):
+    """A table whose listing fits one page is known whole after open()'s sample; one of
+    several pages keeps its first page, and a scan of the whole table lists on after it."""
+    small = _daily(s3_server, s3_bucket, days=3)
+    opts = s3_server.storage_options
+    ListingTable.open(small.root, storage_options=opts, list_cache_ttl="5m").refresh()
+    with s3_server.log.capture(s3_bucket) as cap:
+        table = ListingTable.open(small.root, storage_options=opts, list_cache_ttl="5m")
+        plan = table.scan(where="region = 'eu'")
+    assert _lists(cap) == ["events/"] and len(plan.files) == 3  # the sample was all of it
+
+    big = datasets.daily(f"s3://{s3_bucket}/big", opts, days=PAGES,
+                         put=datasets.fast_writer(s3_server))
+    with s3_server.log.capture(s3_bucket) as cap:
+        table = ListingTable.open(big.root, storage_options=opts, list_cache_ttl="5m")
+        plan = table.scan()
+    starts = [e.query.get("start-after") for e in cap.entries() if e.kind == "LIST"]
+    assert len(starts) == 2 and starts[0] is None and starts[1] is not None, cap.entries()
+    assert sorted(f.path for f in plan.files) == sorted(f.path for f in big.files)
 
 
 def test_a_directory_listing_is_answered_again_from_the_cache(s3_server, s3_bucket):
@@ -127,7 +151,7 @@ def test_spark_queries_repeated_under_the_ttl_send_only_new_lists(spark, s3_serv
                                                                   s3_bucket):
     """The planning workers Spark reuses keep the listing and schema caches, the task
     workers the footers: the same query again sends nothing; another date, its one LIST."""
-    ds = _daily(s3_server, s3_bucket)
+    ds = _daily(s3_server, s3_bucket, days=PAGES)
     day = [f for f in ds.files if str(f.partition_values["date"]) == "2025-01-02"]
     rows, cap = _spark_count(spark, s3_server, ds, "date = '2025-01-02'",
                              list_cache_ttl="5m", engine="python")
