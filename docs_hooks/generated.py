@@ -29,7 +29,8 @@ BENCH_RUNS = {"listing": "listing/latest.md", "latency": "latency-quick/latest.m
               "key-grouped": "key_grouped/latest.md", "streaming": "latest.md#5",
               "write-commit": "write-commit.md", "planning-210k": "planning/calm-q210.md",
               "planning-1m": "planning/calm-q1m.md",
-              "planning-spark": "planning/spark-quick.md"}
+              "planning-spark": "planning/spark-quick.md",
+              "planning-repeated": "planning/repeated.md"}
 #: the charts beside them, served at bench/<name> on the site
 BENCH_CHARTS = ("listing/listing-hourly.png", "listing/listing-daily.png",
                 "throughput/throughput-ratios.png", "s3a/latest-hourly.png",
