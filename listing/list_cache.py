@@ -257,7 +257,9 @@ class CachedLister(Lister):
         try:
             page = next(pages, Page([], []))
         finally:
-            pages.close()  # no further page
+            close = getattr(pages, "close", None)
+            if close is not None:
+                close()  # no further page
         if page.truncated:
             self.cache.store_head(self.spec, prefix, page.files)
         elif page.files:
