@@ -1,9 +1,11 @@
 """Planning at scale: the time and memory to plan a scan of a large table, ours against
-pyarrow.dataset and Polars on local trees, and ours alone on a synthetic 10 M-key table.
+pyarrow.dataset, Polars and Spark's own file index on local trees, and ours alone on a
+synthetic 10 M-key table.
 
     python -m bench.planning                 # local 210,240 and 1,051,200 files, 10,512,000 keys
     python -m bench.planning --quick         # local 52,560 files, 1,051,200 keys
     python -m bench.planning --local 210240 --synthetic 0 --runs 3
+    python -m bench.planning --quick --no-spark   # without the Spark readers
 
 Trees: ``date=2020-MM-DD/hour=H/part-K.parquet`` (365 days x 24 hours x K files of one
 byte), written once under ``--data-dir`` and reused. Every reader is given the data schema
@@ -17,6 +19,12 @@ Polars: ``scan_parquet(root/**/*.parquet, hive_partitioning)`` + ``filter`` +
 ``explain()``), the process's peak RSS over its RSS before planning (per planned file: the
 table's files for the whole table, else the query's), and for ours the bytes Spark ships:
 every file group pickled on its own, per planned file.
+
+On local trees three readers plan in Spark's driver (``bench.planning_spark``, one session
+per measurement, warmed up on a two-file tree first): Spark's own ``InMemoryFileIndex``
+(``spark.read.option("basePath", root).parquet(root)``), ours through
+``spark.read.format("listing")`` with ``engine=python`` and with ``engine=native``; beside
+time and the Python peak they report the driver JVM's heap held per planned file.
 
 The synthetic table is served by an in-memory store that pages as S3 does (1000 keys a
 page, keys generated as they are listed, so the store itself holds none): ours plans it
@@ -49,6 +57,7 @@ QUERIES: dict[str, list[dict[str, Any]]] = {
     "hour = 7": [{"col": "hour", "op": "=", "type": "int", "values": ["7"]}],
 }
 LOCAL_READERS = ("listing", "pyarrow", "polars")
+SPARK_READERS = ("spark index", "spark listing", "spark native")  # bench.planning_spark
 TARGET_B_PER_FILE = 250
 
 
@@ -184,6 +193,10 @@ def child(reader: str, where: str, query: str) -> dict[str, Any]:
     from bench import peers
 
     conj = QUERIES[query]
+    if reader.startswith("spark "):
+        from bench import planning_spark
+
+        return planning_spark.child(reader, where, peers.to_sql(conj))
     cols = [("date", pa.date32()), ("hour", pa.int32())]
     schema = pa.schema([("id", pa.int64())])
     out: dict[str, Any] = {}
@@ -302,6 +315,9 @@ def table_runs(where: str, size: int, readers: tuple[str, ...], runs: int,
             for key in ("plan_bytes", "list_requests", "groups"):
                 if key in ok[0]:
                     row[key] = ok[0][key]
+            jvm = _median(ok, "jvm_bytes")
+            if jvm is not None:
+                row["jvm_b_per_file"] = jvm / max(planned, 1)
             if "plan_bytes" in row:
                 row["plan_b_per_file"] = row["plan_bytes"] / max(ok[0]["files"], 1)
             q[reader] = row
@@ -315,20 +331,23 @@ def markdown(res: dict[str, Any]) -> str:
     for name, t in res["tables"].items():
         lines += [f"*{name}: {t['files']:,} files*", "",
                   "| query | reader | files | seconds | vs Polars | peak MB | peak B/file "
-                  "| plan B/file | LIST |", "|---|---|--:|--:|--:|--:|--:|--:|--:|"]
+                  "| plan B/file | JVM B/file | LIST |",
+                  "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|"]
         for query, q in t["queries"].items():
             polars = q.get("polars", {}).get("seconds")
             for reader, r in q.items():
                 if "error" in r:
-                    lines.append(f"| {query} | {reader} | error: {r['error']} ||||||| ")
+                    lines.append(f"| {query} | {reader} | error: {r['error']} |||||||| ")
                     continue
                 ratio = (f"{r['seconds'] / polars:.2f}×" if polars and reader != "polars"
                          else "")
-                pbf = r.get("plan_b_per_file")
+                pbf, jbf = r.get("plan_b_per_file"), r.get("jvm_b_per_file")
+                files = "?" if r["files"] is None else f"{r['files']:,}"
                 lines.append(
-                    f"| {query} | {reader} | {r['files']:,} | {r['seconds']:.3f} | {ratio} | "
+                    f"| {query} | {reader} | {files} | {r['seconds']:.3f} | {ratio} | "
                     f"{r['peak_mb']:.0f} | {r['peak_b_per_file']:.0f} | "
-                    f"{'' if pbf is None else f'{pbf:.0f}'} | {r.get('list_requests', '')} |")
+                    f"{'' if pbf is None else f'{pbf:.0f}'} | "
+                    f"{'' if jbf is None else f'{jbf:.0f}'} | {r.get('list_requests', '')} |")
         lines.append("")
     return "\n".join(lines)
 
@@ -341,17 +360,23 @@ def chart(res: dict[str, Any], out: Path) -> list[Path]:
     paths = []
     for name, t in res["tables"].items():
         queries = list(t["queries"])
-        readers = [r for r in LOCAL_READERS if any(r in q for q in t["queries"].values())]
+        readers = [r for r in LOCAL_READERS + SPARK_READERS
+                   if any(r in q for q in t["queries"].values())]
 
         def series(key: str, queries: list[str] = queries, t: dict = t,
                    readers: list[str] = readers) -> dict[str, list[float | None]]:
-            return {r: [t["queries"][q].get(r, {}).get(key) for q in queries] for r in readers}
+            # Spark's readers plan in the JVM (and in Python workers): their memory is the
+            # driver JVM's heap held per file
+            return {r: [t["queries"][q].get(r, {}).get(
+                "jvm_b_per_file" if key == "peak_b_per_file" and r in SPARK_READERS else key)
+                for q in queries] for r in readers}
 
         fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
         title = f"planning, {name} files"
         _bars(left, queries, series("seconds"), "seconds to plan (log)", True, title)
         _bars(right, queries, series("peak_b_per_file"),
-              f"peak RSS bytes / planned file (log; line: {TARGET_B_PER_FILE})", True, title)
+              f"B / planned file: peak RSS; spark: JVM heap (log; line {TARGET_B_PER_FILE})",
+              True, title)
         right.axhline(TARGET_B_PER_FILE, color="black", linewidth=0.8)
         _legend_outside(right)
         stem = f"{out.stem}-{name.replace(' ', '-').replace(',', '')}"
@@ -366,6 +391,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--local", type=int, action="append",
                     help="local tree sizes (210240 and 1051200)")
     ap.add_argument("--synthetic", type=int, help="synthetic keys (10512000; 0: none)")
+    ap.add_argument("--no-spark", action="store_true",
+                    help="leave out the readers planning in Spark's driver")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--timeout", type=float, default=600)
     ap.add_argument("--data-dir", type=Path,
@@ -386,9 +413,10 @@ def main(argv: list[str] | None = None) -> int:
     res: dict[str, Any] = {"command": f"python -m bench.planning {argv_text}".strip(),
                            "code": report.code_revision(Path(__file__).resolve().parents[1]),
                            "machine": report.machine(), "runs": args.runs, "tables": {}}
+    readers = LOCAL_READERS + (() if args.no_spark else SPARK_READERS)
     for size in local:
         root = local_tree(args.data_dir, size)
-        res["tables"][f"local {size:,}"] = table_runs(str(root), size, LOCAL_READERS,
+        res["tables"][f"local {size:,}"] = table_runs(str(root), size, readers,
                                                       args.runs, args.timeout)
     if synthetic:
         res["tables"][f"synthetic {synthetic:,}"] = table_runs(

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import json
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -35,6 +38,73 @@ def open_parquet(fs: Any, file: PartitionedFile, *, data: bool = True) -> pq.Par
         return pq.ParquetFile(handle, pre_buffer=True)
     except Exception as err:  # noqa: BLE001 - classified, never swallowed
         raise_as(read_failure(file.path, err, "not a readable Parquet file"), err)
+
+
+#: serialized footer bytes this process keeps at most (:data:`FOOTERS`); oldest go first
+MAX_FOOTER_BYTES = 64 << 20
+
+
+class FooterCache:
+    """Parquet footers read in this process, by file version, so that a session's
+    ``count()`` of one table reads each footer once.
+
+    An entry is keyed by the store (protocol and options), the file's path and what
+    identifies its version as the listing gave it: its ETag, else its size and
+    modification time. A rewritten file has another version and is read again; a file
+    listed with neither ETag nor time is never kept. A hit is the footer of the version
+    the plan names, the one a read of it returns (reads are pinned to the listed
+    version). Bounded by :data:`MAX_FOOTER_BYTES` of serialized footers; ``hits``
+    counts answers."""
+
+    def __init__(self, max_bytes: int = MAX_FOOTER_BYTES) -> None:
+        self.max_bytes = max_bytes
+        self.hits = 0
+        self._bytes = 0
+        self._entries: OrderedDict[tuple[str, ...], pq.FileMetaData] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def key(storage: StorageSpec, file: PartitionedFile) -> tuple[str, ...] | None:
+        if file.etag is not None:
+            version = "etag:" + file.etag
+        elif file.last_modified is not None:
+            version = f"size:{file.size}:mtime:{file.last_modified.isoformat()}"
+        else:
+            return None
+        return (storage.protocol, json.dumps(storage.options, sort_keys=True, default=str),
+                file.fs_path, version)
+
+    def footer(self, storage: StorageSpec, file: PartitionedFile,
+               read: Callable[[], pq.FileMetaData]) -> pq.FileMetaData:
+        """``file``'s footer: kept, or ``read()``'s (then kept)."""
+        key = self.key(storage, file)
+        if key is not None:
+            with self._lock:
+                found = self._entries.get(key)
+                if found is not None:
+                    self._entries.move_to_end(key)
+                    self.hits += 1
+                    return found
+        md = read()
+        size = md.serialized_size
+        if key is not None and size <= self.max_bytes:
+            with self._lock:
+                old = self._entries.pop(key, None)
+                self._bytes += size - (old.serialized_size if old is not None else 0)
+                self._entries[key] = md
+                while self._bytes > self.max_bytes:
+                    _, dropped = self._entries.popitem(last=False)
+                    self._bytes -= dropped.serialized_size
+        return md
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._bytes = 0
+
+
+#: the process's footer cache: a read of no column (``count()``) takes its footers here
+FOOTERS = FooterCache()
 
 
 class ParquetFormat(FileFormat):
@@ -82,9 +152,14 @@ class ParquetOpener(FileOpener):
     def read_batches(self, file: PartitionedFile) -> Iterator[pa.RecordBatch]:
         src = self.source
         wanted = src.read_schema.names
-        pf = open_parquet(self.fs, file, data=bool(wanted))  # no column: the footer's counts
-        md = pf.metadata
-        present = set(pf.schema_arrow.names)
+        pf: pq.ParquetFile | None = None
+        if wanted or src.storage.settings.on_file_change == "read":
+            pf = open_parquet(self.fs, file, data=bool(wanted))
+            md = pf.metadata
+        else:  # no column: the footer's counts, once per file version (FOOTERS)
+            md = FOOTERS.footer(src.storage, file,
+                                lambda: open_parquet(self.fs, file, data=False).metadata)
+        present = set((pf.schema_arrow if pf is not None else md.schema.to_arrow_schema()).names)
         columns = [n for n in wanted if n in present]
         groups = self._row_groups(md, file, present)
         self.count("row_groups_total", md.num_row_groups)
@@ -97,6 +172,7 @@ class ParquetOpener(FileOpener):
             return
         # one row group per call: pre_buffer caches every row group it is given for the
         # reader's lifetime, so one call for the whole file held the whole file in memory
+        assert pf is not None  # columns are read: the file was opened
         for rg in groups:
             yield from pf.iter_batches(batch_size=src.batch_size, row_groups=[rg],
                                        columns=columns, use_threads=False)

@@ -1,15 +1,19 @@
 """A cache of listings, so an interactive session's scans of one table list it once.
 
-Only listings a scan made anyway are kept (a flat listing of a prefix read to its last
-page): filling the cache never costs a request. A later request for that prefix, or for
-any key range or directory below it, is answered from the kept keys, so a pruned query
-reuses what a wider one listed (DataFusion's list cache lists the whole table to fill
-itself). Entries expire after the table's ``list_cache_ttl``; ``ListingTable.refresh()``
-drops them sooner, and so does every commit, rollback or recovery of a
-:mod:`listing.write` job run in this process (for the table's prefix). A write by another
-process (a Spark job's commit runs in a planning worker, other writers elsewhere) is seen
-only once the entry expires. The cache lives in this process: Spark's planning workers
-start without it.
+Only listings a scan made anyway are kept: filling the cache never costs a request. A flat
+listing of a prefix read to its last page answers a later request for that prefix, or for
+any key range or directory below it, so a pruned query reuses what a wider one listed
+(DataFusion's list cache lists the whole table to fill itself). A directory listing (one
+level, read to its last page) answers the same request again, and the first pages of a
+flat listing that stopped early (the page an ``open()`` samples, the pages a planner read
+before it changed course) answer the start of the same listing again, which goes on from
+the last key kept. Entries expire after the
+table's ``list_cache_ttl``; ``ListingTable.refresh()`` drops them sooner, and so does every
+commit, rollback or recovery of a :mod:`listing.write` job run in this process (for the
+table's prefix). A write by another process (a Spark job's commit runs in a planning
+worker, other writers elsewhere) is seen only once the entry expires. The cache lives in
+this process: a Spark planning worker starts without it and, reused (Spark's default),
+keeps it from query to query.
 """
 
 from __future__ import annotations
@@ -21,11 +25,13 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from listing.storage.lister import Lister, ObjectMeta, Page, RequestCounter
+from listing.storage.lister import PAGE_SIZE, Lister, ObjectMeta, Page, RequestCounter
 from listing.storage.spec import StorageSpec
 
 #: keys the whole process keeps at most; the oldest listings go first
 MAX_CACHED_KEYS = 2_000_000
+#: directory listings kept at most
+MAX_CACHED_PAGES = 4096
 
 
 @dataclass(frozen=True)
@@ -34,18 +40,31 @@ class _Entry:
     files: tuple[ObjectMeta, ...]
 
 
+@dataclass(frozen=True)
+class _PageEntry:
+    """A directory listing's whole answer (every page, one level)."""
+
+    at: float
+    page: Page
+
+
 def _store_key(spec: StorageSpec) -> str:
     return spec.protocol + "\0" + json.dumps(spec.options, sort_keys=True, default=str)
 
 
 class ListingCache:
-    """Complete flat listings by (store, prefix), bounded by :data:`MAX_CACHED_KEYS`."""
+    """Flat listings by (store, prefix), complete or their first keys (a head), bounded
+    together by :data:`MAX_CACHED_KEYS`; directory listings by (store, prefix)."""
 
     def __init__(self, max_keys: int = MAX_CACHED_KEYS) -> None:
         self.max_keys = max_keys
         self._entries: OrderedDict[tuple[str, str], _Entry] = OrderedDict()
         self._keys = 0
         self._lock = threading.Lock()
+        # (store, prefix) -> its directory listing (every page, one level)
+        self._dirs: OrderedDict[tuple[str, str], _PageEntry] = OrderedDict()
+        # (store, prefix) -> the first keys of its flat listing, which goes on after them
+        self._heads: OrderedDict[tuple[str, str], _Entry] = OrderedDict()
 
     def lookup(self, spec: StorageSpec, prefix: str, ttl: float) -> _Entry | None:
         """A fresh entry whose prefix covers ``prefix``, or None."""
@@ -62,17 +81,92 @@ class ListingCache:
             self._keys -= len(old.files) if old else 0
             self._entries[(_store_key(spec), prefix)] = _Entry(time.monotonic(), tuple(files))
             self._keys += len(files)
-            while self._keys > self.max_keys and self._entries:
-                _, dropped = self._entries.popitem(last=False)
+            self._drop_head((_store_key(spec), prefix))  # the whole listing replaces it
+            self._evict()
+
+    def head(self, spec: StorageSpec, prefix: str, ttl: float) -> tuple[ObjectMeta, ...]:
+        """The first keys of the flat listing of exactly ``prefix`` an earlier request kept
+        (more follow them), if fresh; else none."""
+        with self._lock:
+            entry = self._heads.get((_store_key(spec), prefix))
+            if entry is None or time.monotonic() - entry.at >= ttl:
+                return ()
+            return entry.files
+
+    def store_head(self, spec: StorageSpec, prefix: str, files: list[ObjectMeta]) -> None:
+        """Keep the first keys of a flat listing of ``prefix`` that stopped before its end
+        (a longer head replaces a shorter one, never the other way)."""
+        key = (_store_key(spec), prefix)
+        with self._lock:
+            old = self._heads.get(key)
+            if old is not None and len(old.files) >= len(files):
+                return
+            self._drop_head(key)
+            self._heads[key] = _Entry(time.monotonic(), tuple(files))
+            self._keys += len(files)
+            self._evict()
+
+    def _drop_head(self, key: tuple[str, str]) -> None:
+        old = self._heads.pop(key, None)
+        self._keys -= len(old.files) if old else 0
+
+    def _evict(self) -> None:
+        """The oldest listings go first, heads after whole listings (held under the lock)."""
+        for kept in (self._entries, self._heads):
+            while self._keys > self.max_keys and kept:
+                _, dropped = kept.popitem(last=False)
                 self._keys -= len(dropped.files)
+
+    def directory(self, spec: StorageSpec, prefix: str, ttl: float) -> Page | None:
+        """The kept directory listing of exactly ``prefix`` (one page of it all), if fresh."""
+        return self._page(self._dirs, spec, prefix, ttl)
+
+    def store_directory(self, spec: StorageSpec, prefix: str, page: Page) -> None:
+        self._keep_page(self._dirs, spec, prefix, page)
+
+    def first_page(self, spec: StorageSpec, prefix: str, ttl: float) -> Page | None:
+        """The first page a flat listing of ``prefix`` returns, if known and fresh: from a
+        complete listing that covers it or from a kept head, cut to a page as the store
+        cuts it."""
+        entry = self.lookup(spec, prefix, ttl)
+        files = (answer(entry, prefix, False, None, None).files if entry is not None
+                 else list(self.head(spec, prefix, ttl)))
+        if entry is None and not files:
+            return None
+        more = entry is None or len(files) > PAGE_SIZE
+        return Page(files[:PAGE_SIZE], [], more)
+
+    def _page(self, kept: OrderedDict[tuple[str, str], _PageEntry], spec: StorageSpec,
+              prefix: str, ttl: float) -> Page | None:
+        with self._lock:
+            entry = kept.get((_store_key(spec), prefix))
+            if entry is None or time.monotonic() - entry.at >= ttl:
+                return None
+            return entry.page
+
+    def _keep_page(self, kept: OrderedDict[tuple[str, str], _PageEntry], spec: StorageSpec,
+                   prefix: str, page: Page) -> None:
+        with self._lock:
+            key = (_store_key(spec), prefix)
+            kept.pop(key, None)
+            kept[key] = _PageEntry(time.monotonic(), page)
+            while len(kept) > MAX_CACHED_PAGES:
+                kept.popitem(last=False)
 
     def invalidate(self, spec: StorageSpec, prefix: str) -> None:
         """Drop every listing that overlaps ``prefix`` (covers it or lies below it)."""
         store = _store_key(spec)
+
+        def overlaps(k: tuple[str, str]) -> bool:
+            return k[0] == store and (k[1].startswith(prefix) or prefix.startswith(k[1]))
+
         with self._lock:
-            for key in [k for k in self._entries
-                        if k[0] == store and (k[1].startswith(prefix) or prefix.startswith(k[1]))]:
+            for key in [k for k in self._entries if overlaps(k)]:
                 self._keys -= len(self._entries.pop(key).files)
+            for key in [k for k in self._dirs if overlaps(k)]:
+                del self._dirs[key]
+            for key in [k for k in self._heads if overlaps(k)]:
+                self._drop_head(key)
 
 
 #: the process's cache, shared by every table (invalidated by this process's commits)
@@ -120,12 +214,54 @@ class CachedLister(Lister):
             self.hits += 1
             yield answer(entry, prefix, delimiter, start_after, stop_after)
             return
-        keep = not delimiter and start_after is None and stop_after is None
-        listed: list[ObjectMeta] = []
-        for page in super().pages(prefix, delimiter=delimiter, start_after=start_after,
-                                  stop_after=stop_after):
-            if keep:
-                listed += page.files
-            yield page
-            if keep and not page.truncated:  # the last page: the listing is complete
-                self.cache.store(self.spec, prefix, listed)
+        whole = start_after is None and stop_after is None
+        kept = self.cache.directory(self.spec, prefix, self.ttl) if delimiter and whole else None
+        if kept is not None:
+            self.hits += 1
+            yield kept
+            return
+        head = self.cache.head(self.spec, prefix, self.ttl) if whole and not delimiter else ()
+        if head:  # the start of this listing, kept: served in pages, then listed on
+            self.hits += 1
+            for start in range(0, len(head), PAGE_SIZE):
+                yield Page(list(head[start:start + PAGE_SIZE]), [], True)
+            start_after = head[-1].path
+        listed: list[ObjectMeta] = list(head)
+        dirs: list[str] = []
+        complete = False
+        try:
+            for page in super().pages(prefix, delimiter=delimiter, start_after=start_after,
+                                      stop_after=stop_after):
+                if whole:
+                    listed += page.files
+                    dirs += page.dirs
+                complete = not page.truncated
+                if whole and complete:  # the last page: the listing is complete
+                    if delimiter:
+                        self.cache.store_directory(self.spec, prefix, Page(listed, dirs))
+                    else:
+                        self.cache.store(self.spec, prefix, listed)
+                yield page
+        finally:  # stopped before its end (the planner changed course): its start is kept
+            if whole and not delimiter and not complete and len(listed) > len(head):
+                self.cache.store_head(self.spec, prefix, listed)
+
+    def first_page(self, prefix: str) -> Page:
+        """The first page of a flat listing of ``prefix`` (what ``open()`` samples): kept,
+        or listed (then kept as the start of that listing)."""
+        kept = self.cache.first_page(self.spec, prefix, self.ttl)
+        if kept is not None:
+            self.hits += 1
+            return kept
+        pages = super().pages(prefix, delimiter=False)
+        try:
+            page = next(pages, Page([], []))
+        finally:
+            close = getattr(pages, "close", None)
+            if close is not None:
+                close()  # no further page
+        if page.truncated:
+            self.cache.store_head(self.spec, prefix, page.files)
+        elif page.files:
+            self.cache.store(self.spec, prefix, page.files)
+        return page

@@ -144,8 +144,10 @@ class ListingTable:
         except StorageConfigError as err:
             raise StorageConfigError(f"cannot open {table_url}: {err}") from None
         counter = RequestCounter()
-        try:
-            lister = Lister(storage, counter)  # checks protocol and storage options, no request
+        ttl = opts.list_cache_ttl
+        try:  # checks protocol and storage options, no request
+            lister = (CachedLister(storage, counter, ttl=ttl) if ttl
+                      else Lister(storage, counter))
         except StorageConfigError as err:
             raise StorageConfigError(f"cannot open {table_url}: {err}") from None
 
@@ -533,7 +535,12 @@ class ListingTable:
 # --- open() helpers ------------------------------------------------------------------------
 
 def _first_page(lister: Lister, url: TableUrl) -> Page:
-    page = next(iter(lister.pages(url.prefix, delimiter=False)), Page([], []))
+    """The first page of the table's flat listing (from the listing cache when ``lister``
+    keeps one: ``list_cache_ttl``)."""
+    if isinstance(lister, CachedLister):
+        page = lister.first_page(url.prefix)
+    else:
+        page = next(iter(lister.pages(url.prefix, delimiter=False)), Page([], []))
     if not page.files:
         where = "bucket " + repr(url.bucket) if url.protocol != "file" else "directory"
         raise TableNotFoundError(f"no objects under {url} (the {where} is empty or the "
