@@ -427,6 +427,24 @@ def test_the_csv_header_check_reads_one_file_and_lists_no_table(spark, tmp_path)
     assert first is not None and first.path == min(f.path for f in ds.files)
 
 
+def test_our_planner_reads_the_csv_header_the_jvm_compares(tmp_path):
+    """The hand-off's header check takes the column names our CSV format reads (one LIST,
+    one first line), not a second CSV parser in the JVM; none for a table without one."""
+    from listing.spark.file_index import ListingPlanner
+
+    ds = datasets.daily(str(tmp_path / "csv"), format="csv", days=2, rows_per_file=3)
+    schema = StructType.fromDDL(
+        "id long, amount double, name string, date date, region string").json()
+    planner = ListingPlanner()
+    answer = json.loads(planner.sample(json.dumps({"path": ds.root, "format": "csv"}),
+                                       schema))
+    assert answer["path"] == min(f.path for f in ds.files)
+    assert answer["header"] == ["id", "amount", "name"]
+    parquet = datasets.daily(str(tmp_path / "pq"), days=1, rows_per_file=3)
+    answer = json.loads(planner.sample(json.dumps({"path": parquet.root}), schema))
+    assert answer["path"] is not None and answer["header"] is None
+
+
 def test_a_file_added_after_load_is_planned_at_query_time(spark, tmp_path):
     import shutil
 

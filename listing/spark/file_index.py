@@ -27,6 +27,7 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql.types import StructType
 
+from listing.formats.csv import CsvFormat
 from listing.hive import cast_text
 from listing.pushdown import Pushdown
 from listing.spark.config import SourceConfig
@@ -66,11 +67,17 @@ class ListingPlanner:
         return self._answer(build)
 
     def sample(self, options_json: str, schema_json: str) -> str:
-        """``{"path": ...}``: the table's first data file (null: none), for a check that
-        needs one file (the CSV header), at the cost of one LIST and not a listing."""
+        """``{"path": ..., "header": [...]}``: the table's first data file (null: none), for
+        a check that needs one file, at the cost of one LIST and not a listing; and, for a
+        CSV table, the column names its header holds as our CSV format reads them (null:
+        none read), which the JVM compares with the relation's columns."""
         def first() -> dict[str, Any]:
-            file = self._opened(options_json, schema_json)[0].first_file()
-            return {"path": None if file is None else file.path}
+            table = self._opened(options_json, schema_json)[0]
+            file = table.first_file()
+            header = None
+            if file is not None and isinstance(table.format, CsvFormat):
+                header = table.format.header_names(file, table.storage)
+            return {"path": None if file is None else file.path, "header": header}
         return self._answer(first)
 
     def plan(self, options_json: str, schema_json: str, filters_json: str) -> str:

@@ -97,7 +97,11 @@ public final class ListingFileIndex implements FileIndex {
      */
     String plan(String optionsJson, String schemaJson, String filtersJson);
 
-    /** {@code {"path": first data file or null}}: one LIST, not a listing. */
+    /**
+     * {@code {"path": first data file or null, "header": its CSV header's column names, or
+     * null when the table's format reads none}}: one LIST, not a listing (and for a CSV
+     * header, one read of the file's first line, by our CSV format).
+     */
     String sample(String optionsJson, String schemaJson);
   }
 
@@ -241,8 +245,27 @@ public final class ListingFileIndex implements FileIndex {
    * unfiltered listing.
    */
   public String firstFile() {
-    JsonNode path = answer(planner.sample(optionsJson, schemaJson)).path("path");
-    return path.isTextual() ? qualified(path.asText()).toUri().toString() : null;
+    return firstSample().path();
+  }
+
+  /** The table's first data file (null: none) and its CSV header as our CSV format reads it
+   * (null: the planner read none). */
+  record Sample(String path, List<String> header) {
+  }
+
+  /** {@link #firstFile} with the header our planner read of it, in one ask. */
+  Sample firstSample() {
+    JsonNode answer = answer(planner.sample(optionsJson, schemaJson));
+    JsonNode path = answer.path("path");
+    List<String> header = null;
+    if (answer.path("header").isArray()) {
+      header = new ArrayList<>();
+      for (JsonNode name : answer.path("header")) {
+        header.add(name.asText());
+      }
+    }
+    return new Sample(path.isTextual() ? qualified(path.asText()).toUri().toString() : null,
+        header);
   }
 
   // --- for tests and explain -------------------------------------------------------------

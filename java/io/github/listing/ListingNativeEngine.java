@@ -371,14 +371,19 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
    * Spark's CSV reader maps a file's columns to the schema by position, ours by header name:
    * the same rows only when the files' header is the relation's data columns in order (a
    * user schema with fewer or reordered columns is not). Checked on one file here; with
-   * {@code enforceSchema=false} Spark checks every file's header again as it reads.
+   * {@code enforceSchema=false} Spark checks every file's header again as it reads. Over
+   * {@link ListingFileIndex}, our planner reads the header with our CSV format (Python's
+   * {@code formats.csv}); only over Spark's own file index does {@link #csvFields} read it.
    */
   private void checkCsvHeader(HadoopFsRelation relation, String sep, String quote,
       Map<String, String> options) throws NotNative {
     String file;
+    List<String> header = null;
     try {
       if (relation.location() instanceof ListingFileIndex index) {
-        file = index.firstFile();  // one LIST, where inputFiles() lists the whole table
+        ListingFileIndex.Sample sample = index.firstSample();  // one LIST, not a listing
+        file = sample.path();
+        header = sample.header();
       } else {
         String[] files = relation.location().inputFiles();
         file = files.length == 0 ? null : files[0];
@@ -389,6 +394,15 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
     if (file == null) {
       return;
     }
+    if (header == null) {
+      header = readCsvHeader(file, sep, quote, options);
+    }
+    compareCsvHeader(relation, file, header);
+  }
+
+  /** The header of CSV {@code file}, read by Spark's Hadoop filesystem (no planner here). */
+  private List<String> readCsvHeader(String file, String sep, String quote,
+      Map<String, String> options) throws NotNative {
     List<String> header;
     try {
       org.apache.hadoop.fs.Path path = new org.apache.hadoop.fs.Path(file);
@@ -408,6 +422,11 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
     } catch (java.io.IOException | RuntimeException e) {
       throw new NotNative("cannot read the CSV header of " + file + ": " + e.getMessage());
     }
+    return header;
+  }
+
+  private static void compareCsvHeader(HadoopFsRelation relation, String file,
+      List<String> header) throws NotNative {
     List<String> columns = new ArrayList<>();
     for (String name : relation.dataSchema().fieldNames()) {
       columns.add(name.toLowerCase(Locale.ROOT));
