@@ -32,6 +32,13 @@ import org.apache.spark.sql.SparkSession;
  * #ACTED_ON}); a table that lacks one of them is refused when parsed. It names no storage
  * option: the table carries the s3 options' S3A mapping ({@link #s3Options}), and one that
  * asks for a role or conversion {@link S3ASettings} does not implement is refused too.
+ *
+ * <p>The table also carries the other rules the extension must spell as Python does: the
+ * catalog-copy and storage prefixes, the glob wildcards ({@link #isGlob}) and the marks
+ * around the text read out of pickled partitions ({@link DescribedPythonTable},
+ * {@link KeyGroupedScans}). What the extension must still compute itself (paths, character
+ * options, a CSV header over Spark's own file index) is held to Python's answers by the
+ * shared test vectors in {@code tests/vectors/}.
  */
 public final class OptionRegistry {
 
