@@ -46,6 +46,7 @@ from listing.formats.text import (
     slices,
     strip_line,
 )
+from listing.storage.spec import StorageSpec
 
 _COLUMN_ERROR = re.compile(r"In CSV column #(\d+): (.*)", re.DOTALL)
 _BAD_VALUE = re.compile(r"invalid value '(.*)'")
@@ -131,6 +132,16 @@ class CsvFormat(TextFormat):
         if not opts.header:
             schema = pa.schema([f.with_name(f"_c{i}") for i, f in enumerate(schema)])
         return schema
+
+    def header_names(self, file: PartitionedFile, storage: StorageSpec) -> list[str] | None:
+        """The column names ``file``'s first line holds, as a read splits them (None: this
+        format's options read no header). One read of the file's first line; the JVM's
+        native hand-off compares them with the relation's columns (ListingNativeEngine)."""
+        opts = CsvOptions.parse(self.options)
+        if not opts.header:
+            return None
+        line = first_line(storage.filesystem(), file, self.compression(file.path))
+        return opts.split_fields(line) if line else []
 
     def unify(self, schemas: list[tuple[str, pa.Schema]]) -> pa.Schema:
         """Union of sampled schemas; any text can be read as a string, so a column whose

@@ -7,16 +7,17 @@ from dataclasses import dataclass
 
 from listing.errors import ListingError
 from listing.options import compile_glob
+from listing.options.registry import GLOB_WILDCARDS
 from listing.redact import redact_url
 
-_GLOB_CHARS = "*?[{"
 #: protocols fsspec reads files from but cannot list a table under
 NOT_LISTABLE = frozenset({"http", "https"})
 
 
 def is_glob(url: str) -> bool:
-    """Whether ``url`` holds a wildcard (``*``, ``?``, ``[``, ``{``), as Hadoop reads one."""
-    return any(c in url for c in _GLOB_CHARS)
+    """Whether ``url`` holds a wildcard (``*``, ``?``, ``[``, ``{``), as Hadoop reads one
+    (:data:`~listing.options.registry.GLOB_WILDCARDS`, which the JVM reads too)."""
+    return any(c in url for c in GLOB_WILDCARDS)
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,7 @@ class TableUrl:
             raise ListingError(f"table URL {redact_url(text)!r} carries credentials; pass "
                                "them as storage options (key/secret/token), never in a URL")
         glob, pattern = None, None
-        cut = min((text.find(c) for c in _GLOB_CHARS if c in text), default=-1)
+        cut = min((text.find(c) for c in GLOB_WILDCARDS if c in text), default=-1)
         if cut >= 0:
             base = text[: text.rfind("/", 0, cut) + 1]
             glob, text = text, base

@@ -318,6 +318,12 @@ def test_a_python_format_under_a_builtin_name_stays_python(spark, tmp_path):
 
 # --- our listing feeds Spark's reader (ListingFileIndex) ---------------------------------
 
+def _f(kind, attribute, value=None):
+    """One filter as the file index hands its planner (ListingFileIndex.filter)."""
+    out = {"kind": kind, "attribute": attribute}
+    return out if value is None else {**out, "value": value}
+
+
 def _file_index(df):
     """The file index of the (one) file source relation in ``df``'s optimized plan."""
     plan = df._jdf.queryExecution().optimizedPlan()
@@ -356,7 +362,8 @@ def test_partition_filters_prune_through_our_planner(spark, events):
     assert rows == sorted(tuple(r) for r in python.collect())
     index = _file_index(native)
     used = json.loads(index.lastUsed())
-    assert "(`region` = 'eu')" in used and "(`date` >= DATE '2025-01-03')" in used, used
+    assert _f("EqualTo", "region", "eu") in used, used
+    assert _f("GreaterThanOrEqual", "date", "2025-01-03") in used, used
     matching = [f for f in events.files if f.partition_values["date"] >= dt.date(2025, 1, 3)
                 and f.partition_values["region"] == "eu"]
     assert len(rows) == sum(f.num_rows for f in matching)
@@ -364,18 +371,24 @@ def test_partition_filters_prune_through_our_planner(spark, events):
 
 
 def test_filters_the_planner_cannot_take_are_applied_in_the_jvm(spark, events):
-    """A conjunct our planner does not get (a function, a quote in a string) is evaluated by
-    Spark on the partition values the planner returned: pruning is lost, never rows."""
-    for where in ("upper(region) = 'EU' AND date = '2025-01-02'",
-                  "region = 'e''u' OR date = '2025-01-05'",
-                  "region LIKE 'u%'"):
+    """A conjunct our planner does not get (a function) is evaluated by Spark on the partition
+    values the planner returned: pruning is lost, never rows. Filters travel as structure, so
+    a quote in a string or a LIKE prefix reaches the planner as Spark's push-down has it."""
+    quoted = """region = "e'u" OR date = '2025-01-05'"""  # a string literal in any Spark
+    sent = {}
+    for where in ("upper(region) = 'EU' AND date = '2025-01-02'", quoted, "region LIKE 'u%'"):
         native = read(spark, events, "native").where(where)
         python = read(spark, events, "python").where(where)
         assert sorted(tuple(r) for r in native.collect()) == sorted(
             tuple(r) for r in python.collect()), where
-        sent = json.loads(_file_index(native).lastSent())
-        assert all("upper" not in s.lower() and "e'" not in s and "LIKE" not in s
-                   for s in sent), sent
+        sent[where] = json.loads(_file_index(native).lastSent())
+    upper = sent["upper(region) = 'EU' AND date = '2025-01-02'"]
+    assert _f("EqualTo", "date", "2025-01-02") in upper  # the control: its sibling goes
+    assert all(f.get("attribute") != "region" or f["kind"] == "IsNotNull"
+               for f in upper), upper  # upper(region) = 'EU': not sent
+    assert {"kind": "Or", "left": _f("EqualTo", "region", "e'u"),
+            "right": _f("EqualTo", "date", "2025-01-05")} in sent[quoted]
+    assert _f("StringStartsWith", "region", "u") in sent["region LIKE 'u%'"]
 
 
 def test_our_plan_is_the_file_list_spark_reads(spark, events):
@@ -393,7 +406,7 @@ def test_our_plan_is_the_file_list_spark_reads(spark, events):
     assert df.where("region = 'us'").count() == sum(
         f.num_rows for f in events.files if f.partition_values["region"] == "us")
     assert index.asks() == before + 1
-    assert "(`region` = 'us')" in json.loads(index.lastUsed())
+    assert _f("EqualTo", "region", "us") in json.loads(index.lastUsed())
 
 
 def test_the_csv_header_check_reads_one_file_and_lists_no_table(spark, tmp_path):
@@ -406,10 +419,28 @@ def test_the_csv_header_check_reads_one_file_and_lists_no_table(spark, tmp_path)
     assert df.count() == 10  # two regions, one file of 5 rows each
     assert "FileScan csv" in physical(df)
     assert index.asks() == 1, "only the query's own plan"
-    assert json.loads(index.lastSent()) == ["(`date` IS NOT NULL)",
-                                            "(`date` = DATE '2025-01-03')"]
+    assert json.loads(index.lastSent()) == [_f("IsNotNull", "date"),
+                                            _f("EqualTo", "date", "2025-01-03")]
     first = listing.ListingTable.open(ds.root, format="csv").first_file()
     assert first is not None and first.path == min(f.path for f in ds.files)
+
+
+def test_our_planner_reads_the_csv_header_the_jvm_compares(tmp_path):
+    """The hand-off's header check takes the column names our CSV format reads (one LIST,
+    one first line), not a second CSV parser in the JVM; none for a table without one."""
+    from listing.spark.file_index import ListingPlanner
+
+    ds = datasets.daily(str(tmp_path / "csv"), format="csv", days=2, rows_per_file=3)
+    schema = StructType.fromDDL(
+        "id long, amount double, name string, date date, region string").json()
+    planner = ListingPlanner()
+    answer = json.loads(planner.sample(json.dumps({"path": ds.root, "format": "csv"}),
+                                       schema))
+    assert answer["path"] == min(f.path for f in ds.files)
+    assert answer["header"] == ["id", "amount", "name"]
+    parquet = datasets.daily(str(tmp_path / "pq"), days=1, rows_per_file=3)
+    answer = json.loads(planner.sample(json.dumps({"path": parquet.root}), schema))
+    assert answer["path"] is not None and answer["header"] is None
 
 
 def test_a_file_added_after_load_is_planned_at_query_time(spark, tmp_path):
@@ -467,9 +498,10 @@ def test_partition_values_from_our_planner_keep_their_types(spark, tmp_path):
         assert sorted(tuple(r) for r in n.collect()) == sorted(
             tuple(r) for r in p.collect()), where
         used[where] = json.loads(_file_index(n).lastUsed())
-    assert "(`year` = 2025)" in used["year = 2025"]
-    assert "(`city` IS NULL)" in used["city IS NULL"]
-    assert "((`city` = 'a/b') OR (`year` > 2024))" in used["city = 'a/b' OR year > 2024"]
+    assert _f("EqualTo", "year", 2025) in used["year = 2025"]
+    assert _f("IsNull", "city") in used["city IS NULL"]
+    assert {"kind": "Or", "left": _f("EqualTo", "city", "a/b"),
+            "right": _f("GreaterThan", "year", 2024)} in used["city = 'a/b' OR year > 2024"]
 
 
 def test_base_path_and_unpartitioned_tables_through_our_planner(spark, tmp_path):

@@ -54,6 +54,18 @@ STORAGE_PREFIX = "storage."
 #: prefix of the options Spark's catalog stores for a table (``option.path``)
 CATALOG_COPY_PREFIX = "option."
 
+#: the characters that make a path a glob, as Hadoop's ``GlobPattern`` reads one (a table
+#: URL, ``basePath``): where each is, a wildcard starts
+GLOB_WILDCARDS = "*?[{"
+#: escapes the next character of a glob: a pattern's literal text ends at a wildcard or here
+GLOB_ESCAPE = "\\"
+
+#: the marks around text the JVM reads out of a pickled Spark partition
+#: (listing.spark.input_partition): a scan's summary (DescribedPythonTable.java), a
+#: key-grouped partition's key (KeyGroupedScans.java), and the end of either; a pickled str
+#: is its UTF-8 bytes, so each is found as those bytes
+PARTITION_MARKS = {"summary": "\x1elisting-scan:", "key": "\x1elisting-key:", "end": "\x1e"}
+
 
 @dataclass(frozen=True)
 class Option:
@@ -312,10 +324,13 @@ def kind_value(kind: str, value: Any, name: str) -> Any:
 
 def as_json_data() -> dict[str, Any]:
     """The table as JSON data for the JVM extension (``OptionRegistry.java``), with the
-    s3 storage options' S3A mapping (:func:`storage_options.s3a_json_data`); the formats'
+    s3 storage options' S3A mapping (:func:`storage_options.s3a_json_data`), the prefixes,
+    glob wildcards and partition marks the JVM must spell as Python does; the formats'
     extensions are added by the Spark edge, which knows the formats."""
     return {
         "prefixes": {"storage": STORAGE_PREFIX, "catalog_copy": CATALOG_COPY_PREFIX},
+        "glob_wildcards": GLOB_WILDCARDS,
+        "partition_marks": dict(PARTITION_MARKS),
         "booleans": {"true": sorted(_TRUE), "false": sorted(_FALSE)},
         "native_formats": dict(NATIVE_FORMATS),
         "options": [

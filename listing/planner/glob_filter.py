@@ -32,9 +32,12 @@ from listing.expressions import (
     like_escape,
 )
 from listing.hive import DEFAULT_PARTITION_NAME, parse_segment, parse_value
+from listing.options.registry import GLOB_ESCAPE, GLOB_WILDCARDS
 from listing.url import TableUrl
 
-_WILDCARDS = "*?[{\\"
+#: where a segment's literal text ends: a wildcard, or an escape (``\\*`` is a literal
+#: ``*``, but the text is no longer spelled as it reads)
+_NOT_LITERAL = GLOB_WILDCARDS + GLOB_ESCAPE
 _ISO = re.compile(r"\d{4}-\d{2}-\d{2}")
 MAX_ALTERNATIVES = 4096  # {a,b}… expansions of one segment turned into values
 
@@ -46,7 +49,7 @@ def glob_partition_filter(url: TableUrl, cols: list[tuple[str, pa.DataType]]) ->
     parts: list[Expr] = []
     for segment, (name, type_) in zip(segments, cols, strict=False):
         column, sep, pattern = segment.partition("=")
-        if not sep or any(c in column for c in _WILDCARDS):
+        if not sep or any(c in column for c in _NOT_LITERAL):
             continue
         parsed = parse_segment(f"{column}=")
         if parsed is None or parsed[0].lower() != name.lower():
@@ -92,13 +95,13 @@ def _value_filter(name: str, type_: pa.DataType, pattern: str) -> Expr | None:
     values: list[Any] = []
     ranges: list[Expr] = []
     for alt in alternatives:
-        if not any(c in alt for c in _WILDCARDS):
+        if not any(c in alt for c in _NOT_LITERAL):
             try:
                 values.append(parse_value(alt, type_, column=name, path=alt))
             except ValueError:
                 continue  # never this column's spelling: no key has it
             continue
-        head = alt[:min(alt.find(c) for c in _WILDCARDS if c in alt)]
+        head = alt[:min(alt.find(c) for c in _NOT_LITERAL if c in alt)]
         prefix = _prefix_filter(name, type_, head)
         if prefix is None:
             return None  # an alternative this filter cannot bound: the URL glob decides

@@ -27,10 +27,11 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql.types import StructType
 
-from listing.expressions.sql import parse_predicate
+from listing.formats.csv import CsvFormat
 from listing.hive import cast_text
 from listing.pushdown import Pushdown
 from listing.spark.config import SourceConfig
+from listing.spark.filters import from_json
 from listing.spark.source import open_table, session_case_sensitive, with_session_case
 from listing.table import ListingTable
 
@@ -66,17 +67,24 @@ class ListingPlanner:
         return self._answer(build)
 
     def sample(self, options_json: str, schema_json: str) -> str:
-        """``{"path": ...}``: the table's first data file (null: none), for a check that
-        needs one file (the CSV header), at the cost of one LIST and not a listing."""
+        """``{"path": ..., "header": [...]}``: the table's first data file (null: none), for
+        a check that needs one file, at the cost of one LIST and not a listing; and, for a
+        CSV table, the column names its header holds as our CSV format reads them (null:
+        none read), which the JVM compares with the relation's columns."""
         def first() -> dict[str, Any]:
-            file = self._opened(options_json, schema_json)[0].first_file()
-            return {"path": None if file is None else file.path}
+            table = self._opened(options_json, schema_json)[0]
+            file = table.first_file()
+            header = None
+            if file is not None and isinstance(table.format, CsvFormat):
+                header = table.format.header_names(file, table.storage)
+            return {"path": None if file is None else file.path, "header": header}
         return self._answer(first)
 
     def plan(self, options_json: str, schema_json: str, filters_json: str) -> str:
-        """Our scan's files for Spark's partition filters (a JSON list of SQL conjuncts).
+        """Our scan's files for Spark's partition filters: a JSON list of conjuncts, each a
+        Spark data source filter as :func:`~listing.spark.filters.from_json` reads it.
 
-        A conjunct our parser cannot read, or that is not on partition columns only, is left
+        A conjunct of a kind we do not read, or that is not on partition columns only, is left
         out (the JVM index re-checks every partition filter on the values returned, so
         leaving one out can only cost pruning, never rows). The relation's own ``where``
         and ``basePath`` filters (listing.spark.source.SourceConfig) always apply.
@@ -84,20 +92,21 @@ class ListingPlanner:
         return self._answer(lambda: self._plan(options_json, schema_json,
                                                json.loads(filters_json or "[]")))
 
-    def _plan(self, options_json: str, schema_json: str, filters: list[str]) -> dict[str, Any]:
+    def _plan(self, options_json: str, schema_json: str,
+              filters: list[dict[str, Any]]) -> dict[str, Any]:
         table, config = self._opened(options_json, schema_json)
-        used: list[str] = []
+        used: list[dict[str, Any]] = []
         where: list[Any] = list(config.where or [])
-        for sql in filters:
+        for item in filters:
             try:
-                expr = parse_predicate(sql)
-                if table.classify([expr])[0] is not Pushdown.EXACT:
+                expr = from_json(item)
+                if expr is None or table.classify([expr])[0] is not Pushdown.EXACT:
                     continue
             except Exception as err:  # noqa: BLE001 - the JVM evaluates this one itself
-                log.debug("listing file index: not sending %r to the planner: %s", sql, err)
+                log.debug("listing file index: not pruning with %r: %s", item, err)
                 continue
             where.append(expr)
-            used.append(sql)
+            used.append(item)
         plan = table.scan(where=where or None)
         names = table.partition_names
         return {

@@ -108,6 +108,24 @@ def decode_filters(text: str | None) -> list[Any]:
     return [f for f in (_decoded(item) for item in json.loads(text)) if f is not None]
 
 
+def from_json(item: dict[str, Any]) -> Expr | None:
+    """The Expr of one filter as the extension writes it (the leaves of
+    :func:`decode_filters`, and ``{"kind": "And"|"Or", "left": ..., "right": ...}``; the
+    conjuncts ListingFileIndex.java hands the file index's planner), as :func:`from_jvm`
+    makes it of the same JVM filter; None where a part has none."""
+    kind = item.get("kind")
+    if kind in ("And", "Or"):
+        left, right = from_json(item["left"]), from_json(item["right"])
+        if left is None or right is None:
+            return None
+        return And((left, right)) if kind == "And" else Or((left, right))
+    if kind == "Not":
+        child = from_json(item["child"])
+        return None if child is None else Not(child)
+    python = _decoded(item)
+    return None if python is None else from_spark(python)
+
+
 def _decoded(item: dict[str, Any]) -> Any:
     kind = item.get("kind")
     if kind == "Not":

@@ -4,7 +4,8 @@ Spark hands the JVM only pickled partitions. Two extension classes read marked t
 those bytes, so the marks and their contents are a format shared with Java:
 ``DescribedPythonTable.java`` the scan's summary (``SUMMARY_MARK`` … ``SUMMARY_END``, on the
 first partition), ``KeyGroupedScans.java`` a key-grouped partition's value (``KEY_MARK`` …
-``SUMMARY_END``, JSON with ASCII escapes so the end mark cannot occur inside).
+``SUMMARY_END``, JSON with ASCII escapes so the end mark cannot occur inside). The marks are
+:data:`listing.options.registry.PARTITION_MARKS`, which the JVM reads from the registry JSON.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pyspark.sql.datasource import InputPartition
 from listing.file_stream import ReadSpec
 from listing.files import FileGroup
 from listing.hive import cast_text
+from listing.options.registry import PARTITION_MARKS
 
 
 @dataclasses.dataclass
@@ -44,9 +46,9 @@ class GroupPartition(InputPartition):
 
 
 #: the marks around a scan's summary in its first pickled partition (DescribedPythonTable)
-SUMMARY_MARK, SUMMARY_END = "\x1elisting-scan:", "\x1e"
+SUMMARY_MARK, SUMMARY_END = PARTITION_MARKS["summary"], PARTITION_MARKS["end"]
 #: the mark before a partition's key in its pickled bytes (KeyGroupedScans.java)
-KEY_MARK = "\x1elisting-key:"
+KEY_MARK = PARTITION_MARKS["key"]
 
 
 def key_marker(group: FileGroup) -> str:

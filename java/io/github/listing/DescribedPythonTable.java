@@ -46,8 +46,10 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * after an action shows the final plan), the description also says how many files the listing
  * chose, its LIST requests and its listing plan. WHY read them from the first
  * partition's bytes: the plan lives in the Python planning worker, which hands the JVM only
- * pickled partitions; {@code listing.spark.reader} puts a summary string between
- * {@link #MARK} and {@link #END} in the first one, and a pickled str is its UTF-8 bytes.
+ * pickled partitions; {@code listing.spark.reader} puts a summary string between the
+ * registry's summary and end marks ({@link OptionRegistry#summaryMark}, Python's
+ * {@code listing.options.registry.PARTITION_MARKS}) in the first one, and a pickled str is
+ * its UTF-8 bytes.
  *
  * <p>Scans also report their size to Spark's optimizer, as Spark's own file scans do: the
  * listed files' bytes, scaled by the share of the row the query reads. WHY: a Python source's
@@ -63,13 +65,9 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  */
 final class DescribedPythonTable extends PythonTable {
 
-  /** Start and end of the scan summary inside a pickled partition (see source.py). */
-  static final String MARK = "\u001elisting-scan:";
-  static final byte END = 0x1e;
-
-  /** The UTF-8 text between {@code mark} and the next {@link #END} byte in pickled partition
+  /** The UTF-8 text between {@code mark} and the next {@code end} byte in pickled partition
    * bytes (a pickled str is its UTF-8 bytes), or null when the mark or the end is missing. */
-  static String between(byte[] bytes, String mark) {
+  static String between(byte[] bytes, String mark, byte end) {
     byte[] m = mark.getBytes(StandardCharsets.UTF_8);
     outer:
     for (int i = 0; i + m.length <= bytes.length; i++) {
@@ -79,9 +77,9 @@ final class DescribedPythonTable extends PythonTable {
         }
       }
       int start = i + m.length;
-      for (int end = start; end < bytes.length; end++) {
-        if (bytes[end] == END) {
-          return new String(bytes, start, end - start, StandardCharsets.UTF_8);
+      for (int stop = start; stop < bytes.length; stop++) {
+        if (bytes[stop] == end) {
+          return new String(bytes, start, stop - start, StandardCharsets.UTF_8);
         }
       }
       return null;
@@ -111,8 +109,9 @@ final class DescribedPythonTable extends PythonTable {
     if (!(inner instanceof SupportsPushDownFilters)) {
       return inner;
     }
+    OptionRegistry registry = OptionRegistry.ofActive();
     return new Builder((SupportsPushDownFilters) inner, options.get("path"), fullSchema,
-        KeyGroupedScans.requested(options));
+        registry, KeyGroupedScans.requested(options, registry));
   }
 
   /** Delegates push-down, remembering the filters the source kept (not handed back). */
@@ -120,14 +119,16 @@ final class DescribedPythonTable extends PythonTable {
     private final SupportsPushDownFilters inner;
     private final String path;
     private final StructType fullSchema;
+    private final OptionRegistry registry;  // null: no marks to read (no listing source)
     private final boolean keyGrouped;
     private Filter[] kept = new Filter[0];
 
     Builder(SupportsPushDownFilters inner, String path, StructType fullSchema,
-        boolean keyGrouped) {
+        OptionRegistry registry, boolean keyGrouped) {
       this.inner = inner;
       this.path = path;
       this.fullSchema = fullSchema;
+      this.registry = registry;
       this.keyGrouped = keyGrouped;
     }
 
@@ -152,7 +153,7 @@ final class DescribedPythonTable extends PythonTable {
 
     @Override
     public Scan build() {
-      return new Described(inner.build(), path, kept, fullSchema, keyGrouped);
+      return new Described(inner.build(), path, kept, fullSchema, registry, keyGrouped);
     }
   }
 
@@ -165,6 +166,7 @@ final class DescribedPythonTable extends PythonTable {
     private final String extra;
     private final StructType fullSchema;
     private final boolean keyGrouped;  // the key_grouped option: report partition keys
+    private final OptionRegistry registry;  // the marks in the partitions' bytes (or null)
     private volatile String planned = "";  // what planning chose, once it has run
     private Batch plannedEarly;  // planned at optimization; handed to the first toBatch()
     private InputPartition[] earlyParts;
@@ -173,9 +175,10 @@ final class DescribedPythonTable extends PythonTable {
     private volatile boolean streaming;  // a stream's scan: its reader factory is Spark's
 
     Described(Scan inner, String path, Filter[] kept, StructType fullSchema,
-        boolean keyGrouped) {
+        OptionRegistry registry, boolean keyGrouped) {
       this.inner = inner;
       this.fullSchema = fullSchema;
+      this.registry = registry;
       this.keyGrouped = keyGrouped;
       StringBuilder text = new StringBuilder();
       if (path != null) {
@@ -209,7 +212,7 @@ final class DescribedPythonTable extends PythonTable {
       if (earlyParts == null) {
         Batch batch = inner.toBatch();
         earlyParts = batch.planInputPartitions();
-        planned = summary(earlyParts);
+        planned = summary(earlyParts, registry);
         plannedEarly = batch;
       }
       return earlyParts;
@@ -223,7 +226,7 @@ final class DescribedPythonTable extends PythonTable {
         if (keyGrouped && !streaming) {
           InputPartition[] parts = planEarly();
           partitioning = KeyGroupedScans.partitioning(
-              KeyGroupedScans.keys(parts, readSchema()), parts.length);
+              KeyGroupedScans.keys(parts, readSchema(), registry), parts.length);
         } else {
           partitioning = KeyGroupedScans.partitioning(null, 0);
         }
@@ -273,9 +276,9 @@ final class DescribedPythonTable extends PythonTable {
         @Override
         public InputPartition[] planInputPartitions() {
           InputPartition[] parts = batch.planInputPartitions();
-          planned = summary(parts);
+          planned = summary(parts, registry);
           return keyGrouped
-              ? KeyGroupedScans.withKeys(parts, KeyGroupedScans.keys(parts, readSchema()))
+              ? KeyGroupedScans.withKeys(parts, KeyGroupedScans.keys(parts, readSchema(), registry))
               : parts;
         }
 
@@ -287,11 +290,13 @@ final class DescribedPythonTable extends PythonTable {
     }
 
     /** " Files: …; LIST requests: …; listing: …" from the first partition, or "". */
-    static String summary(InputPartition[] parts) {
-      if (parts.length == 0 || !(parts[0] instanceof PythonInputPartition)) {
+    static String summary(InputPartition[] parts, OptionRegistry registry) {
+      if (registry == null || parts.length == 0
+          || !(parts[0] instanceof PythonInputPartition)) {
         return "";
       }
-      String text = between(((PythonInputPartition) parts[0]).pickedPartition(), MARK);
+      String text = between(((PythonInputPartition) parts[0]).pickedPartition(),
+          registry.summaryMark, registry.endByte());
       return text == null ? "" : " " + text;
     }
 

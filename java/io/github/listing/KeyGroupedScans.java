@@ -9,7 +9,6 @@ import java.util.Map;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 
-import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
 import org.apache.spark.sql.connector.expressions.Expression;
@@ -41,7 +40,8 @@ import org.apache.spark.unsafe.types.UTF8String;
  *
  * <p>WHY the keys come from the pickled partitions: the files are planned in the Python
  * planning worker, which hands the JVM only pickled partitions. {@code listing.spark.input_partition}
- * writes each partition's key between {@link #MARK} and {@link DescribedPythonTable#END}
+ * writes each partition's key between the registry's key and end marks
+ * ({@link OptionRegistry#keyMark}, Python's {@code listing.options.registry.PARTITION_MARKS})
  * (JSON {@code {"names": [...], "values": [...]}}, ASCII-escaped, so the end byte cannot occur
  * inside); a pickled str is its UTF-8 bytes.
  *
@@ -53,7 +53,6 @@ final class KeyGroupedScans {
 
   /** The reader option (listing.options.ListingOptions.key_grouped) asking for key grouping. */
   static final String OPTION = "key_grouped";
-  static final String MARK = "\u001elisting-key:";
 
   private static final ObjectMapper JSON = new ObjectMapper();
 
@@ -65,11 +64,8 @@ final class KeyGroupedScans {
    * under {@link #OPTION}, true as the registry spells booleans (Python's parse_bool). A
    * session without the registry has no listing source to scan, so asks for none.
    */
-  static boolean requested(Map<String, String> options) {
-    OptionRegistry registry;
-    try {
-      registry = OptionRegistry.of(SparkSession.active());
-    } catch (ListingNativeEngine.NotNative | IllegalStateException none) {
+  static boolean requested(Map<String, String> options, OptionRegistry registry) {
+    if (registry == null) {
       return false;
     }
     for (Map.Entry<String, String> e : options.entrySet()) {
@@ -106,8 +102,8 @@ final class KeyGroupedScans {
    * scan's spelling); null when there are no partitions, a partition states no key, the scan
    * reads none of the key columns, or a key column's type is not converted here.
    */
-  static Keys keys(InputPartition[] parts, StructType readSchema) {
-    if (parts.length == 0) {
+  static Keys keys(InputPartition[] parts, StructType readSchema, OptionRegistry registry) {
+    if (parts.length == 0 || registry == null) {
       return null;
     }
     List<String> columns = null;
@@ -116,7 +112,7 @@ final class KeyGroupedScans {
     List<InternalRow> rows = new ArrayList<>();
     for (InputPartition part : parts) {
       JsonNode key = part instanceof PythonInputPartition
-          ? marked(((PythonInputPartition) part).pickedPartition())
+          ? marked(((PythonInputPartition) part).pickedPartition(), registry)
           : null;
       if (key == null || !key.path("names").isArray() || !key.path("values").isArray()) {
         return null;
@@ -216,9 +212,9 @@ final class KeyGroupedScans {
     return (byte) number;
   }
 
-  /** The JSON between {@link #MARK} and the end byte in a pickled partition, or null. */
-  static JsonNode marked(byte[] bytes) {
-    String text = DescribedPythonTable.between(bytes, MARK);
+  /** The JSON between the key mark and the end byte in a pickled partition, or null. */
+  static JsonNode marked(byte[] bytes, OptionRegistry registry) {
+    String text = DescribedPythonTable.between(bytes, registry.keyMark, registry.endByte());
     if (text == null) {
       return null;
     }

@@ -18,22 +18,16 @@ import org.apache.spark.sql.catalyst.expressions.Attribute;
 import org.apache.spark.sql.catalyst.expressions.AttributeReference;
 import org.apache.spark.sql.catalyst.expressions.BasePredicate;
 import org.apache.spark.sql.catalyst.expressions.BindReferences$;
-import org.apache.spark.sql.catalyst.expressions.BinaryComparison;
 import org.apache.spark.sql.catalyst.expressions.Cast;
-import org.apache.spark.sql.catalyst.expressions.EqualNullSafe;
 import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
-import org.apache.spark.sql.catalyst.expressions.In;
 import org.apache.spark.sql.catalyst.expressions.InSet;
-import org.apache.spark.sql.catalyst.expressions.IsNotNull;
-import org.apache.spark.sql.catalyst.expressions.IsNull;
 import org.apache.spark.sql.catalyst.expressions.Literal;
 import org.apache.spark.sql.catalyst.expressions.Literal$;
-import org.apache.spark.sql.catalyst.expressions.Not;
-import org.apache.spark.sql.catalyst.expressions.Or;
 import org.apache.spark.sql.catalyst.expressions.Predicate$;
 import org.apache.spark.sql.catalyst.expressions.package$;
 import org.apache.spark.sql.catalyst.types.DataTypeUtils;
+import org.apache.spark.sql.execution.datasources.DataSourceStrategy$;
 import org.apache.spark.sql.execution.datasources.FileIndex;
 import org.apache.spark.sql.execution.datasources.PartitionDirectory;
 import org.apache.spark.sql.internal.SQLConf;
@@ -70,12 +64,16 @@ import scala.jdk.javaapi.CollectionConverters;
  *
  * <p>WHY the JVM re-checks every partition filter: for a {@code HadoopFsRelation},
  * {@code FileSourceStrategy} keeps partition filters out of the post-scan {@code Filter}, so
- * the index must return exactly the partitions that pass. Filters go to the planner as SQL
- * text, only for the conjuncts rendered here from a small, typed subset (comparisons, IN,
- * IS [NOT] NULL, AND/OR/NOT over columns and string, integer, boolean and date literals);
- * the planner may still leave any out (its parser, its types). Then Spark's own interpreted
- * predicate over the returned partition values decides, as Spark's file index does: leaving a
- * conjunct out costs pruning, never rows.
+ * the index must return exactly the partitions that pass. Filters go to the planner as
+ * structure, not text: each conjunct as the data source filter Spark's own push-down makes of
+ * it ({@code DataSourceStrategy.translateFilter}, what a Python source's {@code pushFilters}
+ * receives), with {@code And}/{@code Or}, as JSON ({@link #filter}) that
+ * {@code listing.spark.filters.from_json} turns into our expressions; only conjuncts whose
+ * columns and literals are strings, integers, booleans or dates go (their text is exact, where
+ * a timestamp's or a decimal's would need a zone or a scale), and the planner may still leave
+ * any out (its types). Then Spark's own interpreted predicate over the returned partition
+ * values decides, as Spark's file index does: leaving a conjunct out costs pruning, never
+ * rows.
  *
  * <p>{@link #sizeInBytes} and {@link #inputFiles} (statistics, {@code df.inputFiles()}) come
  * from one unfiltered plan, made when first needed and kept until
@@ -93,12 +91,17 @@ public final class ListingFileIndex implements FileIndex {
     String describe(String optionsJson, String schemaJson);
 
     /**
-     * {@code {"partition_columns", "files": [{path, size, mtime, values}], "used": [sql],
-     * "list_requests"}} for partition filters given as a JSON list of SQL conjuncts.
+     * {@code {"partition_columns", "files": [{path, size, mtime, values}], "used": [filter],
+     * "list_requests"}} for partition filters given as a JSON list of conjuncts, each a data
+     * source filter as JSON ({@link #filter}); {@code used}: those it pruned with.
      */
     String plan(String optionsJson, String schemaJson, String filtersJson);
 
-    /** {@code {"path": first data file or null}}: one LIST, not a listing. */
+    /**
+     * {@code {"path": first data file or null, "header": its CSV header's column names, or
+     * null when the table's format reads none}}: one LIST, not a listing (and for a CSV
+     * header, one read of the file's first line, by our CSV format).
+     */
     String sample(String optionsJson, String schemaJson);
   }
 
@@ -198,9 +201,9 @@ public final class ListingFileIndex implements FileIndex {
     List<String> sent = new ArrayList<>();
     for (Expression filter : filters) {
       for (Expression conjunct : conjuncts(filter)) {
-        String sql = sql(conjunct);
-        if (sql != null) {
-          sent.add(sql);
+        String structure = filter(conjunct);
+        if (structure != null) {
+          sent.add(structure);
         }
       }
     }
@@ -242,8 +245,27 @@ public final class ListingFileIndex implements FileIndex {
    * unfiltered listing.
    */
   public String firstFile() {
-    JsonNode path = answer(planner.sample(optionsJson, schemaJson)).path("path");
-    return path.isTextual() ? qualified(path.asText()).toUri().toString() : null;
+    return firstSample().path();
+  }
+
+  /** The table's first data file (null: none) and its CSV header as our CSV format reads it
+   * (null: the planner read none). */
+  record Sample(String path, List<String> header) {
+  }
+
+  /** {@link #firstFile} with the header our planner read of it, in one ask. */
+  Sample firstSample() {
+    JsonNode answer = answer(planner.sample(optionsJson, schemaJson));
+    JsonNode path = answer.path("path");
+    List<String> header = null;
+    if (answer.path("header").isArray()) {
+      header = new ArrayList<>();
+      for (JsonNode name : answer.path("header")) {
+        header.add(name.asText());
+      }
+    }
+    return new Sample(path.isTextual() ? qualified(path.asText()).toUri().toString() : null,
+        header);
   }
 
   // --- for tests and explain -------------------------------------------------------------
@@ -253,14 +275,14 @@ public final class ListingFileIndex implements FileIndex {
     return asks.get();
   }
 
-  /** The SQL conjuncts last sent to the planner, as JSON. */
+  /** The conjuncts last sent to the planner: a JSON list of filters ({@link #filter}). */
   public String lastSent() {
-    return json(lastSent);
+    return array(lastSent);
   }
 
-  /** The conjuncts the planner last pruned its listing with, as JSON. */
+  /** The conjuncts the planner last pruned its listing with, as {@link #lastSent}. */
   public String lastUsed() {
-    return json(lastUsed);
+    return array(lastUsed);
   }
 
   /** LIST requests of the planner's last listing. */
@@ -280,12 +302,7 @@ public final class ListingFileIndex implements FileIndex {
   }
 
   private Listing ask(List<String> filters) {
-    JsonNode answer;
-    try {
-      answer = answer(planner.plan(optionsJson, schemaJson, JSON.writeValueAsString(filters)));
-    } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
-      throw new IllegalStateException(e);
-    }
+    JsonNode answer = answer(planner.plan(optionsJson, schemaJson, array(filters)));
     asks.incrementAndGet();
     Listing listing = new Listing();
     List<String> names = new ArrayList<>();
@@ -310,7 +327,7 @@ public final class ListingFileIndex implements FileIndex {
       listing.bytes += size;
       listing.paths.add(path.toUri().toString());
     }
-    answer.path("used").forEach(s -> listing.used.add(s.asText()));
+    answer.path("used").forEach(s -> listing.used.add(s.toString()));
     listing.listRequests = answer.path("list_requests").asLong();
     lastSent = List.copyOf(filters);
     lastUsed = List.copyOf(listing.used);
@@ -345,12 +362,9 @@ public final class ListingFileIndex implements FileIndex {
     return new Path(path);
   }
 
-  private static String json(List<String> items) {
-    try {
-      return JSON.writeValueAsString(items);
-    } catch (Exception e) {
-      throw new IllegalStateException(e);
-    }
+  /** The JSON list of JSON texts {@code items}. */
+  private static String array(List<String> items) {
+    return "[" + String.join(",", items) + "]";
   }
 
   // --- partition values and Spark's check --------------------------------------------------
@@ -413,82 +427,67 @@ public final class ListingFileIndex implements FileIndex {
     return out;
   }
 
-  /** Spark SQL text for our parser, or null where this subset has no exact rendering. */
-  static String sql(Expression e) {
-    if (e instanceof AttributeReference) {
-      return "`" + ((AttributeReference) e).name().replace("`", "``") + "`";
-    }
-    if (e instanceof Literal) {
-      return literal(((Literal) e).value(), e.dataType());
-    }
-    if (e instanceof BinaryComparison && !(e instanceof EqualNullSafe)) {
-      BinaryComparison c = (BinaryComparison) e;
-      return binary(sql(c.left()), c.symbol(), sql(c.right()));
-    }
-    if (e instanceof And) {
-      return binary(sql(((And) e).left()), "AND", sql(((And) e).right()));
-    }
-    if (e instanceof Or) {
-      return binary(sql(((Or) e).left()), "OR", sql(((Or) e).right()));
-    }
-    if (e instanceof Not) {
-      String child = sql(((Not) e).child());
-      return child == null ? null : "(NOT " + child + ")";
-    }
-    if (e instanceof IsNull || e instanceof IsNotNull) {
-      String child = sql(e.children().head());
-      return child == null ? null : "(" + child + (e instanceof IsNull ? " IS NULL)"
-          : " IS NOT NULL)");
-    }
-    if (e instanceof In) {
-      In in = (In) e;
-      List<String> items = new ArrayList<>();
-      for (Expression item : CollectionConverters.asJava(in.list())) {
-        items.add(item instanceof Literal ? sql(item) : null);
-      }
-      return in(sql(in.value()), items);
-    }
-    if (e instanceof InSet) {
-      InSet in = (InSet) e;
-      List<String> items = new ArrayList<>();
-      for (Object v : CollectionConverters.asJava(in.hset())) {
-        items.add(literal(v, in.child().dataType()));
-      }
-      return in(sql(in.child()), items);
-    }
-    return null;
-  }
-
-  private static String binary(String left, String op, String right) {
-    return left == null || right == null ? null : "(" + left + " " + op + " " + right + ")";
-  }
-
-  private static String in(String value, List<String> items) {
-    if (value == null || items.isEmpty() || items.contains(null)) {
+  /**
+   * The conjunct {@code e} as JSON {@code listing.spark.filters.from_json} reads: Spark's data
+   * source filter of it ({@code DataSourceStrategy.translateFilter}, top-level column names),
+   * leaves as {@link ListingFilterOption#json} writes them, {@code {"kind": "And"|"Or",
+   * "left": ..., "right": ...}} above them; null where Spark has no such filter or a column or
+   * literal is not a non-null string, integer, boolean or date.
+   */
+  static String filter(Expression e) {
+    if (!exactText(e)) {
       return null;
     }
-    return "(" + value + " IN (" + String.join(", ", items) + "))";
+    Option<org.apache.spark.sql.sources.Filter> translated =
+        DataSourceStrategy$.MODULE$.translateFilter(e, false);
+    return translated.isDefined() ? structure(translated.get()) : null;
   }
 
-  /** A literal's text: strings without quotes or backslashes, integers, booleans, dates. */
-  private static String literal(Object value, DataType type) {
-    if (value == null) {
-      return null;  // a null literal: three-valued logic stays in the JVM
+  private static String structure(org.apache.spark.sql.sources.Filter f) {
+    org.apache.spark.sql.sources.Filter left = null;
+    org.apache.spark.sql.sources.Filter right = null;
+    if (f instanceof org.apache.spark.sql.sources.And and) {
+      left = and.left();
+      right = and.right();
+    } else if (f instanceof org.apache.spark.sql.sources.Or or) {
+      left = or.left();
+      right = or.right();
     }
-    if (type instanceof StringType) {
-      String s = value.toString();
-      return s.contains("'") || s.contains("\\") ? null : "'" + s + "'";
+    if (left == null) {
+      if (f instanceof org.apache.spark.sql.sources.Not not) {
+        String child = structure(not.child());
+        return child == null ? null : "{\"kind\":\"Not\",\"child\":" + child + "}";
+      }
+      return ListingFilterOption.json(f);
     }
-    if (type == IntegerType$.MODULE$ || type == LongType$.MODULE$
-        || type == ShortType$.MODULE$ || type == ByteType$.MODULE$) {
-      return value.toString();
+    String l = structure(left);
+    String r = structure(right);
+    return l == null || r == null ? null : "{\"kind\":\"" + f.getClass().getSimpleName()
+        + "\",\"left\":" + l + ",\"right\":" + r + "}";
+  }
+
+  /** Whether every column and literal of {@code e} has a type whose value's text is exact. */
+  private static boolean exactText(Expression e) {
+    if (e instanceof Literal literal && (literal.value() == null || !exact(e.dataType()))) {
+      return false;
     }
-    if (type == BooleanType$.MODULE$) {
-      return ((Boolean) value) ? "TRUE" : "FALSE";
+    if (e instanceof AttributeReference && !exact(e.dataType())) {
+      return false;
     }
-    if (type == DateType$.MODULE$) {
-      return new Literal(value, type).sql();  // DATE 'yyyy-mm-dd'
+    if (e instanceof InSet in && !exact(in.child().dataType())) {
+      return false;
     }
-    return null;
+    for (Expression child : CollectionConverters.asJava(e.children())) {
+      if (!exactText(child)) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  private static boolean exact(DataType type) {
+    return type instanceof StringType || type == IntegerType$.MODULE$
+        || type == LongType$.MODULE$ || type == ShortType$.MODULE$ || type == ByteType$.MODULE$
+        || type == BooleanType$.MODULE$ || type == DateType$.MODULE$;
   }
 }

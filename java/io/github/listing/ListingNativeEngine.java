@@ -258,7 +258,8 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
       }
     }
     if (target.format.equals("csv") && "true".equals(target.options.get("header"))) {
-      checkCsvHeader((HadoopFsRelation) base, target.options.get("sep"), options);
+      checkCsvHeader((HadoopFsRelation) base, target.options.get("sep"),
+          target.options.get("quote"), options);
     }
     LogicalRelation fresh = LogicalRelation$.MODULE$.apply(base, false);
     // the new attributes take the exprIds of the old ones, so the plan above still resolves
@@ -370,14 +371,19 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
    * Spark's CSV reader maps a file's columns to the schema by position, ours by header name:
    * the same rows only when the files' header is the relation's data columns in order (a
    * user schema with fewer or reordered columns is not). Checked on one file here; with
-   * {@code enforceSchema=false} Spark checks every file's header again as it reads.
+   * {@code enforceSchema=false} Spark checks every file's header again as it reads. Over
+   * {@link ListingFileIndex}, our planner reads the header with our CSV format (Python's
+   * {@code formats.csv}); only over Spark's own file index does {@link #csvFields} read it.
    */
-  private void checkCsvHeader(HadoopFsRelation relation, String sep,
+  private void checkCsvHeader(HadoopFsRelation relation, String sep, String quote,
       Map<String, String> options) throws NotNative {
     String file;
+    List<String> header = null;
     try {
       if (relation.location() instanceof ListingFileIndex index) {
-        file = index.firstFile();  // one LIST, where inputFiles() lists the whole table
+        ListingFileIndex.Sample sample = index.firstSample();  // one LIST, not a listing
+        file = sample.path();
+        header = sample.header();
       } else {
         String[] files = relation.location().inputFiles();
         file = files.length == 0 ? null : files[0];
@@ -388,6 +394,15 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
     if (file == null) {
       return;
     }
+    if (header == null) {
+      header = readCsvHeader(file, sep, quote, options);
+    }
+    compareCsvHeader(relation, file, header);
+  }
+
+  /** The header of CSV {@code file}, read by Spark's Hadoop filesystem (no planner here). */
+  private List<String> readCsvHeader(String file, String sep, String quote,
+      Map<String, String> options) throws NotNative {
     List<String> header;
     try {
       org.apache.hadoop.fs.Path path = new org.apache.hadoop.fs.Path(file);
@@ -401,11 +416,17 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
                new java.io.InputStreamReader(codec == null ? raw : codec.createInputStream(raw),
                    java.nio.charset.StandardCharsets.UTF_8))) {
         String first = lines.readLine();
-        header = first == null ? List.of() : csvFields(first, sep == null ? ',' : sep.charAt(0));
+        header = first == null ? List.of() : csvFields(first, sep == null ? ',' : sep.charAt(0),
+            quote == null ? '"' : quote.charAt(0));
       }
     } catch (java.io.IOException | RuntimeException e) {
       throw new NotNative("cannot read the CSV header of " + file + ": " + e.getMessage());
     }
+    return header;
+  }
+
+  private static void compareCsvHeader(HadoopFsRelation relation, String file,
+      List<String> header) throws NotNative {
     List<String> columns = new ArrayList<>();
     for (String name : relation.dataSchema().fieldNames()) {
       columns.add(name.toLowerCase(Locale.ROOT));
@@ -421,31 +442,45 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
     }
   }
 
-  /** The fields of one CSV line: {@code sep}-separated, double-quoted, "" a quote. */
-  static List<String> csvFields(String line, char sep) {
+  /**
+   * The fields of one CSV header line as Python's {@code formats.csv.CsvOptions.split_fields}
+   * reads them (Python's csv module, lenient): a leading BOM dropped, {@code sep}-separated; a
+   * {@code quote} opens a quoted field only at a field's start, a doubled one inside is one
+   * quote, and text after the closing quote joins the field. Held to Python's reading by the
+   * shared vectors in {@code tests/vectors/csv_headers.json}.
+   */
+  static List<String> csvFields(String line, char sep, char quote) {
     List<String> out = new ArrayList<>();
     StringBuilder field = new StringBuilder();
+    boolean start = true;  // at a field's start
     boolean quoted = false;
     String text = line.startsWith("\uFEFF") ? line.substring(1) : line;
+    text = text.replaceFirst("[\r\n]+$", "");
+    if (text.isEmpty()) {
+      return out;  // an empty first line names no column
+    }
     for (int i = 0; i < text.length(); i++) {
       char c = text.charAt(i);
       if (quoted) {
-        if (c == '"' && i + 1 < text.length() && text.charAt(i + 1) == '"') {
-          field.append('"');
+        if (c == quote && i + 1 < text.length() && text.charAt(i + 1) == quote) {
+          field.append(quote);
           i++;
-        } else if (c == '"') {
+        } else if (c == quote) {
           quoted = false;
         } else {
           field.append(c);
         }
-      } else if (c == '"') {
-        quoted = true;
       } else if (c == sep) {
         out.add(field.toString());
         field.setLength(0);
-      } else if (c != '\r') {
+        start = true;
+        continue;
+      } else if (c == quote && start) {
+        quoted = true;
+      } else {
         field.append(c);
       }
+      start = false;
     }
     out.add(field.toString());
     return out;
@@ -487,13 +522,7 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
    */
   static NativePlan plan(Map<String, String> given, String source, OptionRegistry registry,
       Set<String> pythonFormats, String noS3A) throws NotNative {
-    Map<String, String> opts = new LinkedHashMap<>();
-    String copy = registry.catalogCopyPrefix;
-    for (Map.Entry<String, String> e : given.entrySet()) {
-      String key = e.getKey().startsWith(copy) ? e.getKey().substring(copy.length())
-          : e.getKey();
-      opts.putIfAbsent(key, e.getValue());
-    }
+    Map<String, String> opts = withoutCatalogCopies(given, registry.catalogCopyPrefix);
     NativePlan plan = new NativePlan();
     String format = opts.getOrDefault("format", registry.defaultOf("format")).trim()
         .toLowerCase(Locale.ROOT);
@@ -527,11 +556,10 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
       throw new NotNative("storage " + scheme(path) + ":// is read by our storage layer: "
           + noS3A);
     }
-    plan.path = s3 ? s3a(path, "path") : local(path, "path");
+    plan.path = sparkPath(path, "path", s3, registry);
     plan.options.put("basePath", plan.path);
     if (opts.containsKey("basepath")) {  // a partition folder below its table root
-      plan.options.put("basePath", s3 ? s3a(opts.get("basepath"), "basePath")
-          : local(opts.get("basepath"), "basePath"));
+      plan.options.put("basePath", sparkPath(opts.get("basepath"), "basePath", s3, registry));
     }
     String storageOptions = opts.getOrDefault("storage_options", "{}").trim();
     Map<String, String> storageDot = new LinkedHashMap<>();
@@ -604,11 +632,6 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
     }
     if (where.size() == 1) {
       plan.where = where.get(0);
-    }
-    for (String p : List.of(plan.path, plan.options.get("basePath"))) {
-      if (p.contains("*") || p.contains("?") || p.contains("[") || p.contains("{")) {
-        throw new NotNative("a path with glob characters is listed by our rules only");
-      }
     }
     if (userGlob != null) {
       throw new NotNative("option path_glob_filter: Spark takes one file-name glob, and it "
@@ -688,7 +711,10 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
     return "*.{" + String.join(",", parts) + "}";
   }
 
-  private static String character(String value, String key) throws NotNative {
+  /** The one character Spark takes for our character option {@code value}, as Python's
+   * {@code listing.options.parse_char} reads it; why not, when ours reads none or refuses it.
+   * Held to Python's reading by the shared vectors in {@code tests/vectors/characters.json}. */
+  static String character(String value, String key) throws NotNative {
     String lower = value.toLowerCase(Locale.ROOT);
     String c = switch (lower) {
       case "\\t", "tab" -> "\t";
@@ -700,6 +726,70 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
       throw new NotNative("option " + key + "=" + value + " is not one character");
     }
     return c;
+  }
+
+  /**
+   * {@code given} with the options Spark's catalog copies ({@code option.path}) under their
+   * own names, and {@code location} (a catalog table's) as the path when none is given, as
+   * {@code listing.spark.config.SourceConfig.parse} reads them: an option given under its own
+   * name wins over its copy, whatever their order. Held to Python's reading by the shared
+   * vectors in {@code tests/vectors/catalog_copies.json}.
+   */
+  static Map<String, String> withoutCatalogCopies(Map<String, String> given, String copy) {
+    Map<String, String> opts = new LinkedHashMap<>();
+    for (Map.Entry<String, String> e : given.entrySet()) {
+      if (!e.getKey().startsWith(copy)) {
+        opts.put(e.getKey(), e.getValue());
+      }
+    }
+    for (Map.Entry<String, String> e : given.entrySet()) {
+      if (e.getKey().startsWith(copy)) {
+        opts.putIfAbsent(e.getKey().substring(copy.length()), e.getValue());
+      }
+    }
+    String path = opts.get("path");
+    if ((path == null || path.isEmpty()) && opts.get("location") != null
+        && !opts.get("location").isEmpty()) {
+      opts.put("path", opts.get("location"));
+    }
+    return opts;
+  }
+
+  /**
+   * The path Spark's reader reads for our {@code path} (or {@code basePath}) option: the
+   * location {@code listing.url.TableUrl.parse} reads, as {@code s3a://bucket/key} when
+   * {@code s3} (the table is on S3), else a local absolute path; why not, when Spark's
+   * spelling could name another location than ours (a glob, a relative path, {@code .} or
+   * {@code ..} segments, an empty segment, credentials in the URL, no bucket). Held to
+   * Python's reading by the shared vectors in {@code tests/vectors/table_paths.json}.
+   */
+  static String sparkPath(String path, String option, boolean s3, OptionRegistry registry)
+      throws NotNative {
+    String out = s3 ? s3a(path, option) : local(path, option);
+    if (registry.isGlob(out)) {
+      throw new NotNative("a path with glob characters is listed by our rules only");
+    }
+    String below;  // the path after the scheme and its slashes: bucket/key or abs/path
+    if (s3) {
+      below = out.substring("s3a://".length());
+      String bucket = below.split("/", 2)[0];
+      if (bucket.isEmpty() || bucket.contains("@")) {
+        throw new NotNative("option " + option + " is no s3://bucket/key URL our storage "
+            + "reads (no bucket, or credentials in it)");
+      }
+    } else {
+      below = (out.startsWith("file:") ? out.substring("file:".length()) : out)
+          .replaceFirst("^/+", "");
+    }
+    for (String segment : below.split("/", -1)) {
+      if (segment.equals(".") || segment.equals("..")) {
+        throw new NotNative("option " + option + "=" + path + " has . or .. segments");
+      }
+    }
+    if (below.replaceFirst("/+$", "").contains("//")) {
+      throw new NotNative("option " + option + "=" + path + " has an empty segment");
+    }
+    return out;
   }
 
   static boolean isS3(String path) {

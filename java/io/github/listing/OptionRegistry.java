@@ -32,6 +32,13 @@ import org.apache.spark.sql.SparkSession;
  * #ACTED_ON}); a table that lacks one of them is refused when parsed. It names no storage
  * option: the table carries the s3 options' S3A mapping ({@link #s3Options}), and one that
  * asks for a role or conversion {@link S3ASettings} does not implement is refused too.
+ *
+ * <p>The table also carries the other rules the extension must spell as Python does: the
+ * catalog-copy and storage prefixes, the glob wildcards ({@link #isGlob}) and the marks
+ * around the text read out of pickled partitions ({@link DescribedPythonTable},
+ * {@link KeyGroupedScans}). What the extension must still compute itself (paths, character
+ * options, a CSV header over Spark's own file index) is held to Python's answers by the
+ * shared test vectors in {@code tests/vectors/}.
  */
 public final class OptionRegistry {
 
@@ -140,6 +147,13 @@ public final class OptionRegistry {
 
   final String storagePrefix;
   final String catalogCopyPrefix;
+  /** The characters that make a path a glob (listing.options.registry.GLOB_WILDCARDS). */
+  final String globWildcards;
+  /** The marks around text in a pickled partition (registry.PARTITION_MARKS): a scan's
+   * summary, a partition's key, and the one-byte end of either. */
+  final String summaryMark;
+  final String keyMark;
+  final String endMark;
   private final List<Option> options = new ArrayList<>();
   private final Map<String, Option> bySpelling = new LinkedHashMap<>();
   /** Our format names Spark also reads, mapped to Spark's. */
@@ -155,6 +169,16 @@ public final class OptionRegistry {
   private OptionRegistry(JsonNode root) {
     storagePrefix = root.path("prefixes").path("storage").asText();
     catalogCopyPrefix = root.path("prefixes").path("catalog_copy").asText();
+    globWildcards = root.path("glob_wildcards").asText();
+    JsonNode marks = root.path("partition_marks");
+    summaryMark = marks.path("summary").asText();
+    keyMark = marks.path("key").asText();
+    endMark = marks.path("end").asText();
+    if (globWildcards.isEmpty() || summaryMark.isEmpty() || keyMark.isEmpty()
+        || endMark.length() != 1 || endMark.charAt(0) >= 0x80) {
+      throw new IllegalArgumentException("the option registry has no glob wildcards or "
+          + "partition marks (an end mark of one ASCII byte)");
+    }
     for (JsonNode o : root.path("options")) {
       Option option = new Option(o);
       options.add(option);
@@ -217,6 +241,30 @@ public final class OptionRegistry {
     return parse(text);
   }
 
+  /** The active session's table, or null where it has none (then no listing source runs). */
+  static OptionRegistry ofActive() {
+    try {
+      return of(SparkSession.active());
+    } catch (ListingNativeEngine.NotNative | IllegalStateException none) {
+      return null;
+    }
+  }
+
+  /** Whether {@code path} holds a glob wildcard, as Python's listing.url.is_glob says. */
+  boolean isGlob(String path) {
+    for (char c : globWildcards.toCharArray()) {
+      if (path.indexOf(c) >= 0) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** The byte ending a marked text in a pickled partition. */
+  byte endByte() {
+    return (byte) endMark.charAt(0);
+  }
+
   /** The option {@code key} names (ours or a Spark spelling, any case), or null. */
   Option lookup(String key) {
     return bySpelling.get(key.toLowerCase(Locale.ROOT));
@@ -245,6 +293,9 @@ public final class OptionRegistry {
     ObjectNode out = JSON.createObjectNode();
     out.putObject("prefixes").put("storage", r.storagePrefix)
         .put("catalog_copy", r.catalogCopyPrefix);
+    out.put("glob_wildcards", r.globWildcards);
+    out.putObject("partition_marks").put("summary", r.summaryMark).put("key", r.keyMark)
+        .put("end", r.endMark);
     ObjectNode booleans = out.putObject("booleans");
     r.trueSpellings.forEach(booleans.putArray("true")::add);
     r.falseSpellings.forEach(booleans.putArray("false")::add);
