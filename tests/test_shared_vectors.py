@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from listing.errors import ListingError, OptionError
-from listing.formats.csv import CsvOptions
+from listing.formats.csv import CsvFormat, CsvOptions
 from listing.formats.text import strip_line
 from listing.options import parse_char, registry
 from listing.spark import extension
@@ -92,7 +92,7 @@ def test_python_reads_character_options_as_the_vectors_say(case: dict[str, Any])
 
 @pytest.mark.parametrize("case", cases("csv_headers.json"), ids=_ids("csv_headers.json", "line"))
 def test_python_reads_csv_headers_as_the_vectors_say(case: dict[str, Any]) -> None:
-    options = CsvOptions.parse({"delimiter": case["sep"], "quote": case["quote"]})
+    options = CsvOptions.parse(CsvFormat(delimiter=case["sep"], quote=case["quote"]).options)
     line = strip_line(case["line"].encode("utf-8"), first=True)
     assert options.split_fields(line) == case["fields"]
 
