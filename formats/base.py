@@ -29,6 +29,7 @@ from listing.errors import CorruptFileError, FileChangedError, MissingFileError,
 from listing.expressions import Expr, to_arrow
 from listing.files import PartitionedFile
 from listing.formats.conform import conform_batch
+from listing.metrics import Counters
 from listing.options import did_you_mean, parse_like
 from listing.pushdown import Pushdown
 from listing.storage.errors import raise_as, read_failure
@@ -207,7 +208,8 @@ class FileOpener:
     def __init__(self, source: FileSource) -> None:
         self.source = source
         self._fs: Any = None
-        self.metrics: dict[str, int] = {}
+        #: what reading its files did (``read_retries``, ``files_changed``…)
+        self.metrics = Counters()
 
     @property
     def fs(self) -> Any:
@@ -229,7 +231,9 @@ class FileOpener:
         raise NotImplementedError
 
     def count(self, name: str, n: int = 1) -> None:
-        self.metrics[name] = self.metrics.get(name, 0) + n
+        """Add ``n`` to the counter ``name``: one of :data:`listing.metrics.COUNTERS`, or
+        a format's own (declared with :func:`listing.metrics.declare`)."""
+        self.metrics.add(name, n)
 
     def _stream(self, file: PartitionedFile) -> Iterator[pa.RecordBatch]:
         """Batches of one file; storage retries counted in ``metrics`` (``read_retries``).

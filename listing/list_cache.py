@@ -21,7 +21,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from listing.storage.lister import Lister, ObjectMeta, Page, RequestCounter
+from listing.metrics import Counters
+from listing.storage.lister import Lister, ObjectMeta, Page
 from listing.storage.spec import StorageSpec
 
 #: keys the whole process keeps at most; the oldest listings go first
@@ -100,13 +101,14 @@ def answer(entry: _Entry, prefix: str, delimiter: bool, start_after: str | None,
 
 class CachedLister(Lister):
     """A :class:`Lister` that answers from :data:`CACHE` when it can and keeps the complete
-    flat listings it makes; ``hits`` counts the requests the cache answered."""
+    flat listings it makes; ``list_cache_hits`` counts the requests the cache answered."""
 
-    def __init__(self, spec: StorageSpec, counter: RequestCounter | None = None,
+    def __init__(self, spec: StorageSpec, counters: Counters | None = None,
                  progress: Callable[[int, int], None] | None = None, *, ttl: float,
                  cache: ListingCache = CACHE) -> None:
-        super().__init__(spec, counter, progress)
-        self.ttl, self.cache, self.hits = ttl, cache, 0
+        super().__init__(spec, counters, progress)
+        self.ttl, self.cache = ttl, cache
+        self.counters.start("list_cache_hits")
 
     @property
     def splits_ranges(self) -> bool:
@@ -117,7 +119,7 @@ class CachedLister(Lister):
               stop_after: str | None = None) -> Iterator[Page]:
         entry = self.cache.lookup(self.spec, prefix, self.ttl)
         if entry is not None:
-            self.hits += 1
+            self.counters.add("list_cache_hits")
             yield answer(entry, prefix, delimiter, start_after, stop_after)
             return
         keep = not delimiter and start_after is None and stop_after is None
