@@ -84,16 +84,29 @@ def test_an_undeclared_name_is_refused_and_a_declared_one_counted() -> None:
 
 
 def test_a_format_declares_its_own_counter() -> None:
+    """A user's opener declares its counters on its class; an undeclared one is refused."""
+    from listing.formats.base import FileOpener
+
     name = "frobs_read_by_test_format"
+
+    class Plain(FileOpener):
+        pass
+
+    class Frobbing(FileOpener):
+        counters = {name: "frobs a test format read"}
+
     assert name not in COUNTERS
     try:
-        declare(name, "frobs a test format read")
-        declare(name, "frobs a test format read")  # again, the same: no error
+        with pytest.raises(ValueError, match="not declared"):
+            Plain(None).count(name)  # no source needed to count
+        opener = Frobbing(None)
+        opener.count(name, 2)
+        Frobbing(None)  # declared again, the same: no error
+        assert dict(opener.metrics) == {name: 2}
         with pytest.raises(ValueError, match="declared already"):
             declare(name, "something else")
-        counts = Counters()
-        counts.add(name, 2)
-        assert counts[name] == 2
+        with pytest.raises(ValueError, match="declared already"):
+            declare("list_requests", "a toolkit counter, redefined")
     finally:
         COUNTERS.pop(name, None)
 
