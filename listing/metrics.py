@@ -77,8 +77,8 @@ _DECLARED_LOCK = threading.Lock()
 
 
 def declare(name: str, meaning: str) -> None:
-    """Declare a counter of a user's format (``FileOpener.count(name)``); declaring a name
-    again with the same meaning is no error."""
+    """Declare a counter of a user's format (its opener's ``counters`` are declared so, in
+    every process that reads); declaring a name again with the same meaning is no error."""
     if not name.isidentifier() or not meaning:
         raise ValueError(f"a counter needs an identifier as name and a meaning, got {name!r}")
     with _DECLARED_LOCK:
@@ -91,7 +91,7 @@ def declare(name: str, meaning: str) -> None:
 def _check(name: str) -> None:
     if name not in COUNTERS:
         raise ValueError(f"counter {name!r} is not declared (listing.metrics.COUNTERS; a "
-                         "format's own counter: listing.metrics.declare)")
+                         "format's own: its FileOpener subclass's counters)")
 
 
 class Counters(Mapping[str, int]):
