@@ -102,13 +102,13 @@ class SyntheticStore:
     splits_ranges = True
 
     def __init__(self, root: str, per_hour: int) -> None:
-        from listing.storage import RequestCounter
+        from listing.metrics import Counters
 
         self.root = root
         self.days = [f"date={DAY0 + dt.timedelta(days=i)}/" for i in range(DAYS)]
         self.hours = sorted(f"hour={h}/" for h in range(HOURS))
         self.names = sorted(f"part-{j}.parquet" for j in range(per_hour))
-        self.counter = RequestCounter()
+        self.counters = Counters()
 
     def _entries(self, prefix: str, delimiter: bool, start_after: str | None
                  ) -> Iterator[str]:
@@ -147,7 +147,7 @@ class SyntheticStore:
         new = tuple.__new__
         pending = next(entries, None)
         while True:
-            self.counter.list += 1
+            self.counters.add("list_requests")
             chunk: list[str] = []
             while pending is not None and len(chunk) < PAGE_SIZE:
                 chunk.append(pending)
@@ -224,7 +224,7 @@ def child(reader: str, where: str, query: str) -> dict[str, Any]:
         plan = table._plan(files, table.projection(None), split, None, min_partitions=None,
                            listing_plan=run.steps)
         out["files"] = len(plan.files)
-        out["list_requests"] = store.counter.list
+        out["list_requests"] = store.counters["list_requests"]
     elif reader == "listing":
         from listing import ListingTable
 

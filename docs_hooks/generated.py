@@ -3,9 +3,9 @@
 A page holds ``<!-- generated: NAME -->`` where a table goes; :func:`on_page_markdown`
 replaces it with :func:`render` (``NAME``). Nothing here is typed twice: the option registry
 (:mod:`listing.options.registry`), the storage allowlist and its S3A mapping
-(:mod:`listing.options.storage_options`), the error classes (:mod:`listing.errors`) and the
-command's parser (:func:`listing.cli.build_parser`) are the sources. An unknown name fails
-the build.
+(:mod:`listing.options.storage_options`), the error classes (:mod:`listing.errors`), the
+counters (:mod:`listing.metrics`) and the command's parser (:func:`listing.cli.build_parser`)
+are the sources. An unknown name fails the build.
 """
 
 from __future__ import annotations
@@ -130,6 +130,15 @@ def errors_table() -> str:
     return "\n".join(rows)
 
 
+def metrics_table() -> str:
+    """Every counter of :data:`listing.metrics.COUNTERS`, in the order metrics are shown."""
+    from listing.metrics import COUNTERS
+
+    rows = ["| counter | counts |", "| --- | --- |"]
+    rows += [f"| `{name}` | {_cell(meaning)} |" for name, meaning in COUNTERS.items()]
+    return "\n".join(rows)
+
+
 def cli_help() -> str:
     """``listing --help`` and every command's ``--help``, as the command prints them."""
     from listing.cli import build_parser
@@ -199,6 +208,7 @@ GENERATORS: dict[str, Callable[[], str]] = {
     "storage-allowlist": _storage_table,
     "s3a-mapping": _s3a_table,
     "errors": errors_table,
+    "metrics": metrics_table,
     "cli-help": cli_help,
     "bench-method": bench_method,
     **{f"bench-{name}": (lambda n=name: bench_run(n)) for name in BENCH_RUNS},

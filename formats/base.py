@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -29,6 +29,7 @@ from listing.errors import CorruptFileError, FileChangedError, MissingFileError,
 from listing.expressions import Expr, to_arrow
 from listing.files import PartitionedFile
 from listing.formats.conform import conform_batch
+from listing.metrics import Counters, declare
 from listing.options import registry
 from listing.pushdown import Pushdown
 from listing.storage.errors import raise_as, read_failure
@@ -200,10 +201,17 @@ class FileSource:
 class FileOpener:
     """Streams one file's batches, lazily. Subclasses implement :meth:`read_batches`."""
 
+    #: the format's own counters (name: what it counts), declared when an opener is made
+    #: (in the process that reads): :meth:`count` adds to these or to the toolkit's
+    counters: ClassVar[Mapping[str, str]] = {}
+
     def __init__(self, source: FileSource) -> None:
         self.source = source
         self._fs: Any = None
-        self.metrics: dict[str, int] = {}
+        for name, meaning in self.counters.items():
+            declare(name, meaning)
+        #: what reading its files did (``read_retries``, ``files_changed``…)
+        self.metrics = Counters()
 
     @property
     def fs(self) -> Any:
@@ -225,7 +233,9 @@ class FileOpener:
         raise NotImplementedError
 
     def count(self, name: str, n: int = 1) -> None:
-        self.metrics[name] = self.metrics.get(name, 0) + n
+        """Add ``n`` to the counter ``name``: one of :data:`listing.metrics.COUNTERS`, or
+        one of the format's own :attr:`counters`."""
+        self.metrics.add(name, n)
 
     def _stream(self, file: PartitionedFile) -> Iterator[pa.RecordBatch]:
         """Batches of one file; storage retries counted in ``metrics`` (``read_retries``).

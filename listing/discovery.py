@@ -36,6 +36,7 @@ from listing.errors import OptionError
 from listing.expressions import Bound, Expr, conjunction, split_by_columns
 from listing.files import PartitionedFile
 from listing.hive import HiveLayout
+from listing.metrics import Counters
 from listing.options import registry
 from listing.planner import PlanRun
 from listing.storage.lister import ObjectMeta
@@ -174,7 +175,7 @@ class DiscoveredFiles:
 
     files: list[PartitionedFile]
     offset: StreamOffset
-    metrics: dict[str, int]
+    metrics: Counters
 
 
 @dataclass
@@ -239,7 +240,7 @@ class FileDiscovery:
         if isinstance(start, dt.datetime):
             return StreamOffset(not_before_us=_micros(start))
         now_us = time.time_ns() // 1000
-        listed, _ = self._list(None)
+        listed = self._list(None, Counters())
         self._since_full = 0
         not_before = now_us - CLOCK_SKEW_US
         offset = StreamOffset(not_before_us=not_before)
@@ -269,28 +270,28 @@ class FileDiscovery:
             start = since
         else:
             start = StreamOffset.from_json(since)
-        counts: dict[str, int] = {"list_requests": 0, "full_listing": 0}
+        counts = Counters()
+        counts.start("list_requests", "full_listing")
         listed = self._backlog if (self._frozen or self._backlog_end == start) else None
         if listed is None:
             full = start.frontier is None or (
                 self.settings.reconcile_every > 0
                 and self._since_full >= self.settings.reconcile_every)
             after = None if full else self._list_start(start)
-            listed, counts = self._list(after)
-            counts["full_listing"] = int(full)
+            listed = self._list(after, counts)
+            counts.add("full_listing", int(full))
             self._since_full = 0 if full else self._since_full + 1
-        candidates, counts_c = self._classify(start, listed)
-        counts.update(counts_c)
+        candidates = self._classify(start, listed, counts)
         taken = self._limit(candidates, max_files, max_bytes)
-        counts["files"] = len(taken)
+        counts.add("files", len(taken))
         if not taken:
             self._backlog = [] if self._frozen else None
             return DiscoveredFiles([], start, counts)
         window = self._window_start(start)
         old = {c.key for c in taken if start.frontier is not None and c.key <= start.frontier}
         late = sum(1 for k in old if window is None or k < window)
-        counts["late_files"] = late
-        counts["window_files"] = len(old) - late
+        counts.add("late_files", late)
+        counts.add("window_files", len(old) - late)
         end = self._advance(start, taken, old, late)
         self._decoded = {f.key: f.values for f in taken}
         self._backlog = listed if self._frozen or len(taken) < len(candidates) else None
@@ -320,39 +321,44 @@ class FileDiscovery:
         after = start.frontier if window is None else min(window, start.frontier or window)
         return None if after is None else self.table.url.prefix + after
 
-    def _list(self, start_after: str | None) -> tuple[list[_Listed], dict[str, int]]:
+    def _list(self, start_after: str | None, counts: Counters) -> list[_Listed]:
+        """The table's files after ``start_after``, by key; the listing's requests, keys
+        listed and partitions pruned added to ``counts``."""
         run = self.table.listing_run(self.predicate, start_after=start_after)
         root = len(self.table.url.prefix)
         listed = [_Listed.of(f.meta.path[root:], f.meta, f.values) for f in run.files()]
         listed.sort(key=lambda f: f.key)
-        m = run.metrics
-        return listed, {"list_requests": run.lister.counter.list,
-                        "files_listed": m.files_listed,
-                        "partitions_pruned": m.partitions_pruned}
+        counts.add("list_requests", run.lister.counters["list_requests"])
+        counts.add("files_listed", run.metrics["files_listed"])
+        counts.add("partitions_pruned", run.metrics["partitions_pruned"])
+        return listed
 
-    def _classify(self, start: StreamOffset, listed: Iterable[_Listed]
-                  ) -> tuple[list[_Listed], dict[str, int]]:
+    def _classify(self, start: StreamOffset, listed: Iterable[_Listed],
+                  counts: Counters) -> list[_Listed]:
         """Files to read, in order: files before the frontier (late: found in the lookback
-        window or by reconciliation) first, then new ones, each by key."""
+        window or by reconciliation) first, then new ones, each by key; the files left
+        out counted in ``counts``."""
         floor = self._floor(start)
         frontier = start.frontier
         old: list[_Listed] = []
         new: list[_Listed] = []
-        counts = {"files_before_start": 0, "files_too_old": 0}
+        before_start = too_old = 0
         for f in listed:
             mtime = f.mtime_us
             if f.key in start.seen:
                 continue
             if start.not_before_us is not None and mtime is not None \
                     and mtime < start.not_before_us:
-                counts["files_before_start"] += 1
+                before_start += 1
             elif frontier is None or f.key > frontier:
                 new.append(f)
             elif floor is not None and (mtime is None or mtime < floor):
-                counts["files_too_old"] += 1  # forgotten, as Spark's maxFileAge forgets
+                too_old += 1  # forgotten, as Spark's maxFileAge forgets
             else:
                 old.append(f)
-        return old + new, counts
+        counts.add("files_before_start", before_start)
+        counts.add("files_too_old", too_old)
+        return old + new
 
     @staticmethod
     def _limit(candidates: list[_Listed], max_files: int | None,

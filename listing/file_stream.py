@@ -10,10 +10,10 @@ limit apply; missing or corrupt files are skipped (and counted) only when the ma
 from __future__ import annotations
 
 import logging
-from collections import Counter, deque
-from collections.abc import Iterable, Iterator, Mapping
+from collections import deque
+from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import pyarrow as pa
 
@@ -22,55 +22,9 @@ from listing.expressions import Expr, to_arrow
 from listing.files import FILE_METADATA, FILE_METADATA_FIELD, FileGroup, PartitionedFile
 from listing.formats.base import FileOpener, FileSource
 from listing.formats.conform import with_partition_columns
+from listing.metrics import Counters
 
 log = logging.getLogger("listing")
-
-
-class Metrics(Mapping[str, int]):
-    """Typed counters read as a mapping of name to count, in the order ``explain()`` prints
-    them; a count that was not measured is absent (subclasses say which in :meth:`pairs`)."""
-
-    def pairs(self) -> Iterator[tuple[str, int]]:
-        raise NotImplementedError
-
-    def __getitem__(self, name: str) -> int:
-        for key, value in self.pairs():
-            if key == name:
-                return value
-        raise KeyError(name)
-
-    def __iter__(self) -> Iterator[str]:
-        return (key for key, _ in self.pairs())
-
-    def __len__(self) -> int:
-        return sum(1 for _ in self.pairs())
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({dict(self.pairs())})"
-
-
-@dataclass(repr=False)
-class ReadMetrics(Metrics):
-    """What reading files did: the files the ``ignore_*_files`` options skipped (absent
-    while none was) and the formats' own counts (``read_retries``, ``row_groups_read``,
-    ``bytes_read``, ``files_skipped_empty``…), summed over every file opened. One reader's
-    accumulator (a task, or one thread of :func:`read_groups`); :meth:`add` sums two."""
-
-    files_skipped_missing: int = 0
-    files_skipped_corrupt: int = 0
-    formats: Counter[str] = field(default_factory=Counter)
-
-    def pairs(self) -> Iterator[tuple[str, int]]:
-        if self.files_skipped_missing:
-            yield "files_skipped_missing", self.files_skipped_missing
-        if self.files_skipped_corrupt:
-            yield "files_skipped_corrupt", self.files_skipped_corrupt
-        yield from self.formats.items()
-
-    def add(self, other: ReadMetrics) -> None:
-        self.files_skipped_missing += other.files_skipped_missing
-        self.files_skipped_corrupt += other.files_skipped_corrupt
-        self.formats.update(other.formats)
 
 
 @dataclass(frozen=True)
@@ -88,7 +42,7 @@ class ReadSpec:
     file_metadata: bool = False  # append the _metadata struct (schema names it)
 
 
-def read_group(spec: ReadSpec, group: FileGroup, metrics: ReadMetrics | None = None,
+def read_group(spec: ReadSpec, group: FileGroup, metrics: Counters | None = None,
                limit: int | None = None, skipped_paths: list[str] | None = None
                ) -> Iterator[pa.RecordBatch]:
     """Batches of ``spec.schema`` for one group, files opened one at a time.
@@ -100,7 +54,8 @@ def read_group(spec: ReadSpec, group: FileGroup, metrics: ReadMetrics | None = N
     Missing or corrupt files raise, naming the file, unless the matching ``ignore_*``
     option is set; then the file is skipped, logged with its path and added to
     ``skipped_paths``. What the read did is added to ``metrics`` when it ends (the
-    openers' counts) or as it happens (skips).
+    openers' counts: ``read_retries``, ``row_groups_read``, ``bytes_read``…) or as it
+    happens (``files_skipped_missing``, ``files_skipped_corrupt``).
     """
     remaining = spec.limit if limit is None else limit
     residual = to_arrow(spec.residual_filter) if spec.residual_filter is not None else None
@@ -146,13 +101,13 @@ def read_group(spec: ReadSpec, group: FileGroup, metrics: ReadMetrics | None = N
                     raise
                 _skip("missing", file, skipped_paths)
                 if metrics is not None:
-                    metrics.files_skipped_missing += 1
+                    metrics.add("files_skipped_missing")
             except CorruptFileError:
                 if not spec.ignore_corrupt_files:
                     raise
                 _skip("corrupt", file, skipped_paths)
                 if metrics is not None:
-                    metrics.files_skipped_corrupt += 1
+                    metrics.add("files_skipped_corrupt")
     finally:
         for pending in ahead:
             pending.cancel()
@@ -160,7 +115,7 @@ def read_group(spec: ReadSpec, group: FileGroup, metrics: ReadMetrics | None = N
             pool.shutdown(wait=True)
         if metrics is not None:
             for opener in openers:
-                metrics.formats.update(opener.metrics)
+                metrics.add_all(opener.metrics)
 
 
 @dataclass
@@ -192,7 +147,7 @@ def _start(spec: ReadSpec, file: PartitionedFile, openers: list[FileOpener]) -> 
 
 
 def read_groups(spec: ReadSpec, groups: Iterable[FileGroup],
-                threads: int = 8) -> tuple[pa.Table, ReadMetrics]:
+                threads: int = 8) -> tuple[pa.Table, Counters]:
     """Every group read in this process (no Spark), honouring the limit, with what the
     reads did.
 
@@ -200,31 +155,25 @@ def read_groups(spec: ReadSpec, groups: Iterable[FileGroup],
     concurrent GETs); with one, group after group until enough rows arrived.
     """
     groups = list(groups)
-    each: list[ReadMetrics] = []
+    metrics = Counters()  # every thread's reads counted here
     batches: list[pa.RecordBatch] = []
     if spec.limit is None and threads > 1 and len(groups) > 1:
         def read(group: FileGroup) -> list[pa.RecordBatch]:
-            mine = ReadMetrics()
-            each.append(mine)
-            return list(read_group(spec, group, mine))
+            return list(read_group(spec, group, metrics))
 
         with ThreadPoolExecutor(max_workers=min(threads, len(groups))) as pool:
             for part in pool.map(read, groups):
                 batches += part
     else:
         remaining = spec.limit
-        each.append(ReadMetrics())
         for group in groups:
-            for batch in read_group(spec, group, each[0], remaining):
+            for batch in read_group(spec, group, metrics, remaining):
                 batches.append(batch)
                 if remaining is not None:
                     remaining -= batch.num_rows
             if remaining is not None and remaining <= 0:
                 break
-    total = ReadMetrics()
-    for mine in each:
-        total.add(mine)
-    return pa.Table.from_batches(batches, schema=spec.schema), total
+    return pa.Table.from_batches(batches, schema=spec.schema), metrics
 
 
 def _skip(kind: str, file: PartitionedFile, paths: list[str] | None) -> None:

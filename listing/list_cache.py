@@ -25,7 +25,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from listing.storage.lister import PAGE_SIZE, Lister, ObjectMeta, Page, RequestCounter
+from listing.metrics import Counters
+from listing.storage.lister import PAGE_SIZE, Lister, ObjectMeta, Page
 from listing.storage.spec import StorageSpec
 
 #: keys the whole process keeps at most; the oldest listings go first
@@ -194,13 +195,14 @@ def answer(entry: _Entry, prefix: str, delimiter: bool, start_after: str | None,
 
 class CachedLister(Lister):
     """A :class:`Lister` that answers from :data:`CACHE` when it can and keeps the complete
-    flat listings it makes; ``hits`` counts the requests the cache answered."""
+    flat listings it makes; ``list_cache_hits`` counts the requests the cache answered."""
 
-    def __init__(self, spec: StorageSpec, counter: RequestCounter | None = None,
+    def __init__(self, spec: StorageSpec, counters: Counters | None = None,
                  progress: Callable[[int, int], None] | None = None, *, ttl: float,
                  cache: ListingCache = CACHE) -> None:
-        super().__init__(spec, counter, progress)
-        self.ttl, self.cache, self.hits = ttl, cache, 0
+        super().__init__(spec, counters, progress)
+        self.ttl, self.cache = ttl, cache
+        self.counters.start("list_cache_hits")
 
     @property
     def splits_ranges(self) -> bool:
@@ -211,18 +213,18 @@ class CachedLister(Lister):
               stop_after: str | None = None) -> Iterator[Page]:
         entry = self.cache.lookup(self.spec, prefix, self.ttl)
         if entry is not None:
-            self.hits += 1
+            self.counters.add("list_cache_hits")
             yield answer(entry, prefix, delimiter, start_after, stop_after)
             return
         whole = start_after is None and stop_after is None
         kept = self.cache.directory(self.spec, prefix, self.ttl) if delimiter and whole else None
         if kept is not None:
-            self.hits += 1
+            self.counters.add("list_cache_hits")
             yield kept
             return
         head = self.cache.head(self.spec, prefix, self.ttl) if whole and not delimiter else ()
         if head:  # the start of this listing, kept: served in pages, then listed on
-            self.hits += 1
+            self.counters.add("list_cache_hits")
             for start in range(0, len(head), PAGE_SIZE):
                 yield Page(list(head[start:start + PAGE_SIZE]), [], True)
             start_after = head[-1].path
@@ -251,7 +253,7 @@ class CachedLister(Lister):
         or listed (then kept as the start of that listing)."""
         kept = self.cache.first_page(self.spec, prefix, self.ttl)
         if kept is not None:
-            self.hits += 1
+            self.counters.add("list_cache_hits")
             return kept
         pages = super().pages(prefix, delimiter=False)
         try:

@@ -2,68 +2,40 @@
 
 It holds metadata only (paths, byte ranges, partition values, schema, the format's
 FileSource with storage *options*), so it pickles small and every executor rebuilds its
-filesystem from those options. Its :class:`ScanMetrics` count what planning did;
+filesystem from those options. Its :class:`ScanMetrics` (a view of the scan's
+:class:`~listing.metrics.Counters`) count what planning did;
 reading the plan (:meth:`ScanPlan.collect`) returns what reading did beside the rows, and
 leaves the plan as it was (DataFusion's metrics of an execution plan, kept apart from it).
 """
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Iterator
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import pyarrow as pa
 
 from listing.expressions import Expr
-from listing.file_stream import Metrics, ReadMetrics, ReadSpec, read_groups
+from listing.file_stream import ReadSpec, read_groups
 from listing.files import FileGroup, PartitionedFile
+from listing.metrics import Counters, CountersView
 from listing.redact import redact
 from listing.storage.spec import StorageSpec
 
 
-@dataclass(frozen=True)
-class ListingCounts:
-    """What the listing of a scan did: requests, keys, and why keys were left out."""
+class ScanMetrics(CountersView):
+    """What one plan's counters say, read as a mapping (``plan.metrics["list_requests"]``)
+    in the order ``explain()`` prints them: ``list_requests``, ``data_files_opened``,
+    ``file_groups`` and ``bytes`` always; the listing's counts when the scan listed (files
+    chosen otherwise, by streaming discovery, have none); the read's counts in a
+    :class:`ScanResult`, once the plan was read. A value: the counts as they were when
+    the plan was made."""
 
-    list_requests: int = 0
-    list_retries: int = 0
-    files_listed: int = 0
-    files_matched: int = 0
-    partitions_pruned: int = 0
-    files_skipped_hidden: int = 0
-    files_skipped_other: int = 0
-    #: listing requests the listing cache answered; None: the scan had no cache
-    list_cache_hits: int | None = None
+    ALWAYS = ("list_requests", "data_files_opened", "file_groups", "bytes")
 
-
-@dataclass(frozen=True, repr=False)
-class ScanMetrics(Metrics):
-    """Counters of one plan, read as a mapping (``plan.metrics["list_requests"]``) in the
-    order ``explain()`` prints them. ``listing`` is None for files chosen otherwise
-    (streaming discovery): its counts are then absent but ``list_requests`` (0);
-    ``read`` is set only in a :class:`ScanResult`, once the plan was read."""
-
-    listing: ListingCounts | None = None
-    data_files_opened: int = 0
-    file_groups: int = 0
-    bytes: int = 0
-    read: ReadMetrics | None = None
-
-    def pairs(self) -> Iterator[tuple[str, int]]:
-        if self.listing is None:
-            yield "list_requests", 0
-        else:
-            for f in dataclasses.fields(self.listing):
-                value = getattr(self.listing, f.name)
-                if value is not None:
-                    yield f.name, value
-        yield "data_files_opened", self.data_files_opened
-        yield "file_groups", self.file_groups
-        yield "bytes", self.bytes
-        if self.read is not None:
-            yield from self.read.pairs()
+    def __init__(self, counts: Mapping[str, int] | None = None) -> None:
+        super().__init__(dict(counts or {}))
 
 
 class ScanResult(NamedTuple):
@@ -113,7 +85,9 @@ class ScanPlan:
         """Read the whole plan in this process: the rows, and ``metrics`` with what the
         read did (skipped files, retries, row groups, bytes). The plan is unchanged."""
         table, read = read_groups(self.read, self.file_groups, threads)
-        return ScanResult(table, dataclasses.replace(self.metrics, read=read))
+        counts = Counters(dict(self.metrics))
+        counts.add_all(read)
+        return ScanResult(table, ScanMetrics(counts))
 
     def to_arrow(self, threads: int = 8) -> pa.Table:
         """The rows of :meth:`collect`."""
@@ -134,7 +108,7 @@ class ScanPlan:
             "  listing plan:",
             *[f"    {line}" for line in self.listing_plan],
             f"  files: {len(self.files)} in {len(self.file_groups)} groups, "
-            f"{m.bytes:,} bytes",
+            f"{m['bytes']:,} bytes",
         ]
         if self.packing:
             lines.append(f"  packing: {self.packing}")
@@ -154,7 +128,7 @@ class ScanPlan:
         """One line for Spark's scan description: files chosen, requests, listing plan."""
         m = self.metrics
         return (f"Files: {len(self.files)} in {len(self.file_groups)} groups "
-                f"({m.bytes:,} bytes), LIST requests: {m['list_requests']}, "
+                f"({m['bytes']:,} bytes), LIST requests: {m['list_requests']}, "
                 f"listing: {' / '.join(line.strip() for line in self.listing_plan) or '-'}"
                 + (f", packing: {self.packing}" if self.packing else ""))
 

@@ -10,7 +10,7 @@ reading: it lists only what the partition filter can match and returns a
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,15 +40,19 @@ from listing.formats.base import FileFormat, Inferred
 from listing.gc_pause import gc_paused
 from listing.hive import discover_columns, is_hidden_below, partition_type, respelled_names
 from listing.list_cache import CACHE, CachedLister
+from listing.metrics import Counters, CountersView
 from listing.options import ListingOptions
 from listing.packing import WHOLE_FILES, KeyPacking, pack_by_partition_key, pack_file_groups
 from listing.planner import FileFilter, ListedFile, PlanRun, TableProfile
 from listing.planner.glob_filter import folders_partition_filter, glob_partition_filter
 from listing.pushdown import Pushdown
-from listing.scan import ListingCounts, ScanMetrics, ScanPlan
-from listing.storage.lister import Lister, ObjectMeta, Page, RequestCounter
+from listing.scan import ScanMetrics, ScanPlan
+from listing.storage.lister import Lister, ObjectMeta, Page
 from listing.storage.spec import StorageSpec
 from listing.url import TableUrl
+
+#: what ``ListingTable.open_metrics`` shows
+OPEN_METRICS = ("list_requests", "data_files_opened")
 
 PartitionCols = Sequence[tuple[str, pa.DataType]] | Sequence[str] | None
 Where = str | Expr | Bound | Iterable[str | Expr | Bound] | None
@@ -83,7 +87,7 @@ class ListingTable:
     def __init__(self, url: TableUrl, storage: StorageSpec, fmt: FileFormat,
                  partition_cols: list[tuple[str, pa.DataType]], file_schema: pa.Schema,
                  profile: TableProfile | None, options: ListingOptions,
-                 open_metrics: dict[str, int],
+                 open_metrics: Mapping[str, int],
                  column_bytes: dict[str, int] | None = None) -> None:
         self.url = url
         #: compressed bytes per data column in the file the schema came from, when the
@@ -94,6 +98,7 @@ class ListingTable:
         self.partition_cols = partition_cols
         self.file_schema = file_schema
         self.options = options
+        #: what ``open()`` cost: ``list_requests``, ``data_files_opened``
         self.open_metrics = open_metrics
         # declared partition names are checked against the directories once some scan
         # has listed a key (every listed key is checked); until then an empty scan checks
@@ -143,11 +148,11 @@ class ListingTable:
             storage = StorageSpec(table_url.protocol, dict(storage_options or {}), filesystem)
         except StorageConfigError as err:
             raise StorageConfigError(f"cannot open {table_url}: {err}") from None
-        counter = RequestCounter()
+        counters = Counters()
         ttl = opts.list_cache_ttl
         try:  # checks protocol and storage options, no request
-            lister = (CachedLister(storage, counter, ttl=ttl) if ttl
-                      else Lister(storage, counter))
+            lister = (CachedLister(storage, counters, ttl=ttl) if ttl
+                      else Lister(storage, counters))
         except StorageConfigError as err:
             raise StorageConfigError(f"cannot open {table_url}: {err}") from None
 
@@ -183,7 +188,7 @@ class ListingTable:
         fold = (lambda n: n) if opts.case_sensitive else str.lower
         part_names = {fold(n) for n, _ in cols}
         file_schema = pa.schema([f for f in file_schema if fold(f.name) not in part_names])
-        metrics = {"list_requests": counter.list, "data_files_opened": counter.get}
+        metrics = CountersView(counters.snapshot(), OPEN_METRICS, OPEN_METRICS)
         return cls(table_url, storage, fmt, cols, file_schema, profile, opts, metrics,
                    column_bytes)
 
@@ -241,8 +246,8 @@ class ListingTable:
         with its prefix, partition columns, learned profile, file filter and
         ``max_concurrent_requests`` (one request at a time when ``sequential``: a caller
         that stops at its first file). ``lister``: whose requests it counts (default: a
-        new one, its counter at ``run.lister.counter``)."""
-        return PlanRun(lister or Lister(self.storage, RequestCounter()), self.url.prefix,
+        new one, its counts at ``run.lister.counters``)."""
+        return PlanRun(lister or Lister(self.storage), self.url.prefix,
                           self.partition_cols, self.profile, predicate, self.file_filter,
                           start_after, max_concurrent_requests=(
                               1 if sequential else self.options.max_concurrent_requests),
@@ -259,19 +264,19 @@ class ListingTable:
         projection = self.projection(columns)
         by_glob, by_folders = self.url_filters
         split = self.split(self.bind(where) + self.bind(by_glob) + self.bind(by_folders))
-        counter = RequestCounter()
+        counters = Counters()  # the scan's: its lister's requests, then its run's counts
         ttl = self.options.list_cache_ttl
-        lister = (CachedLister(self.storage, counter, progress, ttl=ttl) if ttl
-                  else Lister(self.storage, counter, progress))
+        lister = (CachedLister(self.storage, counters, progress, ttl=ttl) if ttl
+                  else Lister(self.storage, counters, progress))
         learned = self._learned
         run = self.listing_run(split.partition, lister=lister)
         files: list[PartitionedFile] = []
         with gc_paused():
             for batch in run.batches():
                 files += self._partitioned(batch)
-        layout_checked = learned.layout_checked or bool(run.metrics.files_listed)
+        layout_checked = learned.layout_checked or bool(run.metrics["files_listed"])
         if not layout_checked and self.partition_cols:
-            self._check_declared_layout(counter)
+            self._check_declared_layout(counters)
             layout_checked = True
         profile = learned.profile or run.profile  # a fresh sample this scan took: kept
         renamed = run.layout.renamed_levels
@@ -290,14 +295,13 @@ class ListingTable:
             steps.append(f"paths below {self.url}: {', '.join(self.url.folders)}; every "
                          "listed key is one of them or below one; their partition filter: "
                          f"{'none' if by_folders is None else by_folders}")
-        hits = lister.hits if isinstance(lister, CachedLister) else None
+        hits = counters.get("list_cache_hits")
         if hits:
             steps.append(f"{hits} of these listing requests answered from the listing cache")
-        listing = ListingCounts(list_requests=counter.list, list_retries=counter.retries,
-                                **dataclasses.asdict(run.metrics), list_cache_hits=hits)
+        counters.add_all(run.metrics)
         with gc_paused():  # packing makes objects a file too
             return self._plan(files, projection, split, limit, min_partitions=min_partitions,
-                              listing_plan=steps, listing=listing)
+                              listing_plan=steps, counters=counters)
 
     def plan_files(self, files: Sequence[PartitionedFile], columns: Sequence[str] | None = None,
                    where: Where = None, limit: int | None = None, *,
@@ -313,9 +317,10 @@ class ListingTable:
 
     def _plan(self, files: Sequence[PartitionedFile], projection: list[str],
               split: SplitFilter, limit: int | None, *, min_partitions: int | None,
-              listing_plan: Sequence[str], listing: ListingCounts | None = None,
+              listing_plan: Sequence[str], counters: Counters | None = None,
               split_files: bool = True) -> ScanPlan:
-        """The plan of ``files`` (chosen already) for a projection and a split filter."""
+        """The plan of ``files`` (chosen already) for a projection and a split filter;
+        ``counters``: what choosing them cost (the scan's listing), added to."""
         files = list(files)
         file_names = self.file_schema.names  # a new list at every access: once here
         data_names = set(file_names)
@@ -338,8 +343,9 @@ class ListingTable:
             groups = pack_file_groups(files, splitter, self.options, min_partitions,
                                       metadata_only=metadata_only,
                                       read_share=self.read_share(read_cols))
-        metrics = ScanMetrics(listing, file_groups=len(groups),
-                              bytes=sum(f.size for f in files))
+        counters = Counters() if counters is None else counters
+        counters.add("file_groups", len(groups))
+        counters.add("bytes", sum(f.size for f in files))
         read = ReadSpec(source=source,
                         schema=pa.schema([self.schema.field(n) for n in projection]),
                         partition_fields=tuple(pa.field(n, t) for n, t in self.partition_cols),
@@ -350,7 +356,7 @@ class ListingTable:
         return ScanPlan(url=str(self.url), storage=self.storage,
                         partition_filter=split.partition, data_filter=split.data,
                         files=files, file_groups=groups, read=read,
-                        listing_plan=list(listing_plan), metrics=metrics,
+                        listing_plan=list(listing_plan), metrics=ScanMetrics(counters),
                         key_grouped=packing.key_grouped, packing=packing.reason)
 
     def read_share(self, columns: Sequence[str]) -> float:
@@ -372,7 +378,7 @@ class ListingTable:
                  if f.meta.size > 0]  # empty files have no schema
         if not found:
             raise TableNotFoundError(f"no {fmt.name} files under {url} and no schema given")
-        lister.counter.get += len(found)
+        lister.counters.add("data_files_opened", len(found))
         return fmt.infer_schema(found, self.storage)
 
     def _inferred_schema(self, sample: Page, lister: Lister,
@@ -407,19 +413,19 @@ class ListingTable:
                 f"keys; extensions {', '.join(fmt.extensions) or 'any'}; empty files have "
                 "no schema) and no schema given")
         if not cache:
-            lister.counter.get += 1
+            lister.counters.add("data_files_opened")
             return fmt.infer([found], self.storage)
         meta = versions.get(found.fs_path) or ObjectMeta(found.fs_path, found.size,
                                                          found.last_modified, found.etag)
         inferred, kept = schema_cache.cached(self.storage, meta, fmt,
                                              lambda: fmt.infer([found], self.storage))
-        lister.counter.get += 0 if kept else 1
+        lister.counters.add("data_files_opened", 0 if kept else 1)
         return inferred
 
-    def _check_declared_layout(self, counter: RequestCounter) -> None:
+    def _check_declared_layout(self, counters: Counters) -> None:
         """An empty scan of a table opened with declared partition columns: make sure the
         names exist on disk, so a misspelt column cannot pass for an empty result."""
-        page = next(iter(Lister(self.storage, counter).pages(self.url.prefix,
+        page = next(iter(Lister(self.storage, counters).pages(self.url.prefix,
                                                              delimiter=False)), None)
         if page is None or not page.files:
             raise TableNotFoundError(f"no objects under {self.url}")

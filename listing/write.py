@@ -84,6 +84,7 @@ from listing.errors import (
 from listing.formats.base import FileFormat, FileSink, FileWriter
 from listing.hive import escape_path_name, is_hidden, is_hidden_below, partition_path
 from listing.list_cache import CACHE
+from listing.metrics import Counters, CountersView
 from listing.options import registry
 from listing.storage import multipart
 from listing.storage.lister import ObjectMeta
@@ -116,11 +117,12 @@ MAX_OPEN_FILES = 32
 #: uploads the commit completes), ``copy`` (staged files copied or renamed into place),
 #: ``auto`` (multipart on S3, copy elsewhere)
 COMMIT_PROTOCOLS = ("auto", "multipart", "copy")
-_METRICS = ("files_written", "rows_written", "bytes_written", "files_committed",
-            "files_deleted", "staged_deleted", "put_requests", "copy_requests",
-            "delete_requests", "list_requests", "get_requests", "post_requests", "renames",
-            "retries",
-            "cleanup_failures", "jobs_recovered", "manifests_refused")
+#: the counters a :class:`WriteResult` shows, 0 when not counted (others once counted)
+WRITE_METRICS = ("files_written", "rows_written", "bytes_written", "files_committed",
+                 "files_deleted", "staged_deleted", "put_requests", "copy_requests",
+                 "delete_requests", "list_requests", "get_requests", "post_requests",
+                 "renames", "retries", "cleanup_failures", "jobs_recovered",
+                 "manifests_refused")
 
 
 # --- the values that travel: staged files, task commit messages, the result ----------------
@@ -146,7 +148,7 @@ class TaskCommit:
     task: int
     attempt: int
     files: tuple[StagedFile, ...]
-    metrics: dict[str, int] = field(default_factory=dict)
+    metrics: Counters = field(default_factory=Counters)
 
 
 @dataclass
@@ -165,6 +167,12 @@ class WriteResult:
     partitions: list[str]
     rows: int
     metrics: dict[str, int]
+
+
+def _shown(metrics: Counters) -> dict[str, int]:
+    """A job's counts as its :class:`WriteResult` holds them: a plain dict of every name of
+    :data:`WRITE_METRICS` (0 when not counted) and any other counted."""
+    return dict(CountersView(metrics, WRITE_METRICS))
 
 
 @dataclass
@@ -402,7 +410,8 @@ class WriteJob:
         self.prefix = self.url.prefix
         self.staging = f"{self.prefix}{STAGING_DIR}/{self.job_id}/"
         self.skip = False
-        self.setup_metrics: dict[str, int] = {}
+        #: what :meth:`setup` cost, and what it found (``jobs_recovered``…)
+        self.setup_metrics = Counters()
 
     def __repr__(self) -> str:
         return (f"WriteJob({self.url}, job_id={self.job_id!r}, format={self.format.name!r}, "
@@ -422,9 +431,9 @@ class WriteJob:
         recovered = self.recover(str(self.url), self.storage.options,
                                  older_than=self.recover_after, orphans=False)
         refused = [(job, what) for job, what in recovered if what.startswith("refused")]
-        self.setup_metrics["jobs_recovered"] = sum(
-            1 for _, what in recovered if what != "running" and not what.startswith("refused"))
-        self.setup_metrics["manifests_refused"] = len(refused)
+        self.setup_metrics.add("jobs_recovered", sum(
+            1 for _, what in recovered if what != "running" and not what.startswith("refused")))
+        self.setup_metrics.add("manifests_refused", len(refused))
         for job, what in refused:
             log.warning("write of job %s to %s goes on, leaving job %s's manifest under "
                         "%s%s/ as it is (%s): check it, then delete it by hand",
@@ -450,7 +459,7 @@ class WriteJob:
                    attempt: int = 0) -> TaskCommit:
         """Write ``batches`` under the staging prefix: one open file per partition, a new
         one after ``max_records_per_file`` rows. Nothing is visible to readers."""
-        metrics: dict[str, int] = {}
+        metrics = Counters()
         if self.skip:
             return TaskCommit(task, attempt, (), metrics)
         store = open_store(self.storage, metrics, self.part_size)
@@ -467,9 +476,9 @@ class WriteJob:
             else:
                 done.append(StagedFile("", f.final, f.partition, f.rows, size, upload[1],
                                        tuple(upload[2])))
-            metrics["files_written"] = metrics.get("files_written", 0) + 1
-            metrics["rows_written"] = metrics.get("rows_written", 0) + f.rows
-            metrics["bytes_written"] = metrics.get("bytes_written", 0) + size
+            metrics.add("files_written")
+            metrics.add("rows_written", f.rows)
+            metrics.add("bytes_written", size)
 
         def open_file(partition: str) -> _OpenFile:
             n = counters.get(partition, 0)
@@ -587,13 +596,13 @@ class WriteJob:
         to remove old files raises (``recover`` finishes), a failure to clean up is logged
         and counted in ``cleanup_failures``. Re-running a commit is idempotent."""
         given = [t for t in tasks if t is not None]
-        metrics = {name: 0 for name in _METRICS}
+        metrics = Counters()
         for source in [self.setup_metrics] + [t.metrics for t in given]:
-            for name, n in source.items():
-                metrics[name] = metrics.get(name, 0) + n
+            metrics.add_all(source)
         staged = [f for t in given for f in t.files]
         if self.skip:
-            return WriteResult(str(self.url), self.job_id, self.mode, [], [], 0, metrics)
+            return WriteResult(str(self.url), self.job_id, self.mode, [], [], 0,
+                               _shown(metrics))
         finals: dict[str, StagedFile] = {}
         for f in staged:
             if f.final in finals:
@@ -631,13 +640,13 @@ class WriteJob:
                             f"{self.url}` restores the old table")
                 raise CommitError(f"job {self.job_id} failed while publishing to "
                                   f"{self.url}: {err}; {what}") from err
-        metrics["files_committed"] = len(manifest.publish) + len(manifest.uploads)
+        metrics.add("files_committed", len(manifest.publish) + len(manifest.uploads))
         self._roll_forward(store, manifest)
         log.info("committed job %s to %s: %d files, %d rows", self.job_id, self.url,
                  len(staged), sum(f.rows for f in staged))
         return WriteResult(str(self.url), self.job_id, self.mode,
                            [self.url.to_url(f.final) for f in staged], partitions,
-                           sum(f.rows for f in staged), metrics)
+                           sum(f.rows for f in staged), _shown(metrics))
 
     def _plan(self, store: Store, staged: Sequence[StagedFile],
               partitions: Sequence[str]) -> _Manifest:
@@ -718,21 +727,20 @@ class WriteJob:
                 f"job {manifest.job_id} is committed to {self.url} (its new files are in "
                 f"place) but {len(manifest.remove)} old file(s) could not be removed: {err}. "
                 f"`listing recover {self.url}` (or the next write) removes them") from err
-        store.metrics["files_deleted"] = store.metrics.get("files_deleted", 0) + \
-            len(manifest.remove)
+        store.metrics.add("files_deleted", len(manifest.remove))
         store.prune_dirs(manifest.remove, self.prefix)
         _invalidate_listings(self.storage, self.prefix)
         try:
             store.put(self.prefix + SUCCESS_FILE, b"")
         except Exception as err:  # noqa: BLE001 - the job is committed: logged, counted
-            store.add("cleanup_failures")
+            store.metrics.add("cleanup_failures")
             log.warning("job %s is committed to %s; could not write _SUCCESS (its manifest "
                         "stays: recover writes it): %s", manifest.job_id, self.url, err)
             return
         try:
             self._clean_staging(store, lock=manifest.mode == "overwrite")
         except Exception as err:  # noqa: BLE001 - the job is committed: logged, counted
-            store.add("cleanup_failures")
+            store.metrics.add("cleanup_failures")
             log.warning("job %s is committed to %s; could not clean its staging prefix "
                         "(recover does): %s", manifest.job_id, self.url, err)
 
@@ -760,21 +768,21 @@ class WriteJob:
         store.abort_uploads((path, upload_id, [])  # where listed: failed task attempts'
                             for path, upload_id, _ in _uploads(store, self.prefix) or []
                             if _job_of(path) == self.job_id)
-        store.metrics["staged_deleted"] = store.metrics.get("staged_deleted", 0) + len(paths)
+        store.metrics.add("staged_deleted", len(paths))
         if lock:
             self._unlock(store)
         if manifest:
             store.delete([self.manifest_path])
         store.remove_dir(self.staging, f"{self.prefix}{STAGING_DIR}")
 
-    def abort(self, tasks: Iterable[TaskCommit | None] = ()) -> dict[str, int]:
+    def abort(self, tasks: Iterable[TaskCommit | None] = ()) -> Counters:
         """Undo the job (Spark calls it after a failed task or commit): before its commit
         point the table is restored exactly (the new files it published deleted, old files
         never touched) and the staging prefix deleted, the multipart uploads of ``tasks``
         aborted (on stores that cannot list uploads, the only way to find those of a job
         that wrote no manifest); a job already committed is finished instead (it cannot be
         undone). Returns what it cost."""
-        metrics: dict[str, int] = {}
+        metrics = Counters()
         store = open_store(self.storage, metrics)
         try:
             manifest = self._read_manifest(store)
@@ -835,7 +843,7 @@ class WriteJob:
         uploads were aborted; raises :class:`StorageError` where the store cannot list
         uploads."""
         table = TableUrl.parse(url)
-        store = open_store(StorageSpec(table.protocol, dict(storage_options or {})), {})
+        store = open_store(StorageSpec(table.protocol, dict(storage_options or {})))
         listed = _uploads(store, table.prefix)
         if listed is None:
             raise StorageError(
@@ -875,8 +883,7 @@ class WriteJob:
         commit."""
         table = TableUrl.parse(url)
         spec = StorageSpec(table.protocol, dict(storage_options or {}))
-        metrics: dict[str, int] = {}
-        store = open_store(spec, metrics)
+        store = open_store(spec)
         staging_root = f"{table.prefix}{STAGING_DIR}/"
         done: list[tuple[str, str]] = []
         if _outside(store, staging_root + "x", table.prefix) is not None:

@@ -21,14 +21,15 @@ import pytest
 
 from listing.errors import CorruptFileError, MissingFileError, PartitionLayoutError
 from listing.expressions import Expr, bind, is_true, parse_predicate
-from listing.file_stream import ReadMetrics, ReadSpec, read_group
+from listing.file_stream import ReadSpec, read_group
 from listing.files import FileGroup, PartitionedFile
 from listing.hive import HiveLayout
+from listing.metrics import Counters
 from listing.options import ListingOptions
 from listing.planner import FileFilter, PlanRun, TableProfile
 from listing.planner.choose import Chooser
 from listing.planner.nodes import Enumerate, Flat, Walk
-from listing.storage import PAGE_SIZE, ObjectMeta, Page, RequestCounter
+from listing.storage import PAGE_SIZE, ObjectMeta, Page
 from listing.url import TableUrl
 
 ROOT = "lake/t/"
@@ -44,7 +45,8 @@ class MemoryStore:
 
     def __init__(self, keys: list[str]) -> None:
         self.keys = sorted(keys)
-        self.counter = RequestCounter()
+        self.counters = Counters()
+        self.counters.start("list_requests")
         #: (prefix, delimiter, start_after, stop_after) of every listing, in order
         self.listings: list[tuple[str, bool, str | None, str | None]] = []
 
@@ -71,7 +73,7 @@ class MemoryStore:
                 entries.append((key, False))
         start = 0
         while True:
-            self.counter.list += 1
+            self.counters.add("list_requests")
             chunk, start = entries[start:start + PAGE_SIZE], start + PAGE_SIZE
             last = chunk[-1][0] if chunk else None
             done = stop_after is not None and last is not None and last > stop_after
@@ -105,7 +107,7 @@ def predicate(sql: str | None) -> Expr | None:
 def sampled(store: MemoryStore, cols: list = COLS) -> TableProfile:
     """The profile ``ListingTable.open`` samples: the first flat page (not counted here)."""
     page = next(store.pages(ROOT, delimiter=False))
-    store.counter.list, store.listings = 0, []
+    store.counters, store.listings = Counters(), []
     return TableProfile.from_page(ROOT, page, len(cols))
 
 
@@ -221,7 +223,7 @@ def test_daily_table_request_counts(sql, lists, prefixes, profile) -> None:
     keys = daily()
     store = MemoryStore(keys)
     files, _ = scan(store, sql, profile=profile)
-    assert store.counter.list == lists
+    assert store.counters["list_requests"] == lists
     assert store.prefixes() == prefixes
     assert files == brute_force(keys, sql)
 
@@ -233,22 +235,22 @@ def test_a_filter_on_the_second_level_walks_after_the_first_pages() -> None:
     keys = wide()
     store = MemoryStore(keys)
     files, run = scan(store, "region = 'r3'")
-    assert store.counter.list == 3 + 1 + 18
+    assert store.counters["list_requests"] == 3 + 1 + 18
     assert store.listings[:2] == [(ROOT, False, None, None),  # 3 pages of the flat listing
                                   (ROOT, True, None, None)]  # the walk's root listing
     assert store.prefixes()[2:] == [f"{ROOT}date={DAY0 + dt.timedelta(days=i)}/region=r3/"
                                     for i in range(2, 20)]
     assert any("walk" in step for step in run.steps)
     assert files == brute_force(keys, "region = 'r3'")
-    assert run.metrics.files_matched == len(files) == 4000
+    assert run.metrics["files_matched"] == len(files) == 4000
 
 
 def test_a_full_scan_never_costs_more_than_the_flat_listing() -> None:
     keys = wide()
     store = MemoryStore(keys)
     files, run = scan(store, None)
-    assert store.counter.list == len(keys) // PAGE_SIZE == 40
-    assert files == sorted(keys) and run.metrics.files_listed == len(keys)
+    assert store.counters["list_requests"] == len(keys) // PAGE_SIZE == 40
+    assert files == sorted(keys) and run.metrics["files_listed"] == len(keys)
 
 
 @pytest.mark.parametrize("sql", [None, "region IN ('r3', 'r5')", "region = 'r3'"])
@@ -263,7 +265,8 @@ def test_concurrent_runs_list_what_a_sequential_run_lists(sql) -> None:
     assert par == seq == brute_force(keys, sql)
     assert par_run.metrics == seq_run.metrics
     split = any("key ranges at once" in step for step in par_run.steps)
-    assert par_store.counter.list <= seq_store.counter.list + (1 + 4 if split else 0)
+    assert par_store.counters["list_requests"] <= \
+        seq_store.counters["list_requests"] + (1 + 4 if split else 0)
 
 
 def test_a_profile_learned_from_a_whole_listing_plans_the_next_scan() -> None:
@@ -274,17 +277,18 @@ def test_a_profile_learned_from_a_whole_listing_plans_the_next_scan() -> None:
     keys = daily(days=3000)
     store = MemoryStore(keys)
     _, first = scan(store, "region = 'us'")
-    assert store.counter.list == 6 and first.profile is not None and first.profile.complete
+    assert store.counters["list_requests"] == 6
+    assert first.profile is not None and first.profile.complete
     wanted = "date IN (DATE '2024-01-05', DATE '2026-01-05', DATE '2031-06-01')"
     fresh_store = MemoryStore(keys)
     fresh, _ = scan(fresh_store, wanted)
-    store.counter.list, store.listings = 0, []
+    store.counters, store.listings = Counters(), []
     file_filter = FileFilter(TableUrl.parse("s3://" + ROOT), ListingOptions(),
                              name_endings=(".parquet",))
     learned = PlanRun(store, ROOT, COLS, first.profile, predicate(wanted), file_filter)
     files = [f.meta.path for f in learned.files()]
     assert files == fresh == brute_force(keys, wanted) and len(files) == 6
-    assert store.counter.list == 3 <= fresh_store.counter.list
+    assert store.counters["list_requests"] == 3 <= fresh_store.counters["list_requests"]
     assert store.prefixes() == [f"{ROOT}date={d}/"
                                 for d in ("2024-01-05", "2026-01-05", "2031-06-01")]
 
@@ -313,11 +317,11 @@ def test_the_memory_store_pages_as_s3_does(s3_server, s3_bucket) -> None:
     root = f"{s3_bucket}/t/"
 
     def pages(lister, prefix, delimiter, start_after, stop_after):
-        before = lister.counter.list
+        before = lister.counters["list_requests"]
         got = [([m.path for m in p.files], p.dirs, p.truncated)
                for p in lister.pages(prefix, delimiter=delimiter, start_after=start_after,
                                      stop_after=stop_after)]
-        return got, lister.counter.list - before
+        return got, lister.counters["list_requests"] - before
 
     for listing in [
             (root, False, None, None), (root, True, None, None),
@@ -395,7 +399,7 @@ def test_read_group_raises_or_skips_and_counts_a_bad_file(error) -> None:
         list(read_group(_spec(source), _group(source)))
     kind = "missing" if error is MissingFileError else "corrupt"
     spec = _spec(source, **{f"ignore_{kind}_files": True})
-    metrics, paths = ReadMetrics(), []
+    metrics, paths = Counters(), []
     got = [i for b in read_group(spec, _group(source), metrics, skipped_paths=paths)
            for i in b.column("id").to_pylist()]
     assert got == [0, 1, 20, 21] and paths == ["bad"]

@@ -345,7 +345,8 @@ def test_prefetching_keeps_file_order_errors_and_skips(tmp_path, prefetch):
     fails (naming itself, not a later one) or is skipped once, and a limit stops early."""
     import dataclasses
 
-    from listing.file_stream import ReadMetrics, read_group
+    from listing.file_stream import read_group
+    from listing.metrics import Counters
 
     for i in range(8):
         d = f"2026-01-{i + 1:02d}"
@@ -370,7 +371,7 @@ def test_prefetching_keeps_file_order_errors_and_skips(tmp_path, prefetch):
     assert group.files[3].path == bad
     with pytest.raises(FileReadError, match=bad.rsplit("/", 2)[-2]):
         list(read_group(spec, group))
-    skipped = ReadMetrics()
+    skipped = Counters()
     tolerant = dataclasses.replace(spec, ignore_corrupt_files=True)
     rows = [i for b in read_group(tolerant, group, skipped) for i in b.column("id").to_pylist()]
     assert rows == [i for i in ids if i // 10 != order[3]]

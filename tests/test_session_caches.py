@@ -17,8 +17,8 @@ import pyarrow as pa
 from listing import ListingTable
 from listing.formats.parquet import FOOTERS
 from listing.list_cache import CACHE, CachedLister
+from listing.metrics import Counters
 from listing.schema_cache import SCHEMAS
-from listing.storage import RequestCounter
 from listing.storage.spec import StorageSpec
 from listing.testing import datasets
 
@@ -91,10 +91,10 @@ def test_a_directory_listing_is_answered_again_from_the_cache(s3_server, s3_buck
     CACHE.invalidate(spec, s3_bucket + "/")
 
     def listed(prefix):
-        lister = CachedLister(spec, RequestCounter(), ttl=300)
+        lister = CachedLister(spec, Counters(), ttl=300)
         with s3_server.log.capture(s3_bucket) as cap:
             pages = list(lister.pages(prefix, delimiter=True))
-        return pages, cap.count("LIST"), lister.hits
+        return pages, cap.count("LIST"), lister.counters["list_cache_hits"]
 
     first, lists, hits = listed(f"{s3_bucket}/events/")
     assert (lists, hits) == (1, 0)

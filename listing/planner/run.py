@@ -31,7 +31,6 @@ import math
 import threading
 from collections import deque
 from collections.abc import Callable, Generator, Iterator, Sequence
-from dataclasses import dataclass
 from enum import Enum
 from typing import Any, NamedTuple
 
@@ -40,12 +39,16 @@ import pyarrow as pa
 from listing.errors import PartitionLayoutError
 from listing.expressions import Expr, is_true, knowns, may_be_true
 from listing.hive import COPYING_SUFFIX, HIDDEN_PREFIXES, HiveLayout, is_hidden
+from listing.metrics import Counters
 from listing.planner.choose import Chooser
 from listing.planner.file_filter import FileFilter
 from listing.planner.nodes import Enumerate, Flat, Node, Walk, describe
 from listing.planner.profile import ProfileBuilder, TableProfile
 from listing.storage.lister import PAGE_SIZE, Lister, ObjectMeta, Page
 
+#: what a run counts of the keys it lists (its :attr:`PlanRun.metrics`)
+LISTED = ("files_listed", "files_matched", "partitions_pruned", "files_skipped_hidden",
+          "files_skipped_other")
 #: pages a flat listing reads before it sends the delimiter page that may split the rest
 #: into key ranges (a table of one page costs exactly its flat listing; two pages, that
 #: page more, sent beside the second: no time, on a store that serves requests at once)
@@ -53,15 +56,6 @@ SEQUENTIAL_PAGES = 1
 #: least estimated pages per key range: fewer ranges than that are not worth their
 #: partial last pages
 PAGES_PER_RANGE = 2
-
-
-@dataclass
-class ListingMetrics:
-    files_listed: int = 0
-    files_matched: int = 0
-    partitions_pruned: int = 0
-    files_skipped_hidden: int = 0
-    files_skipped_other: int = 0
 
 
 class ListedFile(NamedTuple):
@@ -233,7 +227,9 @@ class PlanRun:
         self.chooser = Chooser(root_prefix, partition_cols, profile, predicate)
         self.predicate = predicate
         self.file_filter = file_filter
-        self.metrics = ListingMetrics()
+        #: what the run did with the keys listed (its requests: ``lister.counters``)
+        self.metrics = Counters()
+        self.metrics.start(*LISTED)
         self._pruned: set[str] = set()
         self._example: str | None = None
         # the directory decided last, as (directory with its slash, values or None when
@@ -378,9 +374,9 @@ class PlanRun:
         name = self.cols[node.depth][0]
         for page in self._take(Request(node.prefix, True)):
             for meta in page.files:  # a file beside partition directories
-                self.metrics.files_listed += 1
+                self.metrics.add("files_listed")
                 if is_hidden(meta.path.rsplit("/", 1)[-1]):
-                    self.metrics.files_skipped_hidden += 1
+                    self.metrics.add("files_skipped_hidden")
                     continue
                 raise PartitionLayoutError(
                     f"file {meta.path} sits where directories {name}=… were expected")
@@ -394,7 +390,7 @@ class PlanRun:
                 if choice is _Choice.AGAIN:
                     choice = self._decide(node, d)  # raises as a sequential run would, here
                 if choice is _Choice.PRUNED:
-                    self.metrics.partitions_pruned += 1
+                    self.metrics.add("partitions_pruned")
                 elif not isinstance(choice, _Choice):
                     yield from self.run(choice, hinted=True)
 
@@ -554,8 +550,7 @@ class PlanRun:
     def _check_page(self, metas: list[ObjectMeta]) -> list[ListedFile]:
         """Decide each listed key of a page: hidden, pruned, not a data file, or a match.
         One loop with the common case inline: a long listing spends its time here."""
-        m = self.metrics
-        m.files_listed += len(metas)
+        hidden = other = 0
         accepts = self.file_filter.accepts
         endings = self.file_filter.endings  # the common case: a key's ending decides
         out: list[ListedFile] = []
@@ -568,21 +563,25 @@ class PlanRun:
             if (path.startswith(HIDDEN_PREFIXES, name) or path.endswith(COPYING_SUFFIX)) \
                     and is_hidden(path[name:]):
                 # before deciding the directory: that is decided once, from its first file
-                m.files_skipped_hidden += 1
+                hidden += 1
                 continue
             if name != len(directory) or not path.startswith(directory):
                 # decided once per directory: its files share their partition values
                 self._last_dir = directory, values, keep = self._directory(path, name)
             if values is None:
-                m.files_skipped_hidden += 1
+                hidden += 1
             elif not keep:
                 continue
             elif (path.endswith(endings) or path.lower().endswith(endings)  # lower: rarely
                   if endings is not None else accepts(meta)):
                 append(new(ListedFile, (meta, values)))
             else:
-                m.files_skipped_other += 1
-        m.files_matched += len(out)
+                other += 1
+        m = self.metrics
+        m.add("files_listed", len(metas))
+        m.add("files_skipped_hidden", hidden)
+        m.add("files_skipped_other", other)
+        m.add("files_matched", len(out))
         return out
 
     def _directory(self, path: str, name: int) -> tuple[str, dict[str, Any] | None, bool]:
@@ -597,7 +596,7 @@ class PlanRun:
                 partition = "/".join(path[len(self.root):].split("/")[:len(self.cols)])
                 if partition not in self._pruned:
                     self._pruned.add(partition)
-                    self.metrics.partitions_pruned += 1
+                    self.metrics.add("partitions_pruned")
         return path[:name], values, keep
 
 

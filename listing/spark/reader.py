@@ -20,13 +20,15 @@ from pyspark.sql.types import StructType
 
 from listing.errors import ListingError, OptionError
 from listing.expressions import Bound, bind
-from listing.file_stream import ReadMetrics, read_group
+from listing.file_stream import read_group
 from listing.formats.conform import conform_batch
+from listing.metrics import Counters, CountersView
 from listing.pushdown import Pushdown
 from listing.scan import ScanPlan
 from listing.spark.filters import from_spark
 from listing.spark.input_partition import SUMMARY_END, SUMMARY_MARK, GroupPartition, key_marker
 from listing.spark.progress import ListingProgress
+from listing.spark.skips import SKIPS
 from listing.spark.types import arrow_schema
 from listing.table import ListingTable
 
@@ -116,17 +118,15 @@ def read_partition(partition: InputPartition, target: pa.Schema,
     """One Spark task: its group's batches shaped as ``target``; skips go to ``skips``."""
     if not isinstance(partition, GroupPartition):  # no files matched: Spark's empty task
         return
-    counts = ReadMetrics()
+    counts = Counters()
     paths: list[str] = []
     try:
         for batch in read_group(partition.spec, partition.group, counts, skipped_paths=paths):
             yield conform_batch(batch.rename_columns(target.names), target,
                                 partition.group.files[0].path)
     finally:  # the driver sums these (listing.skipped_files)
-        changed = counts.get("files_changed", 0)
-        if (paths or changed) and skips is not None:
-            skips.add({**{k: v for k, v in counts.items() if k.startswith("files_skipped_")},
-                       **({"files_changed": changed} if changed else {}), "paths": paths})
+        if (paths or counts.get("files_changed")) and skips is not None:
+            skips.add({**CountersView(counts, names=SKIPS), "paths": paths})
 
 
 class ListingReader(PlainListingReader):

@@ -15,6 +15,10 @@ from pyspark.accumulators import Accumulator, AccumulatorParam
 
 #: skipped paths kept in the summary at most (counts stay exact beyond it)
 MAX_PATHS = 1000
+#: the counters of a task's read it sends, those it counted, when it skipped a file or read
+#: one as changed (with the ``paths`` skipped)
+SKIPS = ("files_skipped_missing", "files_skipped_corrupt", "files_skipped_empty",
+         "files_changed")
 
 _BY_CONTEXT: dict[int, Accumulator[dict[str, Any]]] = {}
 

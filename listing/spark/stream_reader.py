@@ -66,7 +66,7 @@ class _StreamReader(DataSourceStreamReader):
         return self.discovery.initial_offset().to_json()
 
     def _found(self, found: DiscoveredFiles, start: dict) -> dict:
-        log.info("listing stream %s: %s", self.table.url, found.metrics)
+        log.info("listing stream %s: %s", self.table.url, dict(found.metrics))
         return start if not found.files else found.offset.to_json()
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:

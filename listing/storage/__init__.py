@@ -9,9 +9,10 @@ nowhere else.
 Retries: a few storage options are ours (:class:`StorageSettings`); on S3 they become
 botocore's retry configuration, s3fs's own retry loop is switched off so that it cannot
 multiply botocore's attempts, and response bodies cut short are re-requested within the
-same budget. Retries are counted (listing: :class:`RequestCounter`; reads: the
-:func:`~listing.storage.reading.counting` block of the opener; writes: the store's
-metrics).
+same budget. Requests and retries are counted in a :class:`~listing.metrics.Counters`
+(listing: the :class:`Lister`'s; reads: the one of the enclosing
+:func:`~listing.storage.reading.counting` block, an opener's; writes: the store's
+``metrics``).
 
 Modules, bottom to top:
 
@@ -21,17 +22,17 @@ Modules, bottom to top:
 - ``client``: building (and caching) filesystems; the S3 client's adjustments, applied
   once per client; one S3 request;
 - ``spec``: :class:`StorageSpec`, how to build a filesystem, as picklable metadata;
-- ``listing``: the counting :class:`Lister`, its :class:`Page` of :class:`ObjectMeta`;
+- ``lister``: the counting :class:`Lister`, its :class:`Page` of :class:`ObjectMeta`;
 - ``reading``: :func:`open_input` (reads pinned to the listed version), change checks;
 - ``multipart``: S3 multipart uploads (zero-copy commits);
 - ``store``: the :class:`Store` protocol and its S3, local and fsspec implementations.
 """
 
-from listing.storage.lister import PAGE_SIZE, Lister, ObjectMeta, Page, RequestCounter
+from listing.storage.lister import PAGE_SIZE, Lister, ObjectMeta, Page
 from listing.storage.reading import open_input
 from listing.storage.settings import StorageSettings
 from listing.storage.spec import StorageSpec
 from listing.storage.store import Store, open_store
 
-__all__ = ["PAGE_SIZE", "Lister", "ObjectMeta", "Page", "RequestCounter", "StorageSettings",
-           "StorageSpec", "Store", "open_input", "open_store"]
+__all__ = ["PAGE_SIZE", "Lister", "ObjectMeta", "Page", "StorageSettings", "StorageSpec",
+           "Store", "open_input", "open_store"]

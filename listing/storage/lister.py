@@ -2,7 +2,7 @@
 
 Listing is done page by page by us rather than by fsspec's helpers, because the planner
 needs requests that fsspec does not expose (a partial-key prefix, ``StartAfter``, an early
-stop) and because every page sent must be counted (:class:`RequestCounter`).
+stop) and because every page sent must be counted (``list_requests``, ``list_retries``).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from urllib.parse import unquote_plus
 from fsspec.implementations.local import LocalFileSystem
 
 from listing.errors import StorageError
+from listing.metrics import Counters
 from listing.storage.client import s3_call
 from listing.storage.errors import raise_as, retry_attempts, storage_failure
 from listing.storage.local_pages import local_pages, may_hold
@@ -79,16 +80,6 @@ class Page:
     truncated: bool = False  # more pages follow
 
 
-@dataclass
-class RequestCounter:
-    """Requests this process sent for one operation (a scan, an open), and the retries
-    the client needed for them."""
-
-    list: int = 0
-    get: int = 0
-    retries: int = 0
-
-
 class Lister:
     """Lists keys under a (possibly partial) key prefix, one counted request per page.
 
@@ -97,11 +88,14 @@ class Lister:
     for a missing bucket, :class:`StorageConfigError` for a request the client refuses.
     """
 
-    def __init__(self, spec: StorageSpec, counter: RequestCounter | None = None,
+    def __init__(self, spec: StorageSpec, counters: Counters | None = None,
                  progress: Callable[[int, int], None] | None = None) -> None:
         self.spec = spec
         self.fs = spec.filesystem()
-        self.counter = counter or RequestCounter()
+        #: where its requests are counted (``list_requests``, ``list_retries``): an
+        #: operation's (a scan, an open) or its own
+        self.counters = Counters() if counters is None else counters
+        self.counters.start("list_requests", "list_retries")
         self.progress = progress  # called with (requests, keys) after every page
         self.keys = 0
         #: directories read by listings of a local or other non-S3 store (each ``ls``,
@@ -110,9 +104,9 @@ class Lister:
         # this machine's files are walked with os.scandir (a subclass of fsspec's local
         # filesystem may list differently: it is listed through fsspec)
         self._local = type(self.fs) is LocalFileSystem
-        # the planner may list several prefixes at once from its threads: counts, keys and
-        # progress calls are updated under this lock (s3fs runs every request on its own
-        # event loop thread; our threads only wait for them)
+        # the planner may list several prefixes at once from its threads: keys and progress
+        # calls are updated under this lock, counts under the counters' own (s3fs runs
+        # every request on its own event loop thread; our threads only wait for them)
         self._lock = threading.Lock()
 
     @property
@@ -122,11 +116,6 @@ class Lister:
         stores list everything in one request and filter. A subclass that answers or keeps
         whole listings (the listing cache) says no."""
         return self.spec.is_s3
-
-    def _count(self, requests: int = 0, retries: int = 0) -> None:
-        with self._lock:
-            self.counter.list += requests
-            self.counter.retries += retries
 
     def pages(self, prefix: str, *, delimiter: bool, start_after: str | None = None,
               stop_after: str | None = None) -> Iterator[Page]:
@@ -142,7 +131,7 @@ class Lister:
             with self._lock:
                 self.keys += len(page.files) + len(page.dirs)
                 if self.progress is not None:
-                    self.progress(self.counter.list, self.keys)
+                    self.progress(self.counters["list_requests"], self.keys)
             yield page
 
     def _s3_pages(self, prefix: str, delimiter: bool, start_after: str | None,
@@ -157,7 +146,7 @@ class Lister:
         if start_after and start_after.startswith(bucket + "/"):
             kwargs["StartAfter"] = start_after[len(bucket) + 1:]
         while True:
-            self._count(requests=1)
+            self.counters.add("list_requests")
             try:
                 resp = s3_call(self.fs, "list_objects_v2", **kwargs)
             except Exception as err:  # noqa: BLE001 - classified, never swallowed
@@ -165,7 +154,7 @@ class Lister:
                                          self.spec.options), err)
             retries = retry_attempts(resp)
             if retries:
-                self._count(retries=retries)
+                self.counters.add("list_retries", retries)
                 log.info("LIST s3://%s took %d retries", prefix, retries)
             keys, times, etags, sizes = columns_of(resp)
             dirs = [p["Prefix"] for p in resp.get("CommonPrefixes", [])]
@@ -199,7 +188,7 @@ class Lister:
     def _local_pages(self, prefix: str, delimiter: bool, start_after: str | None,
                      stop_after: str | None) -> Iterator[Page]:
         """One page: see :func:`~listing.storage.local_pages.local_pages`."""
-        self._count(requests=1)
+        self.counters.add("list_requests")
         for rows, dirs in local_pages(prefix, delimiter, start_after, stop_after,
                                       on_directory=self._counted_directory, row=ObjectMeta):
             yield Page(rows, dirs)  # type: ignore[arg-type] # rows made as ObjectMeta
@@ -211,7 +200,7 @@ class Lister:
         (``date=2020-03-``), below each child whose name starts with it."""
         parent, _, name_prefix = prefix.rpartition("/")
         parent = parent or "/"
-        self._count(requests=1)
+        self.counters.add("list_requests")
         try:
             if delimiter:
                 self._counted_directory()

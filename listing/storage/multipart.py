@@ -17,6 +17,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from listing.errors import StorageError
+from listing.metrics import Counters
 from listing.storage.client import s3_request
 from listing.storage.errors import s3_error_code
 
@@ -41,21 +42,18 @@ class MultipartFile:
     of ``path`` and leaves it open for the commit: :meth:`close` sends the last part."""
 
     def __init__(self, fs: Any, path: str, part_size: int = PART_SIZE,
-                 metrics: dict[str, int] | None = None) -> None:
+                 metrics: Counters | None = None) -> None:
         self.fs, self.path, self.part_size = fs, path, part_size
-        self.metrics = metrics if metrics is not None else {}
+        self.metrics = Counters() if metrics is None else metrics
         self.bucket, self.key = _split(path)
         resp = s3_request(fs, "writing", f"s3://{path}", "create_multipart_upload",
                           Bucket=self.bucket, Key=self.key)
-        self._add("post_requests")
+        self.metrics.add("post_requests")
         self.upload_id: str = resp["UploadId"]
         self.parts: list[tuple[int, str]] = []
         self.size = 0
         self.closed = False
         self._buffer = bytearray()
-
-    def _add(self, name: str, n: int = 1) -> None:
-        self.metrics[name] = self.metrics.get(name, 0) + n
 
     def writable(self) -> bool:
         return True
@@ -85,8 +83,8 @@ class MultipartFile:
         resp = s3_request(self.fs, "writing", f"s3://{self.path}", "upload_part",
                           Bucket=self.bucket, Key=self.key, UploadId=self.upload_id,
                           PartNumber=number, Body=chunk)
-        self._add("put_requests")
-        self._add("retries", int(resp.get("ResponseMetadata", {}).get("RetryAttempts", 0)))
+        self.metrics.add("put_requests")
+        self.metrics.add("retries", int(resp.get("ResponseMetadata", {}).get("RetryAttempts", 0)))
         self.parts.append((number, resp["ETag"]))
 
     def close(self) -> None:

@@ -15,7 +15,6 @@ import functools
 import importlib
 import logging
 import random
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -26,6 +25,7 @@ import pyarrow as pa
 
 from listing.errors import FileChangedError, MissingFileError
 from listing.files import PartitionedFile
+from listing.metrics import Counters
 from listing.storage.client import (
     LOCAL_PROTOCOLS,
     acall,
@@ -173,12 +173,11 @@ def current_version(fs: Any, file: PartitionedFile) -> PartitionedFile:
 
 # --- counting what reads cost -------------------------------------------------------------
 
-_COUNTS: ContextVar[dict[str, int] | None] = ContextVar("listing_read_counts", default=None)
-_COUNT_LOCK = threading.Lock()
+_COUNTS: ContextVar[Counters | None] = ContextVar("listing_read_counts", default=None)
 
 
 @contextmanager
-def counting(counts: dict[str, int] | None) -> Iterator[None]:
+def counting(counts: Counters | None) -> Iterator[None]:
     """Within the block, files opened by :func:`open_input` add their retries, GETs and
     bytes to ``counts`` (``read_retries``, ``read_requests``, ``bytes_read``; S3), even when
     read later from other threads."""
@@ -187,13 +186,6 @@ def counting(counts: dict[str, int] | None) -> Iterator[None]:
         yield
     finally:
         _COUNTS.reset(token)
-
-
-def _add(counts: dict[str, int] | None, name: str, n: int) -> None:
-    if counts is None or not n:
-        return
-    with _COUNT_LOCK:
-        counts[name] = counts.get(name, 0) + n
 
 
 
@@ -251,7 +243,7 @@ async def _get_range(fs: Any, bucket: str, key: str, start: int, end: int,
 
 
 def _read_s3(fs: Any, file: PartitionedFile, start: int, end: int,
-             counts: dict[str, int] | None) -> bytes:
+             counts: Counters | None) -> bytes:
     """Bytes ``[start, end)`` of a listed S3 file, classified errors, retries counted."""
     if end <= start:
         return b""
@@ -261,10 +253,13 @@ def _read_s3(fs: Any, file: PartitionedFile, start: int, end: int,
     except Exception as err:  # noqa: BLE001 - classified, never swallowed
         raise_as(_read_error(fs, file, err), err)
     if retries:
-        _add(counts, "read_retries", retries)
         log.info("GET %s [%d, %d) took %d retries", file.path, start, end, retries)
-    _add(counts, "read_requests", 1)
-    _add(counts, "bytes_read", len(data))
+    if counts is not None:
+        if retries:
+            counts.add("read_retries", retries)
+        counts.add("read_requests")
+        if data:
+            counts.add("bytes_read", len(data))
     return data
 
 
@@ -286,7 +281,7 @@ class _ListedS3File(fsspec.spec.AbstractBufferedFile):
     (``If-Match``), retried and counted by ``_read_s3``; no HEAD request."""
 
     def __init__(self, fs: Any, file: PartitionedFile, cache_type: str,
-                 block_size: int | None, counts: dict[str, int] | None) -> None:
+                 block_size: int | None, counts: Counters | None) -> None:
         self.listed = file
         self._counts = counts
         super().__init__(fs, file.fs_path, mode="rb", block_size=block_size,

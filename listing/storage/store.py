@@ -9,9 +9,10 @@ protocol (nothing outside this package branches on it):
 - :class:`FsspecStore`: any other fsspec filesystem (memory, gcs, abfs…) through fsspec's
   generic calls.
 
-Paths are fsspec paths (no protocol). Requests sent are added to ``metrics``
-(``put_requests``, ``get_requests``, ``copy_requests``, ``delete_requests``,
-``list_requests``, ``post_requests``, ``retries``; local files: ``renames``); every
+Paths are fsspec paths (no protocol). Requests sent are added to the store's ``metrics``,
+a :class:`~listing.metrics.Counters` (``put_requests``, ``get_requests``,
+``copy_requests``, ``delete_requests``, ``list_requests``, ``post_requests``,
+``retries``; local files: ``renames``); every
 failure leaves as a :class:`~listing.errors.ListingError`
 (:mod:`listing.storage.errors`).
 """
@@ -31,6 +32,7 @@ import pyarrow as pa
 
 from listing.errors import StorageError
 from listing.files import PartitionedFile
+from listing.metrics import Counters
 from listing.storage import multipart
 from listing.storage.client import s3_call, s3_request, secrets_of, settings_of, sync
 from listing.storage.errors import (
@@ -40,7 +42,7 @@ from listing.storage.errors import (
     s3_error_code,
     storage_failure,
 )
-from listing.storage.lister import Lister, ObjectMeta, RequestCounter, entry_mtime
+from listing.storage.lister import Lister, ObjectMeta, entry_mtime
 from listing.storage.reading import open_input
 from listing.storage.spec import StorageSpec
 
@@ -64,14 +66,11 @@ class Store(Protocol):
 
     spec: StorageSpec
     fs: Any
-    metrics: dict[str, int]
+    metrics: Counters
     #: files can stream as multipart uploads completed later (zero-copy commits)
     supports_multipart: ClassVar[bool]
     #: the longest path below a bucket the store keeps, in UTF-8 bytes (None: no limit)
     max_key_bytes: ClassVar[int | None]
-
-    def add(self, name: str, n: int = 1) -> None:
-        """Add ``n`` to the metric ``name``."""
 
     def open(self, file: PartitionedFile, readahead: int = 0,
              whole_if_small: bool = False) -> Any:
@@ -137,11 +136,11 @@ class Store(Protocol):
         S3-compatible stores answer ListMultipartUploads with 501 Not Implemented)."""
 
 
-def open_store(spec: StorageSpec, metrics: dict[str, int] | None = None,
+def open_store(spec: StorageSpec, metrics: Counters | dict[str, int] | None = None,
                part_size: int | None = None) -> Store:
-    """The store for ``spec``, counting into ``metrics``. ``part_size``: S3 only, files
-    made by :meth:`Store.create` stream as multipart uploads of parts this size."""
-    metrics = {} if metrics is None else metrics
+    """The store for ``spec``, counting into ``metrics`` (a plain dict: the counts are
+    kept in it). ``part_size``: S3 only, files made by :meth:`Store.create` stream as
+    multipart uploads of parts this size."""
     if spec.is_s3:
         return S3Store(spec, metrics, part_size)
     return store_class(spec)(spec, metrics)
@@ -163,27 +162,25 @@ class StoreBase:
     #: whether listing requests are added to ``metrics`` (local listings cost none)
     _counts_listing: ClassVar[bool] = True
 
-    def __init__(self, spec: StorageSpec, metrics: dict[str, int]) -> None:
+    def __init__(self, spec: StorageSpec, metrics: Counters | dict[str, int] | None = None
+                 ) -> None:
         self.spec = spec
-        self.metrics = metrics
+        #: the requests it sent (a plain dict given: the counts are kept in it)
+        self.metrics = metrics if isinstance(metrics, Counters) else Counters(metrics)
         self.fs = spec.filesystem()
-
-    def add(self, name: str, n: int = 1) -> None:
-        self.metrics[name] = self.metrics.get(name, 0) + n
 
     def open(self, file: PartitionedFile, readahead: int = 0,
              whole_if_small: bool = False) -> Any:
         return open_input(self.fs, file, readahead, whole_if_small)
 
     def find(self, prefix: str) -> list[ObjectMeta]:
-        counter = RequestCounter()
-        lister = Lister(self.spec, counter)
+        lister = Lister(self.spec)
         try:
             return [f for page in lister.pages(prefix, delimiter=False) for f in page.files]
         finally:
-            if self._counts_listing:
-                self.add("list_requests", counter.list)
-                self.add("retries", counter.retries)
+            if self._counts_listing:  # the store's retries: of every request it sent
+                self.metrics.add("list_requests", lister.counters["list_requests"])
+                self.metrics.add("retries", lister.counters["list_retries"])
 
     def put(self, path: str, data: bytes) -> None:
         raise NotImplementedError
@@ -294,7 +291,7 @@ class LocalStore(StoreBase):
                 continue  # moved by an earlier run of this commit
             os.makedirs(os.path.dirname(dst), exist_ok=True)
             os.replace(src, dst)
-            self.add("renames")
+            self.metrics.add("renames")
 
     def delete(self, paths: Sequence[str]) -> None:
         for path in paths:
@@ -335,7 +332,7 @@ class FsspecStore(StoreBase):
         return data
 
     def put(self, path: str, data: bytes) -> None:
-        self.add("put_requests")
+        self.metrics.add("put_requests")
         self.fs.pipe_file(path, data)
 
     def put_if_absent(self, path: str, data: bytes) -> bool | None:
@@ -344,18 +341,18 @@ class FsspecStore(StoreBase):
     def publish(self, pairs: Sequence[tuple[str, str]]) -> None:
         for src, dst in pairs:
             self.fs.copy(src, dst)
-            self.add("copy_requests")
+            self.metrics.add("copy_requests")
 
     def delete(self, paths: Sequence[str]) -> None:
         """One batch; when a path is missing (the batch fails on it), path by path."""
         if not paths:
             return
-        self.add("delete_requests")
+        self.metrics.add("delete_requests")
         try:
             self.fs.rm(list(paths))
         except FileNotFoundError:
             for path in paths:
-                self.add("delete_requests")
+                self.metrics.add("delete_requests")
                 try:
                     self.fs.rm_file(path)
                 except FileNotFoundError:
@@ -371,7 +368,7 @@ class S3Store(StoreBase):
     supports_multipart: ClassVar[bool] = True
     max_key_bytes: ClassVar[int | None] = MAX_S3_KEY_BYTES
 
-    def __init__(self, spec: StorageSpec, metrics: dict[str, int],
+    def __init__(self, spec: StorageSpec, metrics: Counters | dict[str, int] | None = None,
                  part_size: int | None = None) -> None:
         super().__init__(spec, metrics)
         self.part_size = part_size
@@ -379,12 +376,12 @@ class S3Store(StoreBase):
     def _request(self, operation: str, path: str, method: str, **kwargs: Any) -> dict[str, Any]:
         """One request to ``bucket/key`` ``path``; its retries counted."""
         resp = s3_request(self.fs, operation, f"s3://{path}", method, **kwargs)
-        self.add("retries", retry_attempts(resp))
+        self.metrics.add("retries", retry_attempts(resp))
         return resp
 
     def read(self, path: str) -> bytes | None:
         """The whole object (one GET), or None when it does not exist."""
-        self.add("get_requests")
+        self.metrics.add("get_requests")
         bucket, _, key = path.partition("/")
         try:
             resp = s3_call(self.fs, "get_object", Bucket=bucket, Key=key)
@@ -397,13 +394,13 @@ class S3Store(StoreBase):
 
     def put(self, path: str, data: bytes) -> None:
         bucket, _, key = path.partition("/")
-        self.add("put_requests")
+        self.metrics.add("put_requests")
         self._request("writing", path, "put_object", Bucket=bucket, Key=key, Body=data)
 
     def last_modified(self, path: str) -> float | None:
         """The object's ``LastModified`` (one HEAD), or None when it does not exist."""
         bucket, _, key = path.partition("/")
-        self.add("head_requests")
+        self.metrics.add("head_requests")
         try:
             resp = s3_call(self.fs, "head_object", Bucket=bucket, Key=key)
         except Exception as err:  # noqa: BLE001 - classified, never swallowed
@@ -417,7 +414,7 @@ class S3Store(StoreBase):
     def put_if_absent(self, path: str, data: bytes) -> bool | None:
         """``If-None-Match: *``."""
         bucket, _, key = path.partition("/")
-        self.add("put_requests")
+        self.metrics.add("put_requests")
         try:
             s3_request(self.fs, "writing", f"s3://{path}", "put_object", Bucket=bucket,
                        Key=key, Body=data, IfNoneMatch="*")
@@ -450,8 +447,8 @@ class S3Store(StoreBase):
         """Server-side copies, :data:`COPY_THREADS` at once; the staged objects stay."""
         with ThreadPoolExecutor(COPY_THREADS) as pool:
             retries = list(pool.map(lambda p: self._copy(p[0], p[1]), pairs))
-        self.add("copy_requests", len(pairs))
-        self.add("retries", sum(retries))
+        self.metrics.add("copy_requests", len(pairs))
+        self.metrics.add("retries", sum(retries))
 
     def delete(self, paths: Sequence[str]) -> None:
         """1000 keys per DeleteObjects request; a key the store refuses to delete is an
@@ -463,7 +460,7 @@ class S3Store(StoreBase):
         for bucket, keys in by_bucket.items():
             for i in range(0, len(keys), 1000):
                 chunk = keys[i:i + 1000]
-                self.add("delete_requests")
+                self.metrics.add("delete_requests")
                 resp = self._request("deleting", f"{bucket}/{chunk[0]}", "delete_objects",
                                      Bucket=bucket, Delete={"Objects": [{"Key": k}
                                                                         for k in chunk],
@@ -477,16 +474,16 @@ class S3Store(StoreBase):
 
     def complete(self, uploads: Sequence[multipart.Upload]) -> None:
         if uploads:
-            self.add("post_requests", multipart.complete(self.fs, uploads))
+            self.metrics.add("post_requests", multipart.complete(self.fs, uploads))
 
     def abort_uploads(self, uploads: Iterable[multipart.Upload]) -> None:
         uploads = list(uploads)
         if uploads:
-            self.add("delete_requests", multipart.abort(self.fs, uploads))
-            self.add("uploads_aborted", len(uploads))
+            self.metrics.add("delete_requests", multipart.abort(self.fs, uploads))
+            self.metrics.add("uploads_aborted", len(uploads))
 
     def list_uploads(self, prefix: str) -> list[tuple[str, str, float]]:
-        self.add("list_requests")
+        self.metrics.add("list_requests")
         try:
             return multipart.list_uploads(self.fs, prefix)
         except StorageError as err:
