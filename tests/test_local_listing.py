@@ -91,6 +91,43 @@ def test_a_range_lists_only_its_folders_on_a_local_table(tree, monkeypatch):
     assert len(read) == 1 + DAYS + DAYS * HOURS
 
 
+def test_a_level_fixed_under_an_open_one_reads_only_its_folders(tree, monkeypatch):
+    table = _open(tree)
+    every = table.scan().files
+    read = _scandirs(monkeypatch, tree)
+    plan = table.scan(where="hour = 1")
+    # the same files a filter of the whole table keeps, in key order
+    assert [f.path for f in plan.files] == [f.path for f in every
+                                            if f.partition_values["hour"] == 1]
+    assert len(plan.files) == DAYS
+    assert plan.listing_plan[0].startswith(f"walk '{tree}/' level by level")
+    # the root and each day for their names, then only each day's hour=1: never the
+    # other hours' folders
+    hours = [Path(d).name for d in read if Path(d).name.startswith("hour=")]
+    assert hours == ["hour=1"] * DAYS
+    assert len(read) == 1 + DAYS + DAYS
+    # positive control: a filter on the first level alone lists the day, all its hours
+    read.clear()
+    assert len(table.scan(where="date = DATE '2020-01-05'").files) == HOURS
+    assert sorted(Path(d).name for d in read) == ["date=2020-01-05"] + [
+        f"hour={h}" for h in range(HOURS)]
+
+
+def test_a_walked_local_table_skips_a_file_at_its_root(tmp_path):
+    for h in range(2):
+        (tmp_path / "date=2020-01-01" / f"hour={h}").mkdir(parents=True)
+        (tmp_path / "date=2020-01-01" / f"hour={h}" / "part-0.parquet").write_bytes(b"x")
+    (tmp_path / "notes.txt").write_bytes(b"not data")
+    table = _open(tmp_path)
+    walked = table.scan(where="hour = 1")
+    assert walked.listing_plan[0].startswith("walk")
+    assert [Path(f.path).parent.name for f in walked.files] == ["hour=1"]
+    # control: the flat listing of the same table skips it too
+    flat = table.scan()
+    assert flat.listing_plan[0].startswith("list")
+    assert len(flat.files) == 2
+
+
 def test_a_range_lists_only_its_folders_through_fsspec(tree):
     fs = CountingFS()
     table = _open(tree, filesystem=fs)

@@ -41,7 +41,7 @@ parsed partition values, so an estimate can only cost requests, never correctnes
 from listing.planner.file_filter import FileFilter
 from listing.planner.nodes import describe
 from listing.planner.profile import ProfileBuilder, TableProfile
-from listing.planner.run import ListedFile, ListingMetrics, PlanRun
+from listing.planner.run import Batch, ListedFile, ListedRun, ListingMetrics, PlanRun
 
-__all__ = ["FileFilter", "ListedFile", "ListingMetrics", "PlanRun", "ProfileBuilder",
-           "TableProfile", "describe"]
+__all__ = ["Batch", "FileFilter", "ListedFile", "ListedRun", "ListingMetrics", "PlanRun",
+           "ProfileBuilder", "TableProfile", "describe"]

@@ -14,9 +14,11 @@ read them, at most ``2 × max_concurrent_requests`` listings ahead.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
 from enum import Enum
+from itertools import repeat
 from typing import Any, NamedTuple
 
 import pyarrow as pa
@@ -29,8 +31,12 @@ from listing.planner.file_filter import FileFilter
 from listing.planner.key_ranges import RangeSplitter
 from listing.planner.nodes import Enumerate, Flat, Node, Walk, describe
 from listing.planner.profile import ProfileBuilder, TableProfile
+from listing.storage.dir_files import DirFiles
 from listing.storage.lister import PAGE_SIZE, Lister, ObjectMeta, Page
 from listing.storage.prefetch import Fetcher, Request, close_pages
+
+#: a name in a "\0"-joined list that may be hidden (:func:`~listing.hive.is_hidden`)
+_MAY_HIDE = re.compile("\0[_.]|" + re.escape(COPYING_SUFFIX) + "\0")
 
 
 @dataclass
@@ -48,6 +54,22 @@ class ListedFile(NamedTuple):
 
     meta: ObjectMeta
     values: dict[str, Any]
+
+
+class ListedRun(NamedTuple):
+    """Kept files of one directory as columns, with the partition values they share (read
+    them, never change them): a local listing's files, with no object per file."""
+
+    files: DirFiles
+    values: dict[str, Any]
+
+    def listed(self) -> list[ListedFile]:
+        values = self.values
+        return [ListedFile(meta, values) for meta in Page(runs=[self.files]).files]
+
+
+#: what :meth:`PlanRun.batches` yields: kept files as rows, or one directory's as columns
+Batch = list[ListedFile] | ListedRun
 
 
 class _Choice(Enum):
@@ -68,7 +90,10 @@ class PlanRun:
         self.root = root_prefix
         self.cols = partition_cols
         self.layout = HiveLayout(root_prefix, tuple(partition_cols), case_sensitive)
-        self.chooser = Chooser(root_prefix, partition_cols, profile, predicate)
+        # a store whose listing costs the directories it reads (not its requests)
+        self._by_directory: bool = getattr(lister, "reads_directories", False)
+        self.chooser = Chooser(root_prefix, partition_cols, profile, predicate,
+                               by_directory=self._by_directory)
         self.predicate = predicate
         self.file_filter = file_filter
         self.metrics = ListingMetrics()
@@ -84,6 +109,7 @@ class PlanRun:
         self.max_concurrent_requests = max_concurrent_requests
         self._fetcher: Fetcher | None = None
         self._splitter: RangeSplitter | None = None  # with a fetcher, on a store that splits
+        # a store whose listing costs the directories it reads (not its requests)
 
     @property
     def profile(self) -> TableProfile | None:
@@ -96,13 +122,14 @@ class PlanRun:
         batches = self.batches()
         try:
             for batch in batches:
-                yield from batch
+                yield from batch.listed() if isinstance(batch, ListedRun) else batch
         finally:
             batches.close()
 
-    def batches(self) -> Generator[list[ListedFile], None, None]:
+    def batches(self) -> Generator[Batch, None, None]:
         """:meth:`files` a listed page at a time (a long listing's keys then pass through
-        one loop each, not through a generator per plan node)."""
+        one loop each, not through a generator per plan node): a list of files, or, from
+        a page of columns (a local listing), a directory's files as one :class:`ListedRun`."""
         if self.max_concurrent_requests > 1:
             self._fetcher = Fetcher(self.lister, self.max_concurrent_requests)
             if self.lister.splits_ranges:
@@ -116,13 +143,17 @@ class PlanRun:
                 self._fetcher = None
                 self._splitter = None
 
-    def _files(self) -> Iterator[list[ListedFile]]:
+    def _files(self) -> Iterator[Batch]:
         if self.predicate is None or not self.cols:
             yield from self._run_noted(Flat(self.root, 0, {}, math.nan))
             return
         direct = self.chooser.direct()
         if direct is not None:
             yield from self._run_noted(direct)
+            return
+        walk = self.chooser.directory_walk()
+        if walk is not None:
+            yield from self._run_noted(walk)
             return
         profile = self.chooser.profile
         if profile is not None and profile.complete:
@@ -133,11 +164,11 @@ class PlanRun:
             return
         yield from self._adaptive()
 
-    def _run_noted(self, node: Node) -> Iterator[list[ListedFile]]:
+    def _run_noted(self, node: Node) -> Iterator[Batch]:
         self.steps += describe(node)
         yield from self.run(node)
 
-    def _adaptive(self) -> Iterator[list[ListedFile]]:
+    def _adaptive(self) -> Iterator[Batch]:
         """List the table flat, re-deciding after every page (see module doc)."""
         builder = ProfileBuilder(self.root, len(self.cols))
         spent, last, alt = 0, None, None
@@ -149,8 +180,8 @@ class PlanRun:
             for page in pages:
                 spent += 1
                 builder.add(page)
-                yield from self._checked(page.files)
-                last = max((m.path for m in page.files), default=last)
+                yield from self._checked(page)
+                last = _last_key(page, last)
                 self.chooser.profile = builder.profile()
                 if not page.truncated or last is None:
                     self.steps.append(f"list {self.root!r}: {spent} pages (flat was cheapest)")
@@ -177,7 +208,7 @@ class PlanRun:
         yield from self.run(alt)
 
     # --- running --------------------------------------------------------------------------
-    def run(self, node: Node, *, hinted: bool = False) -> Iterator[list[ListedFile]]:
+    def run(self, node: Node, *, hinted: bool = False) -> Iterator[Batch]:
         """The matching files of ``node``'s listings; ``hinted``: its listings were
         announced to the fetcher already (as part of an enumeration or a walk)."""
         if isinstance(node, Enumerate):
@@ -202,7 +233,7 @@ class PlanRun:
                     self.chooser.profile = TableProfile.from_page(self.root, page,
                                                                   len(self.cols))
                     sample = False
-                yield from self._checked(page.files)
+                yield from self._checked(page)
 
     def _clip(self, prefix: str, start_after: str | None) -> tuple[bool, str | None]:
         """(skip, start_after) for listing ``prefix`` once the keys up to ``_after`` are
@@ -217,7 +248,7 @@ class PlanRun:
             return False, after if start_after is None else max(start_after, after)
         return False, start_after
 
-    def _walk(self, node: Walk) -> Iterator[list[ListedFile]]:
+    def _walk(self, node: Walk) -> Iterator[Batch]:
         name = self.cols[node.depth][0]
         for page in self._take(Request(node.prefix, True)):
             for meta in page.files:  # a file beside partition directories
@@ -225,6 +256,11 @@ class PlanRun:
                 if is_hidden(meta.path.rsplit("/", 1)[-1]):
                     self.metrics.files_skipped_hidden += 1
                     continue
+                if node.depth == 0 and self._by_directory:
+                    # at the root, not read, as a flat listing has it (decode warns)
+                    if self.layout.decode(meta.path) is None:
+                        self.metrics.files_skipped_hidden += 1
+                        continue
                 raise PartitionLayoutError(
                     f"file {meta.path} sits where directories {name}=… were expected")
             # every directory of the page is decided first (deciding sends nothing), so
@@ -250,7 +286,7 @@ class PlanRun:
         value = self.layout.value(node.depth, segment, d.rstrip("/"), self._example)
         known = {**node.known, name: value}
         if may_be_true(self.predicate, knowns(known)):
-            return self.chooser.best(d, node.depth + 1, known)
+            return self.chooser.below(d, node.depth + 1, known)
         return _Choice.PRUNED
 
     def _try_decide(self, node: Walk, d: str) -> Node | _Choice:
@@ -291,14 +327,67 @@ class PlanRun:
         return self._splitter.flat(prefix, start_after, stop_after, node=node,
                                    may_split=may_split, paged=paged)
 
-    def _checked(self, metas: list[ObjectMeta]) -> Iterator[list[ListedFile]]:
-        """:meth:`_check_page` of a page, a thousand keys at a time (a local store lists
-        a table in one page: its kept files then reach the plan a batch at a time)."""
+    def _checked(self, page: Page) -> Iterator[Batch]:
+        """:meth:`_check_page` of a page, a thousand keys at a time, or :meth:`_check_run`
+        of each of its runs (a local store lists a table in one page: its kept files then
+        reach the plan a batch at a time)."""
+        if page.runs is not None:
+            for files in page.runs:
+                kept = self._check_run(files)
+                if kept is not None:
+                    yield kept
+            return
+        metas = page.files
         if len(metas) <= PAGE_SIZE:
             yield self._check_page(metas)
             return
         for start in range(0, len(metas), PAGE_SIZE):
             yield self._check_page(metas[start:start + PAGE_SIZE])
+
+    def _check_run(self, files: DirFiles) -> ListedRun | None:
+        """:meth:`_check_page` of one directory's files as columns: the directory is
+        decided once, each name is looked at, no object is made per file."""
+        m = self.metrics
+        names = files.names
+        m.files_listed += len(names)
+        directory = files.directory
+        # one look at all the names first: a hidden one is rare ("\0" is in no name)
+        joined = "\0" + "\0".join(names) + "\0"
+        hidden = [i for i, name in enumerate(names)
+                  if (name.startswith(HIDDEN_PREFIXES) or name.endswith(COPYING_SUFFIX))
+                  and is_hidden(name)] if _MAY_HIDE.search(joined) else []
+        m.files_skipped_hidden += len(hidden)
+        if len(hidden) == len(names):
+            return None
+        visible = range(len(names))
+        if hidden:
+            skip = set(hidden)
+            visible = [i for i in visible if i not in skip]  # type: ignore[assignment]
+        if directory != self._last_dir[0]:
+            first = directory + names[visible[0]]
+            self._last_dir = self._directory(first, len(directory))
+        _, values, keep = self._last_dir
+        if values is None:
+            m.files_skipped_hidden += len(visible)
+            return None
+        if not keep:
+            return None
+        endings = self.file_filter.endings
+        if endings is not None and not hidden and all(map(str.endswith, names,
+                                                          repeat(endings))):
+            kept = list(visible)  # the common case, in one pass of C
+        elif endings is not None:
+            kept = [i for i in visible
+                    if names[i].endswith(endings) or names[i].lower().endswith(endings)]
+        else:
+            accepts = self.file_filter.accepts
+            metas = Page(runs=[files]).files
+            kept = [i for i in visible if accepts(metas[i])]
+        m.files_skipped_other += len(visible) - len(kept)
+        m.files_matched += len(kept)
+        if not kept:
+            return None
+        return ListedRun(files if len(kept) == len(names) else files.taken(kept), values)
 
     def _check_page(self, metas: list[ObjectMeta]) -> list[ListedFile]:
         """Decide each listed key of a page: hidden, pruned, not a data file, or a match.
@@ -360,3 +449,11 @@ def _ahead_of(node: Enumerate, last: str) -> Enumerate:
     kept = [child for child, p in zip(node.children, prefixes, strict=True)
             if not p < last[:len(p)]]
     return Enumerate(kept, sum(child.est for child in kept))
+
+
+def _last_key(page: Page, last: str | None) -> str | None:
+    """The greatest key of ``page``'s files, or ``last`` when it has none."""
+    if page.runs is not None:  # runs in key order
+        run = next((r for r in reversed(page.runs) if len(r)), None)
+        return run.directory + run.names[-1] if run is not None else last
+    return max((m.path for m in page.files), default=last)
