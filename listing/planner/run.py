@@ -180,8 +180,8 @@ class PlanRun:
             for page in pages:
                 spent += 1
                 builder.add(page)
+                last = _last_key(page, last)  # before the check takes a page's runs
                 yield from self._checked(page)
-                last = _last_key(page, last)
                 self.chooser.profile = builder.profile()
                 if not page.truncated or last is None:
                     self.steps.append(f"list {self.root!r}: {spent} pages (flat was cheapest)")
@@ -331,8 +331,8 @@ class PlanRun:
         """:meth:`_check_page` of a page, a thousand keys at a time, or :meth:`_check_run`
         of each of its runs (a local store lists a table in one page: its kept files then
         reach the plan a batch at a time)."""
-        if page.runs is not None:
-            for files in page.runs:
+        if page.runs is not None:  # the run is the page's last reader
+            for files in page.take_runs():
                 kept = self._check_run(files)
                 if kept is not None:
                     yield kept

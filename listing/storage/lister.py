@@ -93,15 +93,27 @@ class Page:
     @property
     def files(self) -> list[ObjectMeta]:
         if self._files is None:
-            self._files = _metas(self.runs or [])
+            if self.runs is None:
+                raise RuntimeError("the page's runs were taken: its files are gone")
+            self._files = _metas(self.runs)
         return self._files
+
+    def take_runs(self) -> Iterator[DirFiles]:
+        """The runs, each dropped from the page as it is handed over (its columns are
+        freed once the reader is done with them): the last reader of a page of runs takes
+        them; ``files`` is then gone, unless it was asked for before."""
+        runs = self.runs or []
+        self.runs = None
+        runs.reverse()
+        while runs:
+            yield runs.pop()
 
     @property
     def file_count(self) -> int:
         """``len(files)``, without making them."""
-        if self._files is None and self.runs is not None:
-            return sum(len(run) for run in self.runs)
-        return len(self.files)
+        if self._files is None:
+            return sum(len(run) for run in self.runs or [])
+        return len(self._files)
 
     def __repr__(self) -> str:
         return f"Page({self.file_count} files, {len(self.dirs)} dirs, " \
