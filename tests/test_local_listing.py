@@ -188,6 +188,31 @@ def test_the_scandir_lister_lists_as_fsspec_does(tmp_path, delimiter):
     assert len(whole) == 15  # every file, hidden, empty and linked ones included
 
 
+def test_a_local_page_of_columns_is_decided_as_a_page_of_rows(tmp_path):
+    # hidden files and folders, a file being copied, a file of another format, a folder
+    # below the partitions between two files (a directory's files in two runs)
+    for name in ["date=2020-01-01/hour=0/a.parquet", "date=2020-01-01/hour=0/_SUCCESS",
+                 "date=2020-01-01/hour=0/.a.parquet.crc", "date=2020-01-01/hour=0/b.csv",
+                 "date=2020-01-01/hour=0/c.parquet._COPYING_",
+                 "date=2020-01-01/hour=1/a.parquet", "date=2020-01-01/hour=1/m/x.parquet",
+                 "date=2020-01-01/hour=1/z.parquet", "date=2020-01-02/hour=1/a.parquet",
+                 "date=2020-01-02/_tmp/hour=1/a.parquet", "date=2020-01-02/hour=0/.hidden",
+                 "_SUCCESS"]:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(b"x")
+    local, through_fsspec = _open(tmp_path), _open(tmp_path, filesystem=CountingFS())
+    assert Lister(local.storage)._local and not Lister(through_fsspec.storage)._local
+    for where in [None, "hour = 1", "date = DATE '2020-01-01'", "hour = 5"]:
+        plans = [t.scan(where=where) for t in (local, through_fsspec)]
+        assert [(f.path, f.size, f.partition_values, f.last_modified, f.etag)
+                for f in plans[0].files] == [(f.path, f.size, f.partition_values,
+                                              f.last_modified, f.etag) for f in plans[1].files]
+        assert plans[0].metrics.listing == plans[1].metrics.listing, where
+        assert plans[0].listing_plan == plans[1].listing_plan
+    # positive control: the files a filter keeps differ from the whole table's
+    assert len(local.scan(where="hour = 1").files) == 4 < len(local.scan().files) == 5
+
+
 def test_the_local_lister_is_used_for_local_tables(tree):
     assert Lister(StorageSpec("file"))._local
     assert not Lister(StorageSpec("file", filesystem_factory=CountingFS()))._local

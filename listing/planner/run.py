@@ -359,10 +359,10 @@ class PlanRun:
         m.files_skipped_hidden += len(hidden)
         if len(hidden) == len(names):
             return None
-        visible = range(len(names))
+        visible: range | list[int] = range(len(names))
         if hidden:
             skip = set(hidden)
-            visible = [i for i in visible if i not in skip]  # type: ignore[assignment]
+            visible = [i for i in visible if i not in skip]
         if directory != self._last_dir[0]:
             first = directory + names[visible[0]]
             self._last_dir = self._directory(first, len(directory))
@@ -373,9 +373,10 @@ class PlanRun:
         if not keep:
             return None
         endings = self.file_filter.endings
+        kept: range | list[int]
         if endings is not None and not hidden and all(map(str.endswith, names,
                                                           repeat(endings))):
-            kept = list(visible)  # the common case, in one pass of C
+            kept = visible  # the common case, in one pass of C
         elif endings is not None:
             kept = [i for i in visible
                     if names[i].endswith(endings) or names[i].lower().endswith(endings)]
@@ -387,7 +388,7 @@ class PlanRun:
         m.files_matched += len(kept)
         if not kept:
             return None
-        return ListedRun(files if len(kept) == len(names) else files.taken(kept), values)
+        return ListedRun(files if len(kept) == len(names) else files.taken(list(kept)), values)
 
     def _check_page(self, metas: list[ObjectMeta]) -> list[ListedFile]:
         """Decide each listed key of a page: hidden, pruned, not a data file, or a match.
