@@ -77,26 +77,30 @@ def pack_file_groups(files: list[PartitionedFile], fmt: Splitter, options: Listi
     total = int(_scaled(sizes, share).sum()) + open_cost * len(files)
     max_split = min(options.max_partition_bytes, max(open_cost, total // parallelism))
     file_split = max(1, int(max_split / share))  # the same split, in the file's bytes
-    pieces: list[PartitionedFile] = list(files)
-    for i in np.flatnonzero(sizes > file_split)[::-1].tolist():  # most files fit a split
-        pieces[i:i + 1] = fmt.split(files[i], file_split)
-    # largest first (stable, as Spark sorts)
+    pieces: list[PartitionedFile] = files
+    big = np.flatnonzero(sizes > file_split)
+    if big.size:  # most files fit a split
+        pieces = list(files)
+        for i in big[::-1].tolist():
+            pieces[i:i + 1] = fmt.split(files[i], file_split)
+    # largest first (stable, as Spark sorts); reordered as an array of references, with
+    # no integer object per piece
     scaled = _scaled(np.fromiter((p.length for p in pieces), np.int64, len(pieces)), share)
     order = np.argsort(-scaled, kind="stable")
-    pieces = [pieces[i] for i in order.tolist()]
+    ordered = np.fromiter(pieces, object, len(pieces))[order]
     lengths: list[int] = scaled[order].tolist()
     sparks = _greedy_count(lengths, max_split, open_cost)
     needed = -(-sum(lengths) // options.max_partition_bytes)
     # a file that cannot be split may alone hold more than maxPartitionBytes, so
     # ``needed`` can exceed Spark's count: never more groups than Spark makes
-    count = min(max(parallelism * (sparks // parallelism), needed, 1), sparks, len(pieces))
+    count = min(max(parallelism * (sparks // parallelism), needed, 1), sparks, len(ordered))
     groups: list[list[PartitionedFile]] = [[] for _ in range(count)]
     # a heap of the groups' loads, each number load << shift | group: ordered as the pairs
     # (load, group), without a tuple per piece
     shift = count.bit_length()
     mask = (1 << shift) - 1
     lightest = list(range(count))
-    for piece, length in zip(pieces, lengths, strict=True):  # to the lightest group (LPT)
+    for piece, length in zip(ordered, lengths, strict=True):  # to the lightest group (LPT)
         top = lightest[0]
         groups[top & mask].append(piece)
         heapq.heapreplace(lightest, top + ((length + open_cost) << shift))

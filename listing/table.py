@@ -43,7 +43,7 @@ from listing.list_cache import CACHE, CachedLister
 from listing.metrics import Counters, CountersView
 from listing.options import ListingOptions
 from listing.packing import WHOLE_FILES, KeyPacking, pack_by_partition_key, pack_file_groups
-from listing.planner import FileFilter, ListedFile, PlanRun, TableProfile
+from listing.planner import Batch, FileFilter, ListedRun, PlanRun, TableProfile
 from listing.planner.glob_filter import folders_partition_filter, glob_partition_filter
 from listing.pushdown import Pushdown
 from listing.scan import ScanMetrics, ScanPlan
@@ -505,10 +505,16 @@ class ListingTable:
             files.close()  # no further page
         return None if first is None else self._partitioned([first])[0]
 
-    def _partitioned(self, listed: list[ListedFile]) -> list[PartitionedFile]:
+    def _partitioned(self, listed: Batch) -> list[PartitionedFile]:
         """Listed keys as the files a plan holds: their URLs, and what identifies their
-        version (a page at a time: a long listing makes one per key)."""
+        version (a page or a directory at a time: a long listing makes one per key)."""
         scheme = self.url.to_url("")  # a path's URL is this and the path
+        if isinstance(listed, ListedRun):
+            files, values = listed
+            head = scheme + files.directory
+            return [whole_file(head + name, size, values, mtime, etag)
+                    for name, size, mtime, etag in zip(files.names, files.sizes, files.times(),
+                                                       files.etags(), strict=True)]
         return [whole_file(scheme + meta.path, meta.size, values, meta.last_modified, meta.etag)
                 for meta, values in listed]
 

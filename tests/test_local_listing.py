@@ -91,6 +91,43 @@ def test_a_range_lists_only_its_folders_on_a_local_table(tree, monkeypatch):
     assert len(read) == 1 + DAYS + DAYS * HOURS
 
 
+def test_a_level_fixed_under_an_open_one_reads_only_its_folders(tree, monkeypatch):
+    table = _open(tree)
+    every = table.scan().files
+    read = _scandirs(monkeypatch, tree)
+    plan = table.scan(where="hour = 1")
+    # the same files a filter of the whole table keeps, in key order
+    assert [f.path for f in plan.files] == [f.path for f in every
+                                            if f.partition_values["hour"] == 1]
+    assert len(plan.files) == DAYS
+    assert plan.listing_plan[0].startswith(f"walk '{tree}/' level by level")
+    # the root and each day for their names, then only each day's hour=1: never the
+    # other hours' folders
+    hours = [Path(d).name for d in read if Path(d).name.startswith("hour=")]
+    assert hours == ["hour=1"] * DAYS
+    assert len(read) == 1 + DAYS + DAYS
+    # positive control: a filter on the first level alone lists the day, all its hours
+    read.clear()
+    assert len(table.scan(where="date = DATE '2020-01-05'").files) == HOURS
+    assert sorted(Path(d).name for d in read) == ["date=2020-01-05"] + [
+        f"hour={h}" for h in range(HOURS)]
+
+
+def test_a_walked_local_table_skips_a_file_at_its_root(tmp_path):
+    for h in range(2):
+        (tmp_path / "date=2020-01-01" / f"hour={h}").mkdir(parents=True)
+        (tmp_path / "date=2020-01-01" / f"hour={h}" / "part-0.parquet").write_bytes(b"x")
+    (tmp_path / "notes.txt").write_bytes(b"not data")
+    table = _open(tmp_path)
+    walked = table.scan(where="hour = 1")
+    assert walked.listing_plan[0].startswith("walk")
+    assert [Path(f.path).parent.name for f in walked.files] == ["hour=1"]
+    # control: the flat listing of the same table skips it too
+    flat = table.scan()
+    assert flat.listing_plan[0].startswith("list")
+    assert len(flat.files) == 2
+
+
 def test_a_range_lists_only_its_folders_through_fsspec(tree):
     fs = CountingFS()
     table = _open(tree, filesystem=fs)
@@ -149,6 +186,31 @@ def test_the_scandir_lister_lists_as_fsspec_does(tmp_path, delimiter):
     whole = next(Lister(spec).pages(root, delimiter=False)).files
     assert [f.path for f in whole] == sorted(f.path for f in whole)
     assert len(whole) == 15  # every file, hidden, empty and linked ones included
+
+
+def test_a_local_page_of_columns_is_decided_as_a_page_of_rows(tmp_path):
+    # hidden files and folders, a file being copied, a file of another format, a folder
+    # below the partitions between two files (a directory's files in two runs)
+    for name in ["date=2020-01-01/hour=0/a.parquet", "date=2020-01-01/hour=0/_SUCCESS",
+                 "date=2020-01-01/hour=0/.a.parquet.crc", "date=2020-01-01/hour=0/b.csv",
+                 "date=2020-01-01/hour=0/c.parquet._COPYING_",
+                 "date=2020-01-01/hour=1/a.parquet", "date=2020-01-01/hour=1/m/x.parquet",
+                 "date=2020-01-01/hour=1/z.parquet", "date=2020-01-02/hour=1/a.parquet",
+                 "date=2020-01-02/_tmp/hour=1/a.parquet", "date=2020-01-02/hour=0/.hidden",
+                 "_SUCCESS"]:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(b"x")
+    local, through_fsspec = _open(tmp_path), _open(tmp_path, filesystem=CountingFS())
+    assert Lister(local.storage)._local and not Lister(through_fsspec.storage)._local
+    for where in [None, "hour = 1", "date = DATE '2020-01-01'", "hour = 5"]:
+        plans = [t.scan(where=where) for t in (local, through_fsspec)]
+        assert [(f.path, f.size, f.partition_values, f.last_modified, f.etag)
+                for f in plans[0].files] == [(f.path, f.size, f.partition_values,
+                                              f.last_modified, f.etag) for f in plans[1].files]
+        assert plans[0].metrics.listing == plans[1].metrics.listing, where
+        assert plans[0].listing_plan == plans[1].listing_plan
+    # positive control: the files a filter keeps differ from the whole table's
+    assert len(local.scan(where="hour = 1").files) == 4 < len(local.scan().files) == 5
 
 
 def test_the_local_lister_is_used_for_local_tables(tree):

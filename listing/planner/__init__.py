@@ -1,7 +1,8 @@
 """The listing planner: list only the keys that can match a partition filter.
 
 Choosing (:mod:`.choose`, a plan of :mod:`.nodes` from the filter and the table's
-:mod:`.profile`) is separate from running (:mod:`.run`: requests, key decoding, metrics).
+:mod:`.profile`) is separate from running (:mod:`.run`: requests, key decoding, metrics;
+:mod:`.key_ranges`: a long flat listing split into key ranges listed at once).
 
 Object stores answer LIST with at most 1000 keys a page and charge per request. The
 planner turns the partition filter into the cheapest requests it can justify:
@@ -40,6 +41,7 @@ parsed partition values, so an estimate can only cost requests, never correctnes
 from listing.planner.file_filter import FileFilter
 from listing.planner.nodes import describe
 from listing.planner.profile import ProfileBuilder, TableProfile
-from listing.planner.run import ListedFile, PlanRun
+from listing.planner.run import Batch, ListedFile, ListedRun, PlanRun
 
-__all__ = ["FileFilter", "ListedFile", "PlanRun", "ProfileBuilder", "TableProfile", "describe"]
+__all__ = ["Batch", "FileFilter", "ListedFile", "ListedRun", "PlanRun", "ProfileBuilder",
+           "TableProfile", "describe"]

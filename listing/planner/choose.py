@@ -42,19 +42,25 @@ class Chooser:
     """Plans for one partition filter over one table; ``profile`` sharpens as pages arrive."""
 
     def __init__(self, root: str, partition_cols: list[tuple[str, pa.DataType]],
-                 profile: TableProfile | None, predicate: Expr | None) -> None:
+                 profile: TableProfile | None, predicate: Expr | None, *,
+                 by_directory: bool = False) -> None:
         self.root = root
         self.cols = partition_cols
         self.profile = profile
         self.predicate = predicate
+        #: the store reads a directory per listing (see :meth:`directory_walk`)
+        self.by_directory = by_directory
 
-    def direct(self) -> Node | None:
+    def direct(self, prefix: str | None = None, start: int = 0,
+               known: dict[str, Any] | None = None) -> Node | None:
         """The plan when the filter pins the listing to one prefix (or to none): exact
         values down the levels, then a narrowed range. It lists a subset of the table, so
-        it needs no estimate of the table's size."""
-        prefix = self.root
-        known: dict[str, Any] = {}
-        for depth, (name, type_) in enumerate(self.cols):
+        it needs no estimate of the table's size. ``prefix``, ``start``, ``known``: from
+        that directory of level ``start`` whose values above are known (default: the
+        root); below the root it is never None."""
+        prefix = self.root if prefix is None else prefix
+        known = {} if known is None else known
+        for depth, (name, type_) in enumerate(self.cols[start:], start):
             values = self.candidates(depth, known)
             if values == []:
                 return Enumerate([], 0)  # contradictory filter: nothing to list
@@ -70,6 +76,32 @@ class Chooser:
             prefix = f"{prefix}{escape_path_name(name)}={spelled}/"
             known = {**known, name: values[0]}
         return Flat(prefix, len(self.cols), known, 1)
+
+    def below(self, prefix: str, depth: int, known: dict[str, Any]) -> Node:
+        """The plan for a directory of level ``depth`` a walk keeps: the cheapest by the
+        profile, else (no profile yet) the exact values and ranges of :meth:`direct`. On
+        a store that reads directories, a directory that would be listed whole while the
+        filter still decides something below it is walked instead."""
+        if self.profile is not None and not self.by_directory:
+            return self.best(prefix, depth, known)
+        node = self.direct(prefix, depth, known)
+        assert node is not None  # below the root, direct() always has a plan
+        if (self.by_directory and isinstance(node, Flat) and node.prefix == prefix
+                and node.depth < len(self.cols) and node.start_after is None
+                and node.stop_after is None and self.prunes_below(depth, known)):
+            return Walk(prefix, depth, known, math.nan)
+        return node
+
+    def directory_walk(self) -> Walk | None:
+        """On a store that reads directories (``by_directory``: a local tree, where a
+        listing costs the directories and files it reads, not its requests), a walk from
+        the root when the filter leaves the first level open but decides a deeper one
+        (``hour = 7``): the first level's directories are read for their names only, and
+        of the second level only the kept directories are read (``date=X/hour=7/``), where
+        the flat listing reads every directory and every file of the table."""
+        if not self.by_directory or len(self.cols) < 2 or not self.prunes_below(1, {}):
+            return None
+        return Walk(self.root, 0, {}, math.nan)
 
     def root_alternative(self) -> tuple[Node | None, bool]:
         """The best plan other than listing the whole table, and whether it is cheaper per

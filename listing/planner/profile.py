@@ -57,21 +57,30 @@ class ProfileBuilder:
         self.truncated = True
 
     def add(self, page: Page) -> None:
-        self.keys += len(page.files)
+        self.keys += page.file_count
         self.truncated = page.truncated
+        if page.runs is not None:  # a directory's files at once
+            for run in page.runs:
+                self._count(run.directory, len(run))
+            return
         for meta in page.files:
-            rel = meta.path[len(self.root):].split("/")
-            for d in range(min(self.k, len(rel) - 1)):
-                key = "/".join(rel[: d + 1])
-                counts = self.counts[d]
-                if key not in counts:
-                    counts[key] = 0
-                    parsed = parse_segment(rel[d])
-                    if parsed:
-                        self.values[d].append(parsed[1])
-                        if not is_canonical_segment(rel[d]):
-                            self.respelled[d] = True
-                counts[key] += 1
+            self._count(meta.path, 1)
+
+    def _count(self, path: str, n: int) -> None:
+        """Count ``n`` keys in the directories of ``path`` (a key, or a directory with
+        its slash)."""
+        rel = path[len(self.root):].split("/")
+        for d in range(min(self.k, len(rel) - 1)):
+            key = "/".join(rel[: d + 1])
+            counts = self.counts[d]
+            if key not in counts:
+                counts[key] = 0
+                parsed = parse_segment(rel[d])
+                if parsed:
+                    self.values[d].append(parsed[1])
+                    if not is_canonical_segment(rel[d]):
+                        self.respelled[d] = True
+            counts[key] += n
 
     def profile(self) -> TableProfile:
         keys_per_dir = []

@@ -1,37 +1,23 @@
 """Running a listing plan: send the requests, decode and filter every listed key.
 
 With ``max_concurrent_requests`` above 1, requests are sent ahead of need from a few
-threads (:class:`Fetcher`), while this run still reads every page itself, in key order,
-exactly as a sequential run would: the files, their order, the metrics and any error are
-the same, and so are the requests, except for the split of a long flat listing below.
+threads (:class:`~listing.storage.prefetch.Fetcher`), while this run still reads every
+page itself, in key order, exactly as a sequential run would: the files, their order, the
+metrics and any error are the same, and so are the requests, except for the split of a
+long flat listing into key ranges (:mod:`listing.planner.key_ranges`).
 
-- The prefixes of an enumeration, and the directories a walk keeps from each page it
-  lists, are known before any of them is read: they are sent at once, in the order the
-  run will read them, at most ``2 × max_concurrent_requests`` listings ahead.
-- A flat listing that runs on (past :data:`SEQUENTIAL_PAGES` pages, the keys sit in
-  several directories of more than :data:`PAGES_PER_RANGE` + 1 keys each, and the rest is
-  not known to be short) may be split: one delimiter page, sent while the next flat page
-  is fetched, names the directories after the last key listed; after that next page,
-  the rest is listed as up to ``max_concurrent_requests`` key ranges (``StartAfter`` a
-  directory, up to the next range's start) at once, when it is long enough. The ranges
-  cover the rest without gap or overlap, so the keys and their order are those of the
-  flat listing; the adaptive run still sees them in pages of 1000 and decides as it
-  would have. The cost: the delimiter page (also when the rest proves too short to
-  split: its answer then costs no time, as it came beside a flat page), and at most one
-  partial page per range.
-
-s3fs runs every request on its own event-loop thread (our threads only wait), and the
-:class:`~listing.storage.lister.Lister` counts under a lock, so the counts stay exact.
+The prefixes of an enumeration, and the directories a walk keeps from each page it lists,
+are known before any of them is read: they are sent at once, in the order the run will
+read them, at most ``2 × max_concurrent_requests`` listings ahead.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
-import threading
-from collections import deque
+import re
 from collections.abc import Callable, Generator, Iterator, Sequence
 from enum import Enum
+from itertools import repeat
 from typing import Any, NamedTuple
 
 import pyarrow as pa
@@ -42,20 +28,18 @@ from listing.hive import COPYING_SUFFIX, HIDDEN_PREFIXES, HiveLayout, is_hidden
 from listing.metrics import Counters
 from listing.planner.choose import Chooser
 from listing.planner.file_filter import FileFilter
+from listing.planner.key_ranges import RangeSplitter
 from listing.planner.nodes import Enumerate, Flat, Node, Walk, describe
 from listing.planner.profile import ProfileBuilder, TableProfile
+from listing.storage.dir_files import DirFiles
 from listing.storage.lister import PAGE_SIZE, Lister, ObjectMeta, Page
+from listing.storage.prefetch import Fetcher, Request, close_pages
 
 #: what a run counts of the keys it lists (its :attr:`PlanRun.metrics`)
 LISTED = ("files_listed", "files_matched", "partitions_pruned", "files_skipped_hidden",
           "files_skipped_other")
-#: pages a flat listing reads before it sends the delimiter page that may split the rest
-#: into key ranges (a table of one page costs exactly its flat listing; two pages, that
-#: page more, sent beside the second: no time, on a store that serves requests at once)
-SEQUENTIAL_PAGES = 1
-#: least estimated pages per key range: fewer ranges than that are not worth their
-#: partial last pages
-PAGES_PER_RANGE = 2
+#: a name in a "\0"-joined list that may be hidden (:func:`~listing.hive.is_hidden`)
+_MAY_HIDE = re.compile("\0[_.]|" + re.escape(COPYING_SUFFIX) + "\0")
 
 
 class ListedFile(NamedTuple):
@@ -66,144 +50,20 @@ class ListedFile(NamedTuple):
     values: dict[str, Any]
 
 
-class Request(NamedTuple):
-    """One listing: every page of ``prefix`` within the key bounds (``first_page``: its
-    first page only)."""
+class ListedRun(NamedTuple):
+    """Kept files of one directory as columns, with the partition values they share (read
+    them, never change them): a local listing's files, with no object per file."""
 
-    prefix: str
-    delimiter: bool
-    start_after: str | None = None
-    stop_after: str | None = None
-    first_page: bool = False
+    files: DirFiles
+    values: dict[str, Any]
 
-
-class _Job:
-    def __init__(self, request: Request, wanted: bool) -> None:
-        self.request = request
-        self.wanted = wanted  # the run waits for it: it goes first, whatever the window
-        self.started = False
-        self.done = threading.Event()
-        self.pages: list[Page] = []
-        self.error: Exception | None = None
+    def listed(self) -> list[ListedFile]:
+        values = self.values
+        return [ListedFile(meta, values) for meta in Page(runs=[self.files]).files]
 
 
-class Fetcher:
-    """Sends listings from ``workers`` threads ahead of need, and hands their pages back
-    in the order the run asks for them.
-
-    ``hint`` announces the listings the run will read next, in order; ``take`` waits for
-    one (sending it first when it was not hinted). At most ``workers`` requests are in
-    flight and at most ``window`` hinted listings are listed before the run asks for them.
-    A listing that fails raises its error when the run takes it, so errors come in the
-    order a sequential run meets them. ``close`` drops what was not started and waits for
-    the requests in flight. (A listing is handed over whole: handing its pages over as
-    they come made the run slower, its decisions then competing for the interpreter
-    with the threads that send and parse requests.)
-    """
-
-    def __init__(self, lister: Lister, workers: int, window: int | None = None) -> None:
-        self.lister = lister
-        self.workers = workers
-        self.window = window or 2 * workers
-        self._cv = threading.Condition()
-        self._todo: deque[_Job] = deque()  # not started, in the order they are needed
-        self._hinted: dict[Request, deque[_Job]] = {}
-        self._ahead = 0  # started, not yet asked for
-        self._threads: list[threading.Thread] = []
-        self._closed = False
-
-    def hint(self, requests: Sequence[Request]) -> None:
-        """Listings the run reads next, in this order: before anything hinted earlier
-        (which belongs to later parts of the plan)."""
-        if not requests:
-            return
-        jobs = [_Job(r, False) for r in requests]
-        with self._cv:
-            for job in jobs:
-                self._hinted.setdefault(job.request, deque()).append(job)
-            self._todo.extendleft(reversed(jobs))
-            self._start()
-            self._cv.notify_all()
-
-    def take(self, request: Request) -> list[Page]:
-        """Every page of ``request``, once listed; its error if it failed."""
-        with self._cv:
-            queue = self._hinted.get(request)
-            job = queue.popleft() if queue else None
-            if queue is not None and not queue:
-                del self._hinted[request]
-            if job is None:
-                job = _Job(request, True)
-                self._todo.appendleft(job)
-            elif job.started:
-                self._ahead -= 1
-            else:
-                self._todo.remove(job)
-                self._todo.appendleft(job)
-            job.wanted = True
-            self._start()
-            self._cv.notify_all()
-        job.done.wait()
-        if job.error is not None:
-            raise job.error
-        return job.pages
-
-    def forget(self, requests: Sequence[Request]) -> int:
-        """Hinted listings the run will not read after all: those not started are
-        dropped (those started still count their requests); returns how many were."""
-        started = 0
-        with self._cv:
-            for request in requests:
-                for job in self._hinted.pop(request, ()):
-                    if job.started:
-                        self._ahead -= 1
-                        started += 1
-                    else:
-                        self._todo.remove(job)
-            self._cv.notify_all()
-        return started
-
-    def close(self) -> None:
-        with self._cv:
-            self._closed = True
-            self._todo.clear()
-            self._hinted.clear()
-            self._cv.notify_all()
-        for thread in self._threads:
-            thread.join()
-
-    def _start(self) -> None:
-        while len(self._threads) < self.workers:
-            thread = threading.Thread(target=self._work, name="listing-fetch", daemon=True)
-            thread.start()
-            self._threads.append(thread)
-
-    def _ready(self) -> bool:
-        return bool(self._todo) and (self._todo[0].wanted or self._ahead < self.window)
-
-    def _work(self) -> None:
-        while True:
-            with self._cv:
-                while not self._closed and not self._ready():
-                    self._cv.wait()
-                if self._closed:
-                    return
-                job = self._todo.popleft()
-                job.started = True
-                if not job.wanted:
-                    self._ahead += 1
-            r = job.request
-            try:
-                pages = self.lister.pages(r.prefix, delimiter=r.delimiter,
-                                          start_after=r.start_after, stop_after=r.stop_after)
-                try:
-                    job.pages = list(itertools.islice(pages, 1) if r.first_page else pages)
-                finally:
-                    _close(pages)
-            except Exception as err:  # noqa: BLE001 - raised where the run takes it
-                job.error = err
-            finally:
-                job.done.set()
+#: what :meth:`PlanRun.batches` yields: kept files as rows, or one directory's as columns
+Batch = list[ListedFile] | ListedRun
 
 
 class _Choice(Enum):
@@ -224,7 +84,10 @@ class PlanRun:
         self.root = root_prefix
         self.cols = partition_cols
         self.layout = HiveLayout(root_prefix, tuple(partition_cols), case_sensitive)
-        self.chooser = Chooser(root_prefix, partition_cols, profile, predicate)
+        # a store whose listing costs the directories it reads (not its requests)
+        self._by_directory: bool = getattr(lister, "reads_directories", False)
+        self.chooser = Chooser(root_prefix, partition_cols, profile, predicate,
+                               by_directory=self._by_directory)
         self.predicate = predicate
         self.file_filter = file_filter
         #: what the run did with the keys listed (its requests: ``lister.counters``)
@@ -241,6 +104,8 @@ class PlanRun:
         self.steps: list[str] = []  # what was done, for explain()
         self.max_concurrent_requests = max_concurrent_requests
         self._fetcher: Fetcher | None = None
+        self._splitter: RangeSplitter | None = None  # with a fetcher, on a store that splits
+        # a store whose listing costs the directories it reads (not its requests)
 
     @property
     def profile(self) -> TableProfile | None:
@@ -253,29 +118,38 @@ class PlanRun:
         batches = self.batches()
         try:
             for batch in batches:
-                yield from batch
+                yield from batch.listed() if isinstance(batch, ListedRun) else batch
         finally:
             batches.close()
 
-    def batches(self) -> Generator[list[ListedFile], None, None]:
+    def batches(self) -> Generator[Batch, None, None]:
         """:meth:`files` a listed page at a time (a long listing's keys then pass through
-        one loop each, not through a generator per plan node)."""
+        one loop each, not through a generator per plan node): a list of files, or, from
+        a page of columns (a local listing), a directory's files as one :class:`ListedRun`."""
         if self.max_concurrent_requests > 1:
             self._fetcher = Fetcher(self.lister, self.max_concurrent_requests)
+            if self.lister.splits_ranges:
+                self._splitter = RangeSplitter(self.lister, self._fetcher, self.chooser,
+                                               self.steps)
         try:
             yield from self._files()
         finally:
             if self._fetcher is not None:
                 self._fetcher.close()
                 self._fetcher = None
+                self._splitter = None
 
-    def _files(self) -> Iterator[list[ListedFile]]:
+    def _files(self) -> Iterator[Batch]:
         if self.predicate is None or not self.cols:
             yield from self._run_noted(Flat(self.root, 0, {}, math.nan))
             return
         direct = self.chooser.direct()
         if direct is not None:
             yield from self._run_noted(direct)
+            return
+        walk = self.chooser.directory_walk()
+        if walk is not None:
+            yield from self._run_noted(walk)
             return
         profile = self.chooser.profile
         if profile is not None and profile.complete:
@@ -286,11 +160,11 @@ class PlanRun:
             return
         yield from self._adaptive()
 
-    def _run_noted(self, node: Node) -> Iterator[list[ListedFile]]:
+    def _run_noted(self, node: Node) -> Iterator[Batch]:
         self.steps += describe(node)
         yield from self.run(node)
 
-    def _adaptive(self) -> Iterator[list[ListedFile]]:
+    def _adaptive(self) -> Iterator[Batch]:
         """List the table flat, re-deciding after every page (see module doc)."""
         builder = ProfileBuilder(self.root, len(self.cols))
         spent, last, alt = 0, None, None
@@ -302,8 +176,8 @@ class PlanRun:
             for page in pages:
                 spent += 1
                 builder.add(page)
-                yield from self._checked(page.files)
-                last = max((m.path for m in page.files), default=last)
+                last = _last_key(page, last)  # before the check takes a page's runs
+                yield from self._checked(page)
                 self.chooser.profile = builder.profile()
                 if not page.truncated or last is None:
                     self.steps.append(f"list {self.root!r}: {spent} pages (flat was cheapest)")
@@ -322,7 +196,7 @@ class PlanRun:
                 if per_dir_cheaper or spent >= alt.est:
                     break
         finally:
-            _close(pages)
+            close_pages(pages)
         assert alt is not None and last is not None
         self.steps.append(f"list {self.root!r}: {spent} pages, then for keys after {last!r}:")
         self.steps += ["  " + line for line in describe(alt)]
@@ -330,7 +204,7 @@ class PlanRun:
         yield from self.run(alt)
 
     # --- running --------------------------------------------------------------------------
-    def run(self, node: Node, *, hinted: bool = False) -> Iterator[list[ListedFile]]:
+    def run(self, node: Node, *, hinted: bool = False) -> Iterator[Batch]:
         """The matching files of ``node``'s listings; ``hinted``: its listings were
         announced to the fetcher already (as part of an enumeration or a walk)."""
         if isinstance(node, Enumerate):
@@ -355,7 +229,7 @@ class PlanRun:
                     self.chooser.profile = TableProfile.from_page(self.root, page,
                                                                   len(self.cols))
                     sample = False
-                yield from self._checked(page.files)
+                yield from self._checked(page)
 
     def _clip(self, prefix: str, start_after: str | None) -> tuple[bool, str | None]:
         """(skip, start_after) for listing ``prefix`` once the keys up to ``_after`` are
@@ -370,7 +244,7 @@ class PlanRun:
             return False, after if start_after is None else max(start_after, after)
         return False, start_after
 
-    def _walk(self, node: Walk) -> Iterator[list[ListedFile]]:
+    def _walk(self, node: Walk) -> Iterator[Batch]:
         name = self.cols[node.depth][0]
         for page in self._take(Request(node.prefix, True)):
             for meta in page.files:  # a file beside partition directories
@@ -378,6 +252,11 @@ class PlanRun:
                 if is_hidden(meta.path.rsplit("/", 1)[-1]):
                     self.metrics.add("files_skipped_hidden")
                     continue
+                if node.depth == 0 and self._by_directory:
+                    # at the root, not read, as a flat listing has it (decode warns)
+                    if self.layout.decode(meta.path) is None:
+                        self.metrics.add("files_skipped_hidden")
+                        continue
                 raise PartitionLayoutError(
                     f"file {meta.path} sits where directories {name}=… were expected")
             # every directory of the page is decided first (deciding sends nothing), so
@@ -403,7 +282,7 @@ class PlanRun:
         value = self.layout.value(node.depth, segment, d.rstrip("/"), self._example)
         known = {**node.known, name: value}
         if may_be_true(self.predicate, knowns(known)):
-            return self.chooser.best(d, node.depth + 1, known)
+            return self.chooser.below(d, node.depth + 1, known)
         return _Choice.PRUNED
 
     def _try_decide(self, node: Walk, d: str) -> Node | _Choice:
@@ -436,116 +315,76 @@ class PlanRun:
     def _flat(self, prefix: str, start_after: str | None, stop_after: str | None, *,
               node: Flat | None = None, may_split: Callable[[], bool] = lambda: True,
               paged: bool = False) -> Iterator[Page]:
-        """Pages of one flat listing, in key order: page by page, then, when it runs on
-        and ``may_split()``, the rest as key ranges listed at once (see module doc).
-        ``node``: the plan's listing, when it has one: its estimate of its pages, and its
-        rest estimated again from the pages read (a listing estimated too short to split
-        is not split); ``paged``: in pages of 1000 keys as the flat listing has them."""
-        pages = self.lister.pages(prefix, delimiter=False, start_after=start_after,
-                                  stop_after=stop_after)
-        if self._fetcher is None or not self.lister.splits_ranges:
-            yield from pages
+        """Pages of one flat listing, in key order; its long rest split into key ranges
+        when the run sends requests ahead (:meth:`RangeSplitter.flat`)."""
+        if self._splitter is None:
+            return self.lister.pages(prefix, delimiter=False, start_after=start_after,
+                                     stop_after=stop_after)
+        return self._splitter.flat(prefix, start_after, stop_after, node=node,
+                                   may_split=may_split, paged=paged)
+
+    def _checked(self, page: Page) -> Iterator[Batch]:
+        """:meth:`_check_page` of a page, a thousand keys at a time, or :meth:`_check_run`
+        of each of its runs (a local store lists a table in one page: its kept files then
+        reach the plan a batch at a time)."""
+        if page.runs is not None:  # the run is the page's last reader
+            for files in page.take_runs():
+                kept = self._check_run(files)
+                if kept is not None:
+                    yield kept
             return
-        fetcher = self._fetcher  # (this generator may be closed after the run's end)
-        spent, keys, last, answer_at = 0, 0, None, 0
-        probe: Request | None = None  # the delimiter page, once sent (one at most)
-        dirs: set[str] = set()
-        try:
-            for page in pages:
-                spent += 1
-                keys += len(page.files)
-                for meta in page.files:
-                    rest = meta.path[len(prefix):]
-                    if "/" in rest:
-                        dirs.add(rest.split("/", 1)[0])
-                last = max((m.path for m in page.files), default=last)
-                yield page
-                if not page.truncated or last is None or not may_split():
-                    continue
-                if probe is None:
-                    if (spent >= SEQUENTIAL_PAGES and len(dirs) >= 2
-                            and self._worth_probing(keys / len(dirs), spent, node, last)):
-                        # sent now, answered while the next flat page is fetched here
-                        probe = Request(prefix, True, last, stop_after, first_page=True)
-                        self._hint([probe])
-                        answer_at = spent + 1
-                    continue
-                if spent == answer_at:  # the page fetched while the probe was answered
-                    ranges = self._ranges(probe, last, keys / len(dirs))
-                    if ranges is None:
-                        continue
-                    _close(pages)
-                    tail = self._ranged(ranges)
-                    try:
-                        yield from _in_pages(tail) if paged else tail
-                    finally:
-                        _close(tail)
-                    return
-        finally:
-            _close(pages)
-            if probe is not None and fetcher.forget([probe]):
-                self.steps.append(f"list {prefix!r} after {probe.start_after!r}: 1 delimiter "
-                                  "page sent to split the rest, unused (the listing ended "
-                                  "or changed course)")
-
-    def _worth_probing(self, keys_per_dir: float, spent: int, node: Flat | None,
-                       last: str) -> bool:
-        """Whether the delimiter page could find a rest worth splitting into ranges (at
-        least ``2 × PAGES_PER_RANGE`` pages after ``last``, the next page included), once
-        ``spent`` pages of ``node`` (None: a listing the plan has no estimate for) are read.
-        Invariant: the page is sent only where a split is possible. It names at most a
-        page of directories, ``keys_per_dir`` pages of keys, and the page fetched beside
-        it lists one of those, so directories of at most ``PAGES_PER_RANGE`` + 1 keys can
-        never leave enough keys to split; a listing that stops at a date has a rest the
-        pages read bound (:meth:`Chooser.pages_after`)."""
-        if keys_per_dir - 1 <= PAGES_PER_RANGE:
-            return False
-        if node is None:
-            return True
-        rest, after = node.est - spent, self.chooser.pages_after(node, last, keys_per_dir)
-        if not math.isnan(after):
-            rest = after if math.isnan(rest) else min(rest, after)
-        return not rest < 2 * PAGES_PER_RANGE
-
-    def _ranges(self, probe: Request, last: str, keys_per_dir: float) -> list[Request] | None:
-        """Key ranges covering the keys of the probe's prefix after ``last`` (up to its
-        ``stop_after``), split at the directories the probe's delimiter page names there;
-        None when the rest looks too short to split."""
-        assert self._fetcher is not None
-        prefix, stop_after = probe.prefix, probe.stop_after
-        page = next(iter(self._fetcher.take(probe)), None)
-        dirs = [d for d in (page.dirs if page is not None else []) if d[:-1] > last]
-        est_pages = len(dirs) * keys_per_dir / PAGE_SIZE
-        n = min(self.max_concurrent_requests, len(dirs),
-                math.ceil(est_pages / PAGES_PER_RANGE))
-        if n < 2:
-            self.steps.append(f"list {prefix!r} after {last!r}: {len(dirs)} directories "
-                              "there (1 delimiter page), too few keys to split into ranges")
-            return None
-        bounds = [last] + [dirs[round(i * len(dirs) / n)][:-1] for i in range(1, n)]
-        ends: list[str | None] = [*bounds[1:], stop_after]
-        self.steps.append(f"list {prefix!r} after {last!r} as {n} key ranges at once "
-                          f"(split at {len(dirs)} directories)")
-        return [Request(prefix, False, lo, hi) for lo, hi in zip(bounds, ends, strict=True)]
-
-    def _ranged(self, ranges: list[Request]) -> Iterator[Page]:
-        fetcher = self._fetcher  # (this generator may be closed after the run's end)
-        assert fetcher is not None
-        fetcher.hint(ranges)
-        try:
-            for r in ranges:
-                yield from fetcher.take(r)
-        finally:
-            fetcher.forget(ranges)  # those not taken, when the run stops early
-
-    def _checked(self, metas: list[ObjectMeta]) -> Iterator[list[ListedFile]]:
-        """:meth:`_check_page` of a page, a thousand keys at a time (a local store lists
-        a table in one page: its kept files then reach the plan a batch at a time)."""
+        metas = page.files
         if len(metas) <= PAGE_SIZE:
             yield self._check_page(metas)
             return
         for start in range(0, len(metas), PAGE_SIZE):
             yield self._check_page(metas[start:start + PAGE_SIZE])
+
+    def _check_run(self, files: DirFiles) -> ListedRun | None:
+        """:meth:`_check_page` of one directory's files as columns: the directory is
+        decided once, each name is looked at, no object is made per file."""
+        m = self.metrics
+        names = files.names
+        m.add("files_listed", len(names))
+        directory = files.directory
+        # one look at all the names first: a hidden one is rare ("\0" is in no name)
+        joined = "\0" + "\0".join(names) + "\0"
+        hidden = [i for i, name in enumerate(names)
+                  if (name.startswith(HIDDEN_PREFIXES) or name.endswith(COPYING_SUFFIX))
+                  and is_hidden(name)] if _MAY_HIDE.search(joined) else []
+        m.add("files_skipped_hidden", len(hidden))
+        if len(hidden) == len(names):
+            return None
+        visible: range | list[int] = range(len(names))
+        if hidden:
+            skip = set(hidden)
+            visible = [i for i in visible if i not in skip]
+        if directory != self._last_dir[0]:
+            first = directory + names[visible[0]]
+            self._last_dir = self._directory(first, len(directory))
+        _, values, keep = self._last_dir
+        if values is None:
+            m.add("files_skipped_hidden", len(visible))
+            return None
+        if not keep:
+            return None
+        endings = self.file_filter.endings
+        kept: range | list[int]
+        if endings is not None and not hidden and all(map(str.endswith, names,
+                                                          repeat(endings))):
+            kept = visible  # the common case, in one pass of C
+        elif endings is not None:
+            kept = [i for i in visible
+                    if names[i].endswith(endings) or names[i].lower().endswith(endings)]
+        else:
+            accepts = self.file_filter.accepts
+            metas = Page(runs=[files]).files
+            kept = [i for i in visible if accepts(metas[i])]
+        m.add("files_skipped_other", len(visible) - len(kept))
+        m.add("files_matched", len(kept))
+        if not kept:
+            return None
+        return ListedRun(files if len(kept) == len(names) else files.taken(list(kept)), values)
 
     def _check_page(self, metas: list[ObjectMeta]) -> list[ListedFile]:
         """Decide each listed key of a page: hidden, pruned, not a data file, or a match.
@@ -612,20 +451,9 @@ def _ahead_of(node: Enumerate, last: str) -> Enumerate:
     return Enumerate(kept, sum(child.est for child in kept))
 
 
-def _in_pages(pages: Iterator[Page]) -> Iterator[Page]:
-    """The files of consecutive pages as the flat listing pages them: 1000 keys a page,
-    each truncated but the last."""
-    held: list[ObjectMeta] = []
-    for page in pages:
-        held += page.files
-        while len(held) > PAGE_SIZE:
-            yield Page(held[:PAGE_SIZE], [], True)
-            held = held[PAGE_SIZE:]
-    yield Page(held, [], False)
-
-
-def _close(pages: Iterator[Page]) -> None:
-    """Stop a listing generator: it sends no further request."""
-    close = getattr(pages, "close", None)
-    if close is not None:
-        close()
+def _last_key(page: Page, last: str | None) -> str | None:
+    """The greatest key of ``page``'s files, or ``last`` when it has none."""
+    if page.runs is not None:  # runs in key order
+        run = next((r for r in reversed(page.runs) if len(r)), None)
+        return run.directory + run.names[-1] if run is not None else last
+    return max((m.path for m in page.files), default=last)

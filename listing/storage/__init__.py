@@ -19,13 +19,16 @@ Modules, bottom to top:
 - ``settings``: :class:`StorageSettings`, the storage options we interpret ourselves;
 - ``errors``: classification of storage failures, :func:`~listing.storage.errors.raise_as`;
 - ``s3_pages``: LIST response bodies parsed in one pass;
+- ``local_pages``: a local tree listed with ``os.scandir``;
 - ``client``: building (and caching) filesystems; the S3 client's adjustments, applied
   once per client; one S3 request;
 - ``spec``: :class:`StorageSpec`, how to build a filesystem, as picklable metadata;
 - ``lister``: the counting :class:`Lister`, its :class:`Page` of :class:`ObjectMeta`;
 - ``reading``: :func:`open_input` (reads pinned to the listed version), change checks;
 - ``multipart``: S3 multipart uploads (zero-copy commits);
-- ``store``: the :class:`Store` protocol and its S3, local and fsspec implementations.
+- ``store``: the :class:`Store` protocol and its S3, local and fsspec implementations;
+- ``prefetch``: listings sent ahead of need from a few threads (the planner's
+  :class:`~listing.storage.prefetch.Fetcher`).
 """
 
 from listing.storage.lister import PAGE_SIZE, Lister, ObjectMeta, Page

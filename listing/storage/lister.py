@@ -12,7 +12,6 @@ import logging
 import re
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from itertools import repeat
 from typing import Any, NamedTuple
 from urllib.parse import unquote_plus
@@ -22,6 +21,7 @@ from fsspec.implementations.local import LocalFileSystem
 from listing.errors import StorageError
 from listing.metrics import Counters
 from listing.storage.client import s3_call
+from listing.storage.dir_files import DirFiles
 from listing.storage.errors import raise_as, retry_attempts, storage_failure
 from listing.storage.local_pages import local_pages, may_hold
 from listing.storage.s3_pages import columns_of
@@ -73,11 +73,58 @@ def decode_keys(keys: list[str]) -> list[str]:
     return joined.split("\n")
 
 
-@dataclass
 class Page:
-    files: list[ObjectMeta]
-    dirs: list[str]  # common prefixes, with trailing slash
-    truncated: bool = False  # more pages follow
+    """One listed page: its files in key order, its common prefixes (``dirs``, with their
+    trailing slash), and whether more pages follow (``truncated``).
+
+    A local listing's page holds its files as columns, a run per directory (``runs``);
+    ``files`` then makes their :class:`ObjectMeta` once, when first asked for (a reader
+    of the runs makes none). Invariant: with ``runs``, ``files`` is their files in order.
+    """
+
+    __slots__ = ("_files", "dirs", "truncated", "runs")
+
+    def __init__(self, files: list[ObjectMeta] | None = None, dirs: list[str] | None = None,
+                 truncated: bool = False, *, runs: list[DirFiles] | None = None) -> None:
+        self._files = files
+        self.dirs: list[str] = dirs if dirs is not None else []
+        self.truncated = truncated
+        self.runs = runs
+
+    @property
+    def files(self) -> list[ObjectMeta]:
+        if self._files is None:
+            if self.runs is None:
+                raise RuntimeError("the page's runs were taken: its files are gone")
+            self._files = _metas(self.runs)
+        return self._files
+
+    def take_runs(self) -> Iterator[DirFiles]:
+        """The runs, each dropped from the page as it is handed over (its columns are
+        freed once the reader is done with them): the last reader of a page of runs takes
+        them; ``files`` is then gone, unless it was asked for before."""
+        runs = self.runs or []
+        self.runs = None
+        runs.reverse()
+        while runs:
+            yield runs.pop()
+
+    @property
+    def file_count(self) -> int:
+        """``len(files)``, without making them."""
+        if self._files is None:
+            return sum(len(run) for run in self.runs or [])
+        return len(self._files)
+
+    def __repr__(self) -> str:
+        return f"Page({self.file_count} files, {len(self.dirs)} dirs, " \
+               f"truncated={self.truncated})"
+
+
+def _metas(runs: list[DirFiles]) -> list[ObjectMeta]:
+    new = tuple.__new__
+    return [new(ObjectMeta, row) for run in runs
+            for row in zip(run.paths(), run.sizes, run.times(), run.etags(), strict=True)]
 
 
 class Lister:
@@ -117,6 +164,14 @@ class Lister:
         whole listings (the listing cache) says no."""
         return self.spec.is_s3
 
+    @property
+    def reads_directories(self) -> bool:
+        """Whether a listing costs the directories it reads rather than its requests: a
+        local or other non-S3 store reads one directory per delimited listing and per
+        prefix that names a directory (``date=X/hour=7/``), every directory below for a
+        flat one, in one request."""
+        return not self.spec.is_s3
+
     def pages(self, prefix: str, *, delimiter: bool, start_after: str | None = None,
               stop_after: str | None = None) -> Iterator[Page]:
         """Pages of objects whose path starts with ``prefix``.
@@ -129,7 +184,7 @@ class Lister:
             prefix, delimiter, start_after, stop_after)
         for page in pages:
             with self._lock:
-                self.keys += len(page.files) + len(page.dirs)
+                self.keys += page.file_count + len(page.dirs)
                 if self.progress is not None:
                     self.progress(self.counters["list_requests"], self.keys)
             yield page
@@ -189,9 +244,9 @@ class Lister:
                      stop_after: str | None) -> Iterator[Page]:
         """One page: see :func:`~listing.storage.local_pages.local_pages`."""
         self.counters.add("list_requests")
-        for rows, dirs in local_pages(prefix, delimiter, start_after, stop_after,
-                                      on_directory=self._counted_directory, row=ObjectMeta):
-            yield Page(rows, dirs)  # type: ignore[arg-type] # rows made as ObjectMeta
+        for runs, dirs in local_pages(prefix, delimiter, start_after, stop_after,
+                                      on_directory=self._counted_directory):
+            yield Page(None, dirs, runs=runs)
 
     def _fs_pages(self, prefix: str, delimiter: bool, start_after: str | None,
                   stop_after: str | None) -> Iterator[Page]:

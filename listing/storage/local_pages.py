@@ -6,53 +6,45 @@ last segment (``date=2020-03-`` lists the March folders, never the table). Each 
 is read once with ``os.scandir``; the ``DirEntry`` says whether a child is a directory
 without a ``stat``, and the one ``lstat`` a file needs gives its size and modification
 time. Directories of one level are read by a few threads at once (the system calls
-release the interpreter). Entries become :class:`ObjectMeta` at once: no per-file dict.
+release the interpreter). A directory's files become columns
+(:class:`~listing.storage.dir_files.DirFiles`): no object per file.
 
 The keys, sizes and times are those fsspec's ``LocalFileSystem`` gives (``find`` for a
 flat listing, ``ls`` for a delimited one): a symlink is a file of its target's size
 (0 when dangling) and the link's own time; a time of 0 falls back to the change time.
-Invariant: a page's files are in key order (a directory's children are visited in the
-order of ``name + "/"`` for directories and ``name`` for files, which is the order of the
-full paths).
+Invariant: a page's runs of files are in key order (a directory's children are visited in
+the order of ``name + "/"`` for directories and ``name`` for files, which is the order of
+the full paths).
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 from listing.errors import StorageError
+from listing.storage.dir_files import DirFiles
 
 #: directories read at once by one flat listing
 LOCAL_WORKERS = 2
 
-_UTC = dt.UTC
-_fromtimestamp = dt.datetime.fromtimestamp
-
-# (path, size, mtime, etag): an ObjectMeta's fields, made as a tuple by the caller
-Row = tuple[str, int, "dt.datetime | None", "str | None"]
-
-
 class _Dir:
-    """One directory read: its files (rows, in key order) and child directories (names,
-    in key order), interleaved as ``order`` says: an index into ``files`` (>= 0) or a
-    child directory (``~i``)."""
+    """One directory read: ``items``, its files (as runs of consecutive files) and child
+    directories (paths) interleaved in key order; ``dirs``, those child directories."""
 
-    __slots__ = ("files", "dirs", "order")
+    __slots__ = ("items", "dirs")
 
     def __init__(self) -> None:
-        self.files: list[Row] = []
+        self.items: list[DirFiles | str] = []
         self.dirs: list[str] = []
-        self.order: list[int] = []
 
 
 def _read(directory: str, name_prefix: str = "",
-          keep: Callable[[str], bool] | None = None, row: type[tuple] = tuple) -> _Dir | None:
+          keep: Callable[[str], bool] | None = None) -> _Dir | None:
     """The children of ``directory`` whose name starts with ``name_prefix`` (None: it is
     gone, or is no directory). ``keep(path)``: whether a child directory may hold wanted
-    keys (None: all may); ``row``: the tuple type a file's row is made as."""
+    keys (None: all may)."""
     base = directory if directory.endswith("/") else directory + "/"
     # (sort key, the entry of a file or None for a directory)
     children: list[tuple[str, os.DirEntry[str] | None]] = []
@@ -73,16 +65,16 @@ def _read(directory: str, name_prefix: str = "",
         raise StorageError(f"listing file://{directory} failed: {err}") from None
     children.sort()  # keys are unique: entries are never compared
     out = _Dir()
-    files, dirs, order = out.files, out.dirs, out.order
-    new = tuple.__new__
+    items, dirs = out.items, out.dirs
+    run: DirFiles | None = None
     for key, entry in children:
         if entry is None:
             path = base + key[:-1]
             if keep is None or keep(path):
-                order.append(~len(dirs))
+                items.append(path)
                 dirs.append(path)
+                run = None
             continue
-        path = base + key
         try:
             st = entry.stat(follow_symlinks=False)
             size = st.st_size
@@ -91,10 +83,11 @@ def _read(directory: str, name_prefix: str = "",
         except FileNotFoundError:  # deleted since it was listed
             continue
         except OSError as err:
-            raise StorageError(f"listing file://{path} failed: {err}") from None
-        order.append(len(files))
-        files.append(new(row, (path, size, _fromtimestamp(st.st_mtime or _created(st), _UTC),
-                               _version(st))))
+            raise StorageError(f"listing file://{base + key} failed: {err}") from None
+        if run is None:
+            run = DirFiles(base)
+            items.append(run)
+        run.append(key, size, st.st_mtime or _created(st), st.st_ctime)
     return out
 
 
@@ -105,26 +98,19 @@ def _target_size(entry: os.DirEntry[str]) -> int:
         return 0
 
 
-def _version(st: os.stat_result) -> str:
-    """The file's ETag: its inode change time, spelled as
-    :func:`~listing.storage.lister.local_version` spells fsspec's ``created`` (the
-    link's own ``lstat``), so a read compares it with what it finds then."""
-    return f"ctime:{st.st_ctime!r}"
-
-
 def _created(st: os.stat_result) -> float:
     return getattr(st, "st_birthtime", st.st_ctime)
 
 
 def local_pages(prefix: str, delimiter: bool, start_after: str | None,
                 stop_after: str | None, workers: int = LOCAL_WORKERS,
-                on_directory: Callable[[], None] | None = None, row: type[tuple] = tuple,
-                ) -> Iterator[tuple[list[Row], list[str]]]:
-    """The one page (file rows, directories with their slash) of the keys below the local
-    path ``prefix``, within ``(start_after, stop_after]``; ``delimiter``: the children of
-    the prefix's directory only. Nothing when a delimited listing's directory does not
-    exist; an empty page when a flat one's does not. ``on_directory`` is called for every
-    directory read; ``row``: the tuple type of the rows (a NamedTuple of the four)."""
+                on_directory: Callable[[], None] | None = None,
+                ) -> Iterator[tuple[list[DirFiles], list[str]]]:
+    """The one page (files as runs of one directory each, directories with their slash)
+    of the keys below the local path ``prefix``, within ``(start_after, stop_after]``;
+    ``delimiter``: the children of the prefix's directory only. Nothing when a delimited
+    listing's directory does not exist; an empty page when a flat one's does not.
+    ``on_directory`` is called for every directory read."""
     parent, _, name_prefix = prefix.rpartition("/")
     parent = parent or "/"
 
@@ -134,23 +120,34 @@ def local_pages(prefix: str, delimiter: bool, start_after: str | None,
     def read(directory: str, name_prefix: str = "") -> _Dir | None:
         if on_directory is not None:
             on_directory()
-        return _read(directory, name_prefix, None if delimiter else wanted, row)
+        return _read(directory, name_prefix, None if delimiter else wanted)
 
     def in_bounds(path: str) -> bool:
         return ((start_after is None or path > start_after)
                 and (stop_after is None or path <= stop_after))
 
+    def bounded(runs: list[DirFiles]) -> list[DirFiles]:
+        if start_after is None and stop_after is None:
+            return runs
+        out = []
+        for run in runs:
+            keep = [i for i, path in enumerate(run.paths()) if in_bounds(path)]
+            if len(keep) == len(run):
+                out.append(run)
+            elif keep:
+                out.append(run.taken(keep))
+        return out
+
     top = read(parent, name_prefix)
     if top is None:
         if os.path.isfile(parent) and not name_prefix:  # a file where a directory was named
-            file_row = _file_row(parent)
-            yield ([tuple.__new__(row, file_row)] if file_row is not None
-                   and in_bounds(parent) else []), []
+            run = _file_run(parent)
+            yield (bounded([run]) if run is not None else []), []
         elif not delimiter:
             yield [], []
         return
     if delimiter:
-        yield ([r for r in top.files if in_bounds(r[0])],
+        yield (bounded([r for r in top.items if isinstance(r, DirFiles)]),
                [d + "/" for d in top.dirs if in_bounds(d)])
         return
     read_dirs: dict[str, _Dir] = {parent: top}
@@ -175,12 +172,10 @@ def local_pages(prefix: str, delimiter: bool, start_after: str | None,
     finally:
         if pool is not None:
             pool.shutdown()
-    rows: list[Row] = []
-    _collect(read_dirs, parent, rows)
-    del read_dirs, top  # only the rows are held while the page is read
-    if start_after is not None or stop_after is not None:
-        rows = [r for r in rows if in_bounds(r[0])]
-    yield rows, []
+    runs: list[DirFiles] = []
+    _collect(read_dirs, parent, runs)
+    del read_dirs, top  # only the runs are held while the page is read
+    yield bounded(runs), []
 
 
 def may_hold(directory: str, start_after: str | None, stop_after: str | None) -> bool:
@@ -192,32 +187,35 @@ def may_hold(directory: str, start_after: str | None, stop_after: str | None) ->
     return start_after is None or head >= start_after[:len(head)]
 
 
-def _collect(read_dirs: dict[str, _Dir], top: str, rows: list[Row]) -> None:
-    """The file rows below ``top``, in key order (depth first, children in key order)."""
-    stack: list[tuple[_Dir, Iterator[int]]] = []
+def _collect(read_dirs: dict[str, _Dir], top: str, runs: list[DirFiles]) -> None:
+    """The runs of files below ``top``, in key order (depth first, children in key
+    order)."""
+    stack: list[Iterator[DirFiles | str]] = []
     found = read_dirs.get(top)
     if found is not None:
-        stack.append((found, iter(found.order)))
-    append = rows.append
+        stack.append(iter(found.items))
+    append = runs.append
     while stack:
-        current, order = stack[-1]
-        for i in order:
-            if i >= 0:
-                append(current.files[i])
+        for item in stack[-1]:
+            if isinstance(item, DirFiles):
+                append(item)
             else:
-                child = read_dirs.get(current.dirs[~i])
+                child = read_dirs.get(item)
                 if child is not None:
-                    stack.append((child, iter(child.order)))
+                    stack.append(iter(child.items))
                     break
         else:
             stack.pop()
 
 
-def _file_row(path: str) -> Row | None:
+def _file_run(path: str) -> DirFiles | None:
+    """The file ``path`` alone, as a run."""
     try:
         st = os.lstat(path)
         size = os.stat(path).st_size if os.path.islink(path) else st.st_size
     except OSError:
         return None
-    return (path, size, _fromtimestamp(st.st_mtime or _created(st), _UTC), _version(st))
-
+    directory, _, name = path.rpartition("/")
+    run = DirFiles(directory + "/")
+    run.append(name, size, st.st_mtime or _created(st), st.st_ctime)
+    return run
