@@ -51,6 +51,7 @@ STARTS_ITSELF: dict[str, tuple[str, ...]] = {
     "test_formats_fresh_session.py": ("spark",),
     "test_spark_catalog.py": ("spark",),
     "test_spark_connect.py": ("spark",),
+    "test_spark_secrets.py": ("spark",),  # its module fixture runs tests/secrets_job.py
     "test_install.py": ("install", "s3"),
     "test_clean_install.py": ("install", "spark", "s3"),
 }
