@@ -183,7 +183,9 @@ def test_user_schema_projects_without_reading_footers(spark, s3_server, events):
         # our reader (Spark's S3A reader would take a table with S3A on the classpath)
         df = reader(spark, s3_server, engine="python").schema("id long, date date").load(
             events.root)
-        assert df.where("date = '2025-01-04'").count() == rows_where(
+        # rows of a column, not count(): a count's footers may come from this process's
+        # footer cache, filled by an earlier test
+        assert len(df.where("date = '2025-01-04'").select("id").collect()) == rows_where(
             events, lambda v: v["date"] == dt.date(2025, 1, 4))
     matching = sum(1 for f in events.files if f.partition_values["date"] == dt.date(2025, 1, 4))
     assert cap.count("GET") == matching  # one GET per (small) file read; none to infer
