@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
@@ -26,7 +25,7 @@ from listing.formats.conform import unify_schemas
 from listing.pushdown import Pushdown
 from listing.storage.errors import raise_as, read_failure
 from listing.storage.reading import open_input
-from listing.storage.spec import StorageSpec
+from listing.storage.spec import StorageSpec, version_key
 
 
 def open_parquet(fs: Any, file: PartitionedFile, *, data: bool = True) -> pq.ParquetFile:
@@ -65,14 +64,7 @@ class FooterCache:
 
     @staticmethod
     def key(storage: StorageSpec, file: PartitionedFile) -> tuple[str, ...] | None:
-        if file.etag is not None:
-            version = "etag:" + file.etag
-        elif file.last_modified is not None:
-            version = f"size:{file.size}:mtime:{file.last_modified.isoformat()}"
-        else:
-            return None
-        return (storage.protocol, json.dumps(storage.options, sort_keys=True, default=str),
-                file.fs_path, version)
+        return version_key(storage, file.fs_path, file.size, file.etag, file.last_modified)
 
     def footer(self, storage: StorageSpec, file: PartitionedFile,
                read: Callable[[], pq.FileMetaData]) -> pq.FileMetaData:

@@ -17,21 +17,17 @@ from collections.abc import Callable
 
 from listing.formats.base import FileFormat, Inferred
 from listing.storage.lister import ObjectMeta
-from listing.storage.spec import StorageSpec
+from listing.storage.spec import StorageSpec, version_key
 
 #: entries the process keeps at most (a schema each: small)
 MAX_SCHEMAS = 256
 
 
 def _key(spec: StorageSpec, meta: ObjectMeta, fmt: FileFormat) -> tuple[str, ...] | None:
-    if meta.etag is not None:
-        version = "etag:" + meta.etag
-    elif meta.last_modified is not None:
-        version = f"size:{meta.size}:mtime:{meta.last_modified.isoformat()}"
-    else:
+    version = version_key(spec, meta.path, meta.size, meta.etag, meta.last_modified)
+    if version is None:
         return None
-    return (spec.protocol, json.dumps(spec.options, sort_keys=True, default=str), meta.path,
-            version, f"{type(fmt).__module__}.{type(fmt).__qualname__}:{fmt.name}",
+    return (*version, f"{type(fmt).__module__}.{type(fmt).__qualname__}:{fmt.name}",
             json.dumps(fmt.options, sort_keys=True, default=str))
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -93,3 +95,18 @@ class StorageSpec:
         """Files of this machine's file system (written with the OS's own calls)."""
         return self.protocol in client.LOCAL_PROTOCOLS
 
+
+def version_key(spec: StorageSpec, path: str, size: int, etag: str | None,
+                last_modified: dt.datetime | None) -> tuple[str, ...] | None:
+    """What identifies one version of the file at ``path`` on the store ``spec`` names, as
+    its listing gave it: the store (protocol and options), the path, and the ETag, else
+    the size and modification time; None when the listing gave neither (such a file has
+    no version a per-process cache may key)."""
+    if etag is not None:
+        version = "etag:" + etag
+    elif last_modified is not None:
+        version = f"size:{size}:mtime:{last_modified.isoformat()}"
+    else:
+        return None
+    return (spec.protocol, json.dumps(spec.options, sort_keys=True, default=str), path,
+            version)
