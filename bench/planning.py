@@ -47,6 +47,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from bench.planning_spark import SPARK_READERS
+from bench.rss import reset_peak, vm
+
 DAYS, HOURS = 365, 24
 DAY0 = dt.date(2020, 1, 1)
 QUERIES: dict[str, list[dict[str, Any]]] = {
@@ -57,7 +60,6 @@ QUERIES: dict[str, list[dict[str, Any]]] = {
     "hour = 7": [{"col": "hour", "op": "=", "type": "int", "values": ["7"]}],
 }
 LOCAL_READERS = ("listing", "pyarrow", "polars")
-SPARK_READERS = ("spark index", "spark listing", "spark native")  # bench.planning_spark
 TARGET_B_PER_FILE = 250
 
 
@@ -164,24 +166,6 @@ class SyntheticStore:
 
 # --- one measurement, in its own process ---------------------------------------------------
 
-def _vm(field: str) -> float:
-    """This process's ``VmHWM``/``VmRSS`` in bytes."""
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) * 1024
-    return float("nan")
-
-
-def _reset_peak() -> None:
-    """Start the peak RSS afresh (Linux: writing 5 to clear_refs resets VmHWM)."""
-    try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
-    except OSError:
-        pass
-
-
 def _plan_bytes(plan: Any) -> int:
     return sum(len(pickle.dumps(g, pickle.HIGHEST_PROTOCOL)) for g in plan.file_groups)
 
@@ -209,8 +193,8 @@ def child(reader: str, where: str, query: str) -> dict[str, Any]:
     if where.startswith("synthetic:"):
         store, table, run_cls, predicate = _synthetic(int(where.split(":")[1]), cols, schema,
                                                       peers.to_sql(conj))
-    _reset_peak()
-    base = _vm("VmRSS")
+    reset_peak()
+    base = vm("VmRSS")
     t0 = time.perf_counter()
     if where.startswith("synthetic:"):
         from listing.gc_pause import gc_paused
@@ -246,7 +230,7 @@ def child(reader: str, where: str, query: str) -> dict[str, Any]:
             lf = lf.filter(expr)
         out["files"] = peers._polars_files(lf.explain())
     out["seconds"] = time.perf_counter() - t0
-    out["peak_bytes"] = _vm("VmHWM") - base
+    out["peak_bytes"] = vm("VmHWM") - base
     if reader == "listing":
         out["plan_bytes"] = _plan_bytes(plan)
         out["groups"] = len(plan.file_groups)

@@ -27,15 +27,9 @@ import sys
 import time
 from typing import Any
 
+from bench.rss import reset_peak, vm
+
 SPARK_READERS = ("spark index", "spark listing", "spark native")
-
-
-def _vm(field: str) -> float:
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) * 1024
-    return float("nan")
 
 
 def _heap(spark: Any) -> int:
@@ -102,21 +96,13 @@ def child(reader: str, root: str, where: str | None) -> dict[str, Any]:
         "spark.sql.shuffle.partitions": "2"})
     _planned(spark, reader, warm_tree(root), "hour = 1")  # warm-up, not timed
     base = _heap(spark)
-    _reset_peak()
-    rss = _vm("VmRSS")
+    reset_peak()
+    rss = vm("VmRSS")
     t0 = time.perf_counter()
     plan, out = _planned(spark, reader, root, where)
     out["seconds"] = time.perf_counter() - t0
-    out["peak_bytes"] = _vm("VmHWM") - rss
+    out["peak_bytes"] = vm("VmHWM") - rss
     out["jvm_bytes"] = _heap(spark) - base
     del plan
     spark.stop()
     return out
-
-
-def _reset_peak() -> None:
-    try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
-    except OSError:
-        pass
