@@ -78,7 +78,7 @@ class FileColumns:
         """File ``i`` (in plan order)."""
         r = int(np.searchsorted(self.starts, i, "right")) - 1
         run, o = self.runs[r], i - int(self.starts[r])
-        return whole_file(self.heads[r] + run.names[o], run.sizes[o], self.values[r],
+        return whole_file(self.heads[r] + run.name(o), run.sizes[o], self.values[r],
                           _fromtimestamp(run.mtimes[o], _UTC), f"ctime:{run.ctimes[o]!r}")
 
     def locate(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -139,7 +139,7 @@ class GroupColumns:
         out = []
         for k, (r, o) in enumerate(zip(runs.tolist(), offsets.tolist(), strict=True)):
             run = cols.runs[r]
-            f = whole_file(cols.heads[r] + run.names[o], run.sizes[o], cols.values[r],
+            f = whole_file(cols.heads[r] + run.name(o), run.sizes[o], cols.values[r],
                            _fromtimestamp(run.mtimes[o], _UTC), f"ctime:{run.ctimes[o]!r}")
             if self.ranges is not None and self.ranges[k] is not None:
                 set_range(f, self.ranges[k])
@@ -167,7 +167,7 @@ class GroupColumns:
         etags: list[str] = []
         for r, o in zip(runs.tolist(), offsets.tolist(), strict=True):
             run = cols.runs[r]
-            names.append(run.names[o])
+            names.append(run.name(o))
             mtimes.append(run.mtimes[o])
             etags.append(f"ctime:{run.ctimes[o]!r}")
         micros = utc_micros(np.array(mtimes, np.float64))

@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import pickle
 import random
+from array import array
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from listing import ListingTable
 from listing.file_columns import FileColumns, utc_micros
 from listing.planner.run import LISTED
 from listing.scan import ScanPlan
+from listing.storage.dir_files import DirFiles
 
 COLS = [("date", pa.date32()), ("hour", pa.int32())]
 SCHEMA = pa.schema([("id", pa.int64())])
@@ -132,3 +134,19 @@ def test_times_as_microseconds_are_those_of_datetimes():
     expected = [(dt.datetime.fromtimestamp(s, dt.UTC) - epoch) // dt.timedelta(microseconds=1)
                 for s in seconds]
     assert utc_micros(np.array(seconds)).tolist() == expected
+
+
+def test_a_compacted_run_reads_as_its_names():
+    names = ["a.parquet", "b", "é-ü.parquet", "part-00001.parquet", "z" * 300]
+    run = DirFiles("/t/x=1/")
+    for i, name in enumerate(names):
+        run.append(name, i, float(i), float(i))
+    assert run.compact() is run
+    assert run.names == names and [run.name(i) for i in range(len(names))] == names
+    assert list(run.paths()) == ["/t/x=1/" + n for n in names] and len(run) == len(names)
+    kept = run.taken([1, 4])
+    assert kept.names == ["b", "z" * 300] and list(kept.sizes) == [1, 4]
+    # a name holding the separator keeps its run as a list; an empty run stays empty
+    odd = DirFiles("/t/", ["a\0b"], array("q", [1]), array("d", [0.0]), array("d", [0.0]))
+    assert odd.compact().names == ["a\0b"] and odd.name(0) == "a\0b"
+    assert DirFiles("/t/").compact().names == []

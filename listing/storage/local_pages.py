@@ -88,6 +88,9 @@ def _read(directory: str, name_prefix: str = "",
             run = DirFiles(base)
             items.append(run)
         run.append(key, size, st.st_mtime or _created(st), st.st_ctime)
+    for item in items:
+        if isinstance(item, DirFiles):
+            item.compact()  # one string of names, not an object a file
     return out
 
 
@@ -218,4 +221,4 @@ def _file_run(path: str) -> DirFiles | None:
     directory, _, name = path.rpartition("/")
     run = DirFiles(directory + "/")
     run.append(name, size, st.st_mtime or _created(st), st.st_ctime)
-    return run
+    return run.compact()
