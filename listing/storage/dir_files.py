@@ -6,7 +6,8 @@ from __future__ import annotations
 import datetime as dt
 from array import array
 from collections.abc import Iterator
-from itertools import repeat
+from itertools import accumulate, count, repeat
+from operator import add
 
 _UTC = dt.UTC
 _fromtimestamp = dt.datetime.fromtimestamp
@@ -55,14 +56,15 @@ class DirFiles:
         """The names as one string (no more :meth:`append`); this run, or the run as it is
         when a name holds ``"\0"``."""
         names = self._names
-        if names is None or not names or any("\0" in n for n in names):
+        if names is None or not names:
             return self
-        ends = array("i" if len(names) + sum(map(len, names)) < 2**31 else "q")
-        end = -1
-        for n in names:
-            end += len(n) + 1
-            ends.append(end)
-        self._joined = "\0".join(names)
+        joined = "\0".join(names)
+        if joined.count("\0") != len(names) - 1:  # a name holds the separator
+            return self
+        # where each name ends: the lengths so far, and a separator before each but the first
+        ends = array("i" if len(joined) < 2**31 else "q",
+                     map(add, accumulate(map(len, names)), count()))
+        self._joined = joined
         self._ends = ends
         self._names = None
         return self
