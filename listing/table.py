@@ -550,11 +550,20 @@ class ListingTable:
         one row per partition with its values, file count and bytes (SHOW PARTITIONS)."""
         plan = self.scan(columns=self.partition_names, where=where)
         stats: dict[tuple[Any, ...], list[int]] = {}
-        for f in plan.files:
-            key = tuple(f.partition_values.get(n) for n in self.partition_names)
-            entry = stats.setdefault(key, [0, 0])
-            entry[0] += 1
-            entry[1] += f.size
+        names = self.partition_names
+        planned = plan.planned
+        if isinstance(planned, FileColumns):  # a run's files share their values
+            starts = planned.starts.tolist()
+            for r, values in enumerate(planned.values):
+                entry = stats.setdefault(tuple(values.get(n) for n in names), [0, 0])
+                entry[0] += starts[r + 1] - starts[r]
+                entry[1] += int(planned.sizes[starts[r]:starts[r + 1]].sum())
+        else:
+            for f in planned:
+                entry = stats.setdefault(tuple(f.partition_values.get(n) for n in names),
+                                         [0, 0])
+                entry[0] += 1
+                entry[1] += f.size
         keys = sorted(stats, key=lambda k: tuple((v is None, v) for v in k))
         columns = {n: pa.array([k[i] for k in keys], t)
                    for i, (n, t) in enumerate(self.partition_cols)}

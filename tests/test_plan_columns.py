@@ -150,3 +150,15 @@ def test_a_compacted_run_reads_as_its_names():
     odd = DirFiles("/t/", ["a\0b"], array("q", [1]), array("d", [0.0]), array("d", [0.0]))
     assert odd.compact().names == ["a\0b"] and odd.name(0) == "a\0b"
     assert DirFiles("/t/").compact().names == []
+
+
+@pytest.mark.parametrize("where", [None, "hour = 1"])
+def test_partitions_of_a_plan_of_columns_are_those_of_rows(tree, where):
+    local = ListingTable.open(str(tree), partition_cols=COLS, schema=SCHEMA)
+    rows = ListingTable.open(str(tree), partition_cols=COLS, schema=SCHEMA,
+                             filesystem=ThroughFsspec())
+    assert isinstance(local.scan(where=where).planned, FileColumns)
+    got = local.partitions(where)
+    assert got.equals(rows.partitions(where))
+    # two runs of one directory count as one partition
+    assert got.num_rows == (12 if where is None else 4)
