@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import datetime as dt
 import pickle
-from collections.abc import Iterator, Mapping, Sequence
+from array import array
+from collections.abc import Mapping, Sequence
 from itertools import repeat
 from typing import Any
 
@@ -45,7 +46,7 @@ class FileColumns:
         np.cumsum(lengths, out=self.starts[1:])
         self.sizes = (np.concatenate([np.frombuffer(r.sizes, np.int64) for r in self.runs])
                       if self.runs else np.zeros(0, np.int64))
-        self._keys: np.ndarray | None = None
+        self._keys: list[int] | None = None
         self._list: list[PartitionedFile] | None = None
 
     def __len__(self) -> int:
@@ -90,16 +91,14 @@ class FileColumns:
         """The run of every file, in plan order."""
         return np.repeat(np.arange(len(self.runs)), np.diff(self.starts))
 
-    def dir_keys(self) -> np.ndarray:
+    def dir_keys(self) -> list[int]:
         """Per run, a number for its (head, values object): runs of one directory that
         share their values (a directory's files split by a subdirectory) share it, as a
         group's pickled columns have one slot for them."""
         if self._keys is None:
             seen: dict[tuple[str, int], int] = {}
-            self._keys = np.fromiter(
-                (seen.setdefault((h, id(v)), len(seen))
-                 for h, v in zip(self.heads, self.values, strict=True)),
-                np.int64, len(self.heads))
+            self._keys = [seen.setdefault((h, id(v)), len(seen))
+                          for h, v in zip(self.heads, self.values, strict=True)]
         return self._keys
 
     def group(self, idx: np.ndarray, ranges: list[tuple[int, int] | None] | None
@@ -152,21 +151,24 @@ class GroupColumns:
         cols = self.columns
         idx = self.idx
         runs, offsets = cols.locate(idx)
-        keys = cols.dir_keys()[runs]
-        # slots in the order of their first file in the group
-        uniq, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
-        by_first = np.argsort(first, kind="stable")
-        rank = np.empty(len(uniq), np.int64)
-        rank[by_first] = np.arange(len(uniq))
-        slot_runs = runs[first[by_first]].tolist()
-        dirs = [cols.heads[r] for r in slot_runs]
-        values = [cols.values[r] for r in slot_runs]
-        slot_of = rank[inverse.reshape(-1)].astype(np.intc)
+        keys = cols.dir_keys()
+        heads, all_values, all_runs = cols.heads, cols.values, cols.runs
+        slots: dict[int, int] = {}  # a directory's key -> its slot, in order of first file
+        dirs: list[str] = []
+        values: list[Mapping[str, Any]] = []
+        slot_of = array("i")
         names: list[str] = []
         mtimes: list[float] = []
         etags: list[str] = []
         for r, o in zip(runs.tolist(), offsets.tolist(), strict=True):
-            run = cols.runs[r]
+            key = keys[r]
+            slot = slots.get(key)
+            if slot is None:
+                slot = slots[key] = len(dirs)
+                dirs.append(heads[r])
+                values.append(all_values[r])
+            slot_of.append(slot)
+            run = all_runs[r]
             names.append(run.name(o))
             mtimes.append(run.mtimes[o])
             etags.append(f"ctime:{run.ctimes[o]!r}")
@@ -175,9 +177,6 @@ class GroupColumns:
                 packed(slot_of.tobytes()), joined(names),
                 packed(cols.sizes[idx].astype(np.int64).tobytes()),
                 self.ranges, packed(micros.tobytes()), etags or None)
-
-    def __iter__(self) -> Iterator[PartitionedFile]:
-        return iter(self.files())
 
 
 def utc_micros(seconds: np.ndarray) -> np.ndarray:
