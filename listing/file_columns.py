@@ -134,6 +134,9 @@ class GroupColumns:
         """The group's first ``n`` files (None: all) as :class:`PartitionedFile`."""
         cols = self.columns
         idx = self.idx if n is None else self.idx[:n]
+        made = cols._list
+        if made is not None and self.ranges is None:  # the plan's files, made already
+            return tuple(made[i] for i in idx.tolist())
         runs, offsets = cols.locate(idx)
         out = []
         for k, (r, o) in enumerate(zip(runs.tolist(), offsets.tolist(), strict=True)):
