@@ -207,14 +207,14 @@ def child(reader: str, where: str, query: str) -> dict[str, Any]:
         split = table.split(table.bind(peers.to_sql(conj)))
         plan = table._plan(files, table.projection(None), split, None, min_partitions=None,
                            listing_plan=run.steps)
-        out["files"] = len(plan.files)
+        out["files"] = plan.file_count
         out["list_requests"] = store.counters["list_requests"]
     elif reader == "listing":
         from listing import ListingTable
 
         tab = ListingTable.open(where, partition_cols=cols, schema=schema)
         plan = tab.scan(where=peers.to_sql(conj))
-        out["files"] = len(plan.files)
+        out["files"] = plan.file_count
         out["list_requests"] = plan.metrics["list_requests"]
     elif reader == "pyarrow":
         part = ds.partitioning(pa.schema(cols), flavor="hive")

@@ -6,9 +6,9 @@ import datetime as dt
 import pickle
 import zlib
 from array import array
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import pyarrow as pa
 
@@ -61,27 +61,104 @@ class PartitionedFile:
                                self.last_modified, self.etag)
 
 
-@dataclass(frozen=True)
+class GroupSource(Protocol):
+    """A file group's files held as columns (:class:`~listing.file_columns.GroupColumns`)."""
+
+    @property
+    def bytes(self) -> int: ...
+
+    def __len__(self) -> int: ...
+
+    def files(self, n: int | None = None) -> tuple[PartitionedFile, ...]:
+        """The first ``n`` files (None: all), in the group's order."""
+
+    def pickled(self) -> tuple[Any, ...]:
+        """What :func:`group_columns` makes of :meth:`files`."""
+
+
 class FileGroup:
-    """Files read one after another by one Spark task.
+    """Files read one after another by one Spark task: ``FileGroup(index, files)``, or
+    made from a plan's columns (:meth:`of_columns`), its files then made on first access
+    of ``files`` (equal, in the same order, to those a plan of rows holds). A value: equal
+    when index and files are, immutable.
 
     Pickled as columns (what Spark ships to the task): each directory, and each
     partition-values mapping its files share, once; names joined into one string; sizes,
     times and byte ranges as packed integers. Unpickled, the files are equal to the
-    originals, in their order, files of one directory sharing one mapping as before."""
+    originals, in their order, files of one directory sharing one mapping as before. A
+    group made from columns pickles to the same bytes without making its files."""
 
+    __slots__ = ("index", "_files", "_source")
     index: int
-    files: tuple[PartitionedFile, ...]
+    _files: tuple[PartitionedFile, ...] | None
+    _source: GroupSource | None
+
+    def __init__(self, index: int, files: tuple[PartitionedFile, ...]) -> None:
+        _set(self, "index", index)
+        _set(self, "_files", files)
+        _set(self, "_source", None)
+
+    @classmethod
+    def of_columns(cls, index: int, source: GroupSource) -> FileGroup:
+        group: FileGroup = object.__new__(cls)
+        _set(group, "index", index)
+        _set(group, "_files", None)
+        _set(group, "_source", source)
+        return group
+
+    @property
+    def files(self) -> tuple[PartitionedFile, ...]:
+        if self._files is None:
+            assert self._source is not None
+            _set(self, "_files", self._source.files())
+        assert self._files is not None
+        return self._files
+
+    @property
+    def file_count(self) -> int:
+        """``len(files)``, without making them."""
+        return len(self._source) if self._files is None and self._source else len(self.files)
+
+    def first(self, n: int) -> tuple[PartitionedFile, ...]:
+        """``files[:n]``, making only those."""
+        if self._files is None and self._source is not None:
+            return self._source.files(n)
+        return self.files[:n]
 
     @property
     def bytes(self) -> int:
+        if self._files is None and self._source is not None:
+            return self._source.bytes
         return sum(f.length for f in self.files)
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r}")
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        assert isinstance(other, FileGroup)
+        return (self.index, self.files) == (other.index, other.files)
+
+    def __hash__(self) -> int:
+        return hash((self.index, self.files))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(index={self.index!r}, files={self.files!r})"
+
     def __reduce__(self) -> tuple[Any, ...]:
-        columns = _columns(self.files)
+        if self._files is None and self._source is not None:
+            return (_group_from_columns, (self.index, *self._source.pickled()))
+        columns = group_columns(self.files)
         if columns is None:  # files of a subclass: pickled as they are
             return (FileGroup, (self.index, self.files))
         return (_group_from_columns, (self.index, *columns))
+
+
+_set = object.__setattr__
 
 
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
@@ -89,7 +166,7 @@ _MICROSECOND = dt.timedelta(microseconds=1)
 _SEP = "\0"
 
 
-def _columns(files: tuple[PartitionedFile, ...]) -> tuple[Any, ...] | None:
+def group_columns(files: Sequence[PartitionedFile]) -> tuple[Any, ...] | None:
     """``files`` as (directories, their values, directory of each file, names, sizes,
     byte ranges, times, etags): see :class:`FileGroup`; None when one is not exactly a
     :class:`PartitionedFile`."""
@@ -110,28 +187,28 @@ def _columns(files: tuple[PartitionedFile, ...]) -> tuple[Any, ...] | None:
             values.append(f.partition_values)
         slot_of.append(slot)
         names.append(f.path[cut:])
-    joined = _joined(names)
+    names_joined = joined(names)
     sizes = array("q", [f.size for f in files]).tobytes()
     ranges = [f.byte_range for f in files]
     mtimes = [f.last_modified for f in files]
     times: bytes | list[dt.datetime | None] = mtimes
     if all(t is not None and t.tzinfo is dt.UTC for t in mtimes):
-        times = _pack(array("q", [(t - _EPOCH) // _MICROSECOND for t in mtimes
+        times = packed(array("q", [(t - _EPOCH) // _MICROSECOND for t in mtimes
                                   if t is not None]).tobytes())
     etags = [f.etag for f in files]
     # a group's files come from many directories (packing spreads them), which share
     # their table's prefix and their values' types
-    return (_joined(dirs), _pack(pickle.dumps(values, pickle.HIGHEST_PROTOCOL)),
-            _pack(slot_of.tobytes()), joined, _pack(sizes),
+    return (joined(dirs), packed(pickle.dumps(values, pickle.HIGHEST_PROTOCOL)),
+            packed(slot_of.tobytes()), names_joined, packed(sizes),
             None if all(r is None for r in ranges) else ranges, times,
             None if all(e is None for e in etags) else etags)
 
 
-def _joined(texts: list[str]) -> bytes | list[str]:
+def joined(texts: list[str]) -> bytes | list[str]:
     """``texts`` as one compressed string, unless one holds the separator."""
     if any(_SEP in t for t in texts):
         return texts
-    return _pack(_SEP.join(texts).encode("utf-8", "surrogatepass"))
+    return packed(_SEP.join(texts).encode("utf-8", "surrogatepass"))
 
 
 def _split(texts: bytes | list[str], n: int) -> list[str]:
@@ -140,7 +217,7 @@ def _split(texts: bytes | list[str], n: int) -> list[str]:
     return zlib.decompress(texts).decode("utf-8", "surrogatepass").split(_SEP) if n else []
 
 
-def _pack(data: bytes) -> bytes:
+def packed(data: bytes) -> bytes:
     """Columns compressed (names repeat their ends, sizes and times their high bytes)."""
     return zlib.compress(data, 1)
 
@@ -168,13 +245,13 @@ def _group_from_columns(index: int, dirs: bytes | list[str], values: bytes,
         f = whole_file(dir_of[slot] + name_of[i], size_of[i], value_of[slot], times[i],
                        etags[i] if etags is not None else None)
         if ranges is not None and ranges[i] is not None:
-            _SET_RANGE(f, ranges[i])
+            set_range(f, ranges[i])
         files.append(f)
     return FileGroup(index, tuple(files))
 
 
 _NEW = object.__new__
-_SET_PATH, _SET_SIZE, _SET_VALUES, _SET_RANGE, _SET_MTIME, _SET_ETAG = (
+_SET_PATH, _SET_SIZE, _SET_VALUES, set_range, _SET_MTIME, _SET_ETAG = (
     getattr(PartitionedFile, f).__set__
     for f in ("path", "size", "partition_values", "byte_range", "last_modified", "etag"))
 
@@ -189,7 +266,7 @@ def whole_file(path: str, size: int, partition_values: Mapping[str, Any],
     _SET_PATH(file, path)
     _SET_SIZE(file, size)
     _SET_VALUES(file, partition_values)
-    _SET_RANGE(file, None)
+    set_range(file, None)
     _SET_MTIME(file, last_modified)
     _SET_ETAG(file, etag)
     return file

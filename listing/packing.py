@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 import heapq
-from typing import Any, Protocol
+from array import array
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, NamedTuple, Protocol, cast
 
 import numpy as np
 
+from listing.file_columns import FileColumns, GroupColumns
 from listing.files import FileGroup, PartitionedFile
 from listing.options import ListingOptions
 
@@ -35,8 +38,8 @@ WHOLE_FILES: Splitter = _WholeFiles()
 METADATA_FILES_PER_TASK = 16
 
 
-def pack_file_groups(files: list[PartitionedFile], fmt: Splitter, options: ListingOptions,
-                     min_partitions: int | None = None, *,
+def pack_file_groups(files: Sequence[PartitionedFile] | FileColumns, fmt: Splitter,
+                     options: ListingOptions, min_partitions: int | None = None, *,
                      metadata_only: bool = False, read_share: float = 1.0) -> list[FileGroup]:
     """Split big files with Spark's ``FilePartition`` sizing, then pack the pieces into as
     few balanced groups as that sizing allows, a multiple of the parallelism.
@@ -61,50 +64,161 @@ def pack_file_groups(files: list[PartitionedFile], fmt: Splitter, options: Listi
     go into at most one group per core, and a group takes at least
     ``METADATA_FILES_PER_TASK`` files (unless it is the last): the cost of such a read is
     a task's fixed start-up cost, not the files' bytes.
+
+    ``files`` as :class:`FileColumns` (a local listing's plan): the same groups, made from
+    the columns (their files made on request), unless the format splits a file into
+    pieces other than byte ranges of it (then the groups of its files as rows).
     """
-    if not files:
+    if isinstance(files, FileColumns):
+        everything = np.arange(len(files), dtype=np.int64)
+        packed = _pack_columns(files, everything, fmt, options, min_partitions,
+                               metadata_only, read_share)
+        if packed is not None:
+            return [FileGroup.of_columns(i, g) for i, g in enumerate(packed)]
+        files = files.files()
+    rows = list(files)
+    if not rows:
         return []
+    sizes = np.fromiter((f.size for f in rows), np.int64, len(rows))
+    parts_of: dict[int, list[PartitionedFile]] = {}
+    pieces = rows
+
+    def split(i: int, file_split: int) -> int:
+        parts_of[i] = fmt.split(rows[i], file_split)
+        return len(parts_of[i])
+
+    def piece_lengths() -> np.ndarray:
+        nonlocal pieces
+        if parts_of:  # the split files' pieces in their place
+            pieces = [p for i, f in enumerate(rows) for p in parts_of.get(i, (f,))]
+        return np.fromiter((p.length for p in pieces), np.int64, len(pieces))
+
+    pack = _pack(sizes, piece_lengths, split, options, min_partitions, metadata_only,
+                 read_share)
+    ordered = np.fromiter(pieces, object, len(pieces))
+    return [FileGroup(i, tuple(ordered[g])) for i, g in enumerate(pack.groups)]
+
+
+class _Packed(NamedTuple):
+    """Groups as arrays of piece indices (each in its group's order); ``counts``: pieces
+    per file, None when no file was split."""
+
+    groups: list[np.ndarray]
+    counts: np.ndarray | None = None
+
+
+def _pack(sizes: np.ndarray, piece_lengths: Callable[[], np.ndarray],
+          split: Callable[[int, int], int], options: ListingOptions,
+          min_partitions: int | None, metadata_only: bool, read_share: float) -> _Packed:
+    """:func:`pack_file_groups` on files of ``sizes`` (int64, in order): ``split(i,
+    file_split)`` splits file ``i`` into pieces and says how many; ``piece_lengths()``
+    then gives every piece's length (pieces in file order, a split file's in its place)."""
+    n = len(sizes)
+    if n == 0:
+        return _Packed([])
     parallelism = max(1, options.min_partitions or min_partitions or 1)  # the user's wins
     if metadata_only:
-        count = min(parallelism, -(-len(files) // METADATA_FILES_PER_TASK))
-        cuts = [len(files) * i // count for i in range(count + 1)]
-        return [FileGroup(i, tuple(files[cuts[i]:cuts[i + 1]])) for i in range(count)]
+        count = min(parallelism, -(-n // METADATA_FILES_PER_TASK))
+        cuts = [n * i // count for i in range(count + 1)]
+        return _Packed([np.arange(cuts[i], cuts[i + 1]) for i in range(count)])
     open_cost = options.open_cost_in_bytes
     share = min(max(read_share, 1e-3), 1.0)
     # sizes as arrays (a plan may hold millions of files): the same integers, in the same
     # order, as the per-file arithmetic of Spark's rule
-    sizes = np.fromiter((f.size for f in files), np.int64, len(files))
-    total = int(_scaled(sizes, share).sum()) + open_cost * len(files)
+    total = int(_scaled(sizes, share).sum()) + open_cost * n
     max_split = min(options.max_partition_bytes, max(open_cost, total // parallelism))
     file_split = max(1, int(max_split / share))  # the same split, in the file's bytes
-    pieces: list[PartitionedFile] = files
     big = np.flatnonzero(sizes > file_split)
+    counts = None
     if big.size:  # most files fit a split
-        pieces = list(files)
-        for i in big[::-1].tolist():
-            pieces[i:i + 1] = fmt.split(files[i], file_split)
-    # largest first (stable, as Spark sorts); reordered as an array of references, with
+        counts = np.ones(n, np.int64)
+        for i in big.tolist():
+            counts[i] = split(i, file_split)
+    lengths_all = piece_lengths()
+    # largest first (stable, as Spark sorts); reordered as an array of indices, with
     # no integer object per piece
-    scaled = _scaled(np.fromiter((p.length for p in pieces), np.int64, len(pieces)), share)
+    scaled = _scaled(lengths_all, share)
     order = np.argsort(-scaled, kind="stable")
-    ordered = np.fromiter(pieces, object, len(pieces))[order]
-    lengths: list[int] = scaled[order].tolist()
+    # packed integers, read one at a time: no int object per piece held
+    lengths = array("q")
+    lengths.frombytes(cast(Any, np.ascontiguousarray(scaled[order], np.int64).view(np.uint8)))
     sparks = _greedy_count(lengths, max_split, open_cost)
-    needed = -(-sum(lengths) // options.max_partition_bytes)
+    needed = -(-int(scaled.sum()) // options.max_partition_bytes)
     # a file that cannot be split may alone hold more than maxPartitionBytes, so
     # ``needed`` can exceed Spark's count: never more groups than Spark makes
-    count = min(max(parallelism * (sparks // parallelism), needed, 1), sparks, len(ordered))
-    groups: list[list[PartitionedFile]] = [[] for _ in range(count)]
+    count = min(max(parallelism * (sparks // parallelism), needed, 1), sparks, len(order))
     # a heap of the groups' loads, each number load << shift | group: ordered as the pairs
     # (load, group), without a tuple per piece
     shift = count.bit_length()
     mask = (1 << shift) - 1
     lightest = list(range(count))
-    for piece, length in zip(ordered, lengths, strict=True):  # to the lightest group (LPT)
+    target = array("q")
+    append = target.append
+    replace = heapq.heapreplace
+    for length in lengths:  # to the lightest group (LPT)
         top = lightest[0]
-        groups[top & mask].append(piece)
-        heapq.heapreplace(lightest, top + ((length + open_cost) << shift))
-    return [FileGroup(i, tuple(g)) for i, g in enumerate(groups)]
+        append(top & mask)
+        replace(lightest, top + ((length + open_cost) << shift))
+    del lengths
+    dest = np.frombuffer(target, np.int64)
+    by_group = np.argsort(dest, kind="stable")  # each group's pieces in the order taken
+    bounds = np.zeros(count + 1, np.int64)
+    np.cumsum(np.bincount(dest, minlength=count), out=bounds[1:])
+    del dest, target
+    ordered = order[by_group]
+    del order, by_group
+    return _Packed([ordered[bounds[g]:bounds[g + 1]] for g in range(count)], counts)
+
+
+def _pack_columns(columns: FileColumns, idx: np.ndarray, fmt: Splitter,
+                  options: ListingOptions, min_partitions: int | None, metadata_only: bool,
+                  read_share: float) -> list[GroupColumns] | None:
+    """:func:`pack_file_groups` of the files ``idx`` (in order) of ``columns``, as
+    groups of columns; None when the format split a file into pieces that are not byte
+    ranges of it."""
+    ranges: list[tuple[int, int] | None] = []
+    counts_of: dict[int, list[tuple[int, int] | None]] = {}
+
+    def split(i: int, file_split: int) -> int:
+        file = columns.file(int(idx[i]))
+        parts = fmt.split(file, file_split)
+        if not all(type(p) is PartitionedFile and p.path == file.path
+                   and p.size == file.size and p.partition_values is file.partition_values
+                   and p.last_modified == file.last_modified and p.etag == file.etag
+                   for p in parts):
+            raise _NotRanges
+        counts_of[i] = [p.byte_range for p in parts]
+        return len(parts)
+
+    def piece_lengths() -> np.ndarray:
+        sizes = columns.sizes[idx]
+        if not counts_of:
+            return sizes
+        out: list[int] = []
+        for i, size in enumerate(sizes.tolist()):
+            got = counts_of.get(i)
+            if got is None:
+                out.append(size)
+                ranges.append(None)
+            else:
+                out += [size if r is None else r[1] - r[0] for r in got]
+                ranges.extend(got)
+        return np.array(out, np.int64)
+
+    try:
+        pack = _pack(columns.sizes[idx], piece_lengths, split, options, min_partitions,
+                     metadata_only, read_share)
+    except _NotRanges:
+        return None
+    if pack.counts is None:
+        return [columns.group(idx[g], None) for g in pack.groups]
+    piece_file = np.repeat(idx, pack.counts)
+    return [columns.group(piece_file[g], [ranges[k] for k in g.tolist()])
+            for g in pack.groups]
+
+
+class _NotRanges(Exception):
+    """A format split a file into pieces other than byte ranges of it."""
 
 
 def _scaled(lengths: np.ndarray, share: float) -> np.ndarray:
@@ -112,7 +226,7 @@ def _scaled(lengths: np.ndarray, share: float) -> np.ndarray:
     return lengths if share == 1.0 else (lengths * share).astype(np.int64)
 
 
-def _greedy_count(lengths: list[int], max_split: int, open_cost: int) -> int:
+def _greedy_count(lengths: Iterable[int], max_split: int, open_cost: int) -> int:
     """How many groups Spark's rule makes of pieces of ``lengths`` (largest first, a group
     closing when the next piece would overflow ``max_split``)."""
     count, size = 0, 0
@@ -139,9 +253,9 @@ class KeyPacking:
     reason: str
 
 
-def pack_by_partition_key(files: list[PartitionedFile], fmt: Splitter, options: ListingOptions,
-                          min_partitions: int | None = None, *, metadata_only: bool = False,
-                          read_share: float = 1.0) -> KeyPacking:
+def pack_by_partition_key(files: Sequence[PartitionedFile] | FileColumns, fmt: Splitter,
+                          options: ListingOptions, min_partitions: int | None = None, *,
+                          metadata_only: bool = False, read_share: float = 1.0) -> KeyPacking:
     """Groups that each hold files of one value of the partition columns (a value's files
     packed by :func:`pack_file_groups` as if on one core), when that pays; otherwise
     :func:`pack_file_groups`'s groups.
@@ -161,29 +275,53 @@ def pack_by_partition_key(files: list[PartitionedFile], fmt: Splitter, options: 
                                   metadata_only=metadata_only, read_share=read_share)
         return KeyPacking(groups, False, f"by size ({reason})")
 
-    if not files:
+    if not len(files):
         return KeyPacking([], False, "")
-    if not files[0].partition_values:
+    first = files.values[0] if isinstance(files, FileColumns) else files[0].partition_values
+    if not first:
         return by_size("key_grouped: the table has no partition columns")
-    by_key: dict[tuple[tuple[str, Any], ...], list[PartitionedFile]] = {}
-    for f in files:
-        by_key.setdefault(tuple(f.partition_values.items()), []).append(f)
-    if len(by_key) < parallelism:
-        return by_size(f"key_grouped: {len(by_key)} partition values for {parallelism} "
-                       "tasks")
-    average = sum(f.length for f in files) // len(by_key)
+    if isinstance(files, FileColumns):
+        columns = files
+        runs_of: dict[tuple[tuple[str, Any], ...], list[int]] = {}
+        for r, values in enumerate(columns.values):
+            runs_of.setdefault(tuple(values.items()), []).append(r)
+        starts = columns.starts.tolist()
+        index_of = [np.concatenate([np.arange(starts[r], starts[r + 1]) for r in rs])
+                    for rs in runs_of.values()]
+        lengths = [columns.sizes[ix] for ix in index_of]
+    else:
+        rows_of: dict[tuple[tuple[str, Any], ...], list[PartitionedFile]] = {}
+        for f in files:
+            rows_of.setdefault(tuple(f.partition_values.items()), []).append(f)
+        by_rows = list(rows_of.values())
+        lengths = [np.fromiter((f.length for f in fs), np.int64, len(fs)) for fs in by_rows]
+    keys = len(lengths)
+    if keys < parallelism:
+        return by_size(f"key_grouped: {keys} partition values for {parallelism} tasks")
+    average = sum(int(ls.sum()) for ls in lengths) // keys
     if average < options.open_cost_in_bytes:
         return by_size(f"key_grouped: partition values average {average:,} bytes of files, "
                        "under open_cost_in_bytes")
     share = min(max(read_share, 1e-3), 1.0)
-    biggest = max(sum(int(f.length * share) for f in fs) for fs in by_key.values())
+    biggest = max(int(_scaled(ls, share).sum()) for ls in lengths)
     if biggest > KEY_GROUP_MAX_SPLITS * options.max_partition_bytes:
         return by_size(f"key_grouped: a partition value holds {biggest:,} bytes to read, over "
                        f"{KEY_GROUP_MAX_SPLITS} x max_partition_bytes")
     one_core = dataclasses.replace(options, min_partitions=1)
     groups: list[FileGroup] = []
-    for fs in by_key.values():
+    if isinstance(files, FileColumns):
+        packed = [_pack_columns(files, ix, fmt, one_core, None, metadata_only, read_share)
+                  for ix in index_of]
+        if all(p is not None for p in packed):
+            for value_groups in packed:
+                assert value_groups is not None
+                groups += [FileGroup.of_columns(len(groups) + i, g)
+                           for i, g in enumerate(value_groups)]
+            return KeyPacking(groups, True, f"by partition value ({keys} values)")
+        rows = files.files()  # a format split a file otherwise: its groups as rows
+        by_rows = [[rows[i] for i in ix.tolist()] for ix in index_of]
+    for fs in by_rows:
         for g in pack_file_groups(fs, fmt, one_core, metadata_only=metadata_only,
                                   read_share=read_share):
             groups.append(FileGroup(len(groups), g.files))
-    return KeyPacking(groups, True, f"by partition value ({len(by_key)} values)")
+    return KeyPacking(groups, True, f"by partition value ({keys} values)")

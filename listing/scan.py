@@ -17,6 +17,7 @@ from typing import NamedTuple
 import pyarrow as pa
 
 from listing.expressions import Expr
+from listing.file_columns import FileColumns
 from listing.file_stream import ReadSpec, read_groups
 from listing.files import FileGroup, PartitionedFile
 from listing.metrics import Counters, CountersView
@@ -53,7 +54,8 @@ class ScanPlan:
     storage: StorageSpec
     partition_filter: Expr | None
     data_filter: Expr | None
-    files: list[PartitionedFile]
+    #: the files: a list, or the columns of a local listing (:attr:`files` on request)
+    planned: list[PartitionedFile] | FileColumns
     file_groups: list[FileGroup]
     read: ReadSpec
     listing_plan: list[str] = field(default_factory=list)
@@ -62,6 +64,18 @@ class ScanPlan:
     key_grouped: bool = False
     #: which packing ``key_grouped`` chose, and why ("" when the option is off)
     packing: str = ""
+
+    @property
+    def files(self) -> list[PartitionedFile]:
+        """The files to read, in key order (made from the plan's columns on first access,
+        then kept)."""
+        planned = self.planned
+        return planned.files() if isinstance(planned, FileColumns) else planned
+
+    @property
+    def file_count(self) -> int:
+        """``len(files)``, without making them."""
+        return len(self.planned)
 
     @property
     def schema(self) -> pa.Schema:
@@ -107,7 +121,7 @@ class ScanPlan:
             f"  limit: {self.limit if self.limit is not None else '-'}",
             "  listing plan:",
             *[f"    {line}" for line in self.listing_plan],
-            f"  files: {len(self.files)} in {len(self.file_groups)} groups, "
+            f"  files: {self.file_count} in {len(self.file_groups)} groups, "
             f"{m['bytes']:,} bytes",
         ]
         if self.packing:
@@ -115,9 +129,10 @@ class ScanPlan:
         for g in self.file_groups[:8]:
             names = ", ".join(f.path.removeprefix(self.url)
                               + (f"[{f.byte_range[0]}:{f.byte_range[1]}]" if f.byte_range
-                                 else "") for f in g.files[:3])
-            more = f", … {len(g.files) - 3} more" if len(g.files) > 3 else ""
-            lines.append(f"    group {g.index}: {len(g.files)} files, {g.bytes:,} bytes: "
+                                 else "") for f in g.first(3))
+            count = g.file_count
+            more = f", … {count - 3} more" if count > 3 else ""
+            lines.append(f"    group {g.index}: {count} files, {g.bytes:,} bytes: "
                          f"{names}{more}")
         if len(self.file_groups) > 8:
             lines.append(f"    … {len(self.file_groups) - 8} more groups")
@@ -127,13 +142,13 @@ class ScanPlan:
     def summary(self) -> str:
         """One line for Spark's scan description: files chosen, requests, listing plan."""
         m = self.metrics
-        return (f"Files: {len(self.files)} in {len(self.file_groups)} groups "
+        return (f"Files: {self.file_count} in {len(self.file_groups)} groups "
                 f"({m['bytes']:,} bytes), LIST requests: {m['list_requests']}, "
                 f"listing: {' / '.join(line.strip() for line in self.listing_plan) or '-'}"
                 + (f", packing: {self.packing}" if self.packing else ""))
 
     def __repr__(self) -> str:
-        return (f"ScanPlan({self.url}, files={len(self.files)}, "
+        return (f"ScanPlan({self.url}, files={self.file_count}, "
                 f"groups={len(self.file_groups)}, list_requests={self.metrics['list_requests']})")
 
 

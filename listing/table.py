@@ -34,6 +34,7 @@ from listing.expressions import (
     parse_predicate,
     split_by_columns,
 )
+from listing.file_columns import FileColumns
 from listing.file_stream import ReadSpec
 from listing.files import FILE_METADATA, FILE_METADATA_FIELD, PartitionedFile, whole_file
 from listing.formats.base import FileFormat, Inferred
@@ -47,6 +48,7 @@ from listing.planner import Batch, FileFilter, ListedRun, PlanRun, TableProfile
 from listing.planner.glob_filter import folders_partition_filter, glob_partition_filter
 from listing.pushdown import Pushdown
 from listing.scan import ScanMetrics, ScanPlan
+from listing.storage.dir_files import DirFiles
 from listing.storage.lister import Lister, ObjectMeta, Page
 from listing.storage.spec import StorageSpec
 from listing.url import TableUrl
@@ -270,10 +272,8 @@ class ListingTable:
                   else Lister(self.storage, counters, progress))
         learned = self._learned
         run = self.listing_run(split.partition, lister=lister)
-        files: list[PartitionedFile] = []
         with gc_paused():
-            for batch in run.batches():
-                files += self._partitioned(batch)
+            files = self._kept(run.batches())
         layout_checked = learned.layout_checked or bool(run.metrics["files_listed"])
         if not layout_checked and self.partition_cols:
             self._check_declared_layout(counters)
@@ -315,13 +315,15 @@ class ListingTable:
                           limit, min_partitions=min_partitions, listing_plan=listing_plan,
                           split_files=split_files)
 
-    def _plan(self, files: Sequence[PartitionedFile], projection: list[str],
+    def _plan(self, files: Sequence[PartitionedFile] | FileColumns, projection: list[str],
               split: SplitFilter, limit: int | None, *, min_partitions: int | None,
               listing_plan: Sequence[str], counters: Counters | None = None,
               split_files: bool = True) -> ScanPlan:
-        """The plan of ``files`` (chosen already) for a projection and a split filter;
-        ``counters``: what choosing them cost (the scan's listing), added to."""
-        files = list(files)
+        """The plan of ``files`` (chosen already: rows, or a local listing's columns) for
+        a projection and a split filter; ``counters``: what choosing them cost (the scan's
+        listing), added to."""
+        if not isinstance(files, FileColumns):
+            files = list(files)
         file_names = self.file_schema.names  # a new list at every access: once here
         data_names = set(file_names)
         data_cols = [n for n in projection if n in data_names]
@@ -345,7 +347,8 @@ class ListingTable:
                                       read_share=self.read_share(read_cols))
         counters = Counters() if counters is None else counters
         counters.add("file_groups", len(groups))
-        counters.add("bytes", sum(f.size for f in files))
+        counters.add("bytes", int(files.sizes.sum()) if isinstance(files, FileColumns)
+                     else sum(f.size for f in files))
         read = ReadSpec(source=source,
                         schema=pa.schema([self.schema.field(n) for n in projection]),
                         partition_fields=tuple(pa.field(n, t) for n, t in self.partition_cols),
@@ -355,7 +358,7 @@ class ListingTable:
                         ignore_corrupt_files=self.options.ignore_corrupt_files)
         return ScanPlan(url=str(self.url), storage=self.storage,
                         partition_filter=split.partition, data_filter=split.data,
-                        files=files, file_groups=groups, read=read,
+                        planned=files, file_groups=groups, read=read,
                         listing_plan=list(listing_plan), metrics=ScanMetrics(counters),
                         key_grouped=packing.key_grouped, packing=packing.reason)
 
@@ -505,6 +508,22 @@ class ListingTable:
             files.close()  # no further page
         return None if first is None else self._partitioned([first])[0]
 
+    def _kept(self, batches: Iterable[Batch]) -> list[PartitionedFile] | FileColumns:
+        """The files a scan keeps of its listing's batches: as columns while every batch
+        is a directory's columns (a local listing), else as rows, in listing order."""
+        scheme = self.url.to_url("")  # a path's URL is this and the path
+        runs: list[tuple[str, DirFiles, dict[str, Any]]] = []
+        rows: list[PartitionedFile] | None = None
+        for batch in batches:
+            if rows is None and isinstance(batch, ListedRun):
+                runs.append((scheme + batch.files.directory, batch.files, batch.values))
+                continue
+            if rows is None:  # a batch of rows: the runs so far as rows too
+                rows = FileColumns(runs).files()
+                runs = []
+            rows += self._partitioned(batch)
+        return FileColumns(runs) if rows is None else rows
+
     def _partitioned(self, listed: Batch) -> list[PartitionedFile]:
         """Listed keys as the files a plan holds: their URLs, and what identifies their
         version (a page or a directory at a time: a long listing makes one per key)."""
@@ -531,11 +550,20 @@ class ListingTable:
         one row per partition with its values, file count and bytes (SHOW PARTITIONS)."""
         plan = self.scan(columns=self.partition_names, where=where)
         stats: dict[tuple[Any, ...], list[int]] = {}
-        for f in plan.files:
-            key = tuple(f.partition_values.get(n) for n in self.partition_names)
-            entry = stats.setdefault(key, [0, 0])
-            entry[0] += 1
-            entry[1] += f.size
+        names = self.partition_names
+        planned = plan.planned
+        if isinstance(planned, FileColumns):  # a run's files share their values
+            starts = planned.starts.tolist()
+            for r, values in enumerate(planned.values):
+                entry = stats.setdefault(tuple(values.get(n) for n in names), [0, 0])
+                entry[0] += starts[r + 1] - starts[r]
+                entry[1] += int(planned.sizes[starts[r]:starts[r + 1]].sum())
+        else:
+            for f in planned:
+                entry = stats.setdefault(tuple(f.partition_values.get(n) for n in names),
+                                         [0, 0])
+                entry[0] += 1
+                entry[1] += f.size
         keys = sorted(stats, key=lambda k: tuple((v is None, v) for v in k))
         columns = {n: pa.array([k[i] for k in keys], t)
                    for i, (n, t) in enumerate(self.partition_cols)}

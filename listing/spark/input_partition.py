@@ -57,7 +57,7 @@ def key_marker(group: FileGroup) -> str:
     that class does not read (only strings, integers, booleans, dates and nulls). Strings,
     integers, booleans and nulls are JSON's own; a date is the text :func:`cast_text`
     spells for the JVM (``2024-01-31``, which Java's ``LocalDate.parse`` reads)."""
-    values = group.files[0].partition_values
+    values = group.first(1)[0].partition_values
     out: list[Any] = []
     for v in values.values():
         if isinstance(v, dt.datetime) or not (v is None or isinstance(v, (str, int, dt.date))):

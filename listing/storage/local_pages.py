@@ -20,6 +20,7 @@ the full paths).
 from __future__ import annotations
 
 import os
+from array import array
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
@@ -65,8 +66,11 @@ def _read(directory: str, name_prefix: str = "",
         raise StorageError(f"listing file://{directory} failed: {err}") from None
     children.sort()  # keys are unique: entries are never compared
     out = _Dir()
-    items, dirs = out.items, out.dirs
-    run: DirFiles | None = None
+    dirs = out.dirs
+    # child directories, and runs of files as lists (names, sizes, modification and change
+    # times), each run made a DirFiles once read
+    items: list[str | tuple[list[str], list[int], list[float], list[float]]] = []
+    run: tuple[list[str], list[int], list[float], list[float]] | None = None
     for key, entry in children:
         if entry is None:
             path = base + key[:-1]
@@ -85,9 +89,15 @@ def _read(directory: str, name_prefix: str = "",
         except OSError as err:
             raise StorageError(f"listing file://{base + key} failed: {err}") from None
         if run is None:
-            run = DirFiles(base)
+            run = ([], [], [], [])
             items.append(run)
-        run.append(key, size, st.st_mtime or _created(st), st.st_ctime)
+        run[0].append(key)
+        run[1].append(size)
+        run[2].append(st.st_mtime or _created(st))
+        run[3].append(st.st_ctime)
+    out.items = [item if isinstance(item, str)  # one string of names, not one a file
+                 else DirFiles(base, item[0], array("q", item[1]), array("d", item[2]),
+                               array("d", item[3])).compact() for item in items]
     return out
 
 
@@ -218,4 +228,4 @@ def _file_run(path: str) -> DirFiles | None:
     directory, _, name = path.rpartition("/")
     run = DirFiles(directory + "/")
     run.append(name, size, st.st_mtime or _created(st), st.st_ctime)
-    return run
+    return run.compact()

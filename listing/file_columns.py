@@ -1,0 +1,195 @@
+"""The kept files of a scan as columns: what a plan of a local listing holds on the driver.
+
+A local listing hands each directory's files over as columns
+(:class:`~listing.storage.dir_files.DirFiles`); a scan keeps those runs as they are, with
+each run's directory URL and partition values once, so that planning makes no Python
+object per file. Packing works on the runs' sizes (NumPy), a file group is a list of
+file indices into them (:class:`GroupColumns`), and a :class:`PartitionedFile` is made
+only when someone asks for ``plan.files`` or ``group.files``: the same values, in the
+same order, as a plan of rows (``whole_file(head + name, size, values,
+fromtimestamp(mtime, UTC), "ctime:<repr>")``), files of one run sharing its values.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import pickle
+from array import array
+from collections.abc import Mapping, Sequence
+from itertools import repeat
+from typing import Any
+
+import numpy as np
+
+from listing.files import PartitionedFile, joined, packed, set_range, whole_file
+from listing.storage.dir_files import DirFiles
+
+_UTC = dt.UTC
+_fromtimestamp = dt.datetime.fromtimestamp
+
+
+class FileColumns:
+    """Files of one plan as runs of one directory each, in plan (key) order: per run its
+    directory's URL ``head`` (with its slash), its partition ``values`` (shared by its
+    files: read them, never change them) and its :class:`DirFiles`; ``sizes``, every
+    file's size in plan order (int64). Invariant: ``starts[r]`` is run ``r``'s first file,
+    ``starts[-1]`` the number of files; runs are never changed once added."""
+
+    __slots__ = ("heads", "values", "runs", "starts", "sizes", "_keys", "_list")
+
+    def __init__(self, runs: Sequence[tuple[str, DirFiles, Mapping[str, Any]]] = ()) -> None:
+        self.heads: list[str] = [head for head, _, _ in runs]
+        self.runs: list[DirFiles] = [files for _, files, _ in runs]
+        self.values: list[Mapping[str, Any]] = [values for _, _, values in runs]
+        lengths = np.fromiter(map(len, self.runs), np.int64, len(self.runs))
+        self.starts = np.zeros(len(self.runs) + 1, np.int64)
+        np.cumsum(lengths, out=self.starts[1:])
+        self.sizes = (np.concatenate([np.frombuffer(r.sizes, np.int64) for r in self.runs])
+                      if self.runs else np.zeros(0, np.int64))
+        self._keys: list[int] | None = None
+        self._list: list[PartitionedFile] | None = None
+
+    def __len__(self) -> int:
+        return int(self.starts[-1])
+
+    def __repr__(self) -> str:
+        return f"FileColumns({len(self)} files in {len(self.runs)} runs)"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, FileColumns):
+            return self.files() == other.files()
+        if isinstance(other, list | tuple):
+            return self.files() == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # equal to a list: unhashable like one
+
+    # --- rows, on request -----------------------------------------------------------------
+    def files(self) -> list[PartitionedFile]:
+        """Every file as a :class:`PartitionedFile`, in plan order (made once, then kept)."""
+        if self._list is None:
+            out: list[PartitionedFile] = []
+            for head, run, values in zip(self.heads, self.runs, self.values, strict=True):
+                out += map(whole_file, map(head.__add__, run.names), run.sizes,
+                           repeat(values), run.times(), run.etags())
+            self._list = out
+        return self._list
+
+    def file(self, i: int) -> PartitionedFile:
+        """File ``i`` (in plan order)."""
+        r = int(np.searchsorted(self.starts, i, "right")) - 1
+        run, o = self.runs[r], i - int(self.starts[r])
+        return whole_file(self.heads[r] + run.name(o), run.sizes[o], self.values[r],
+                          _fromtimestamp(run.mtimes[o], _UTC), f"ctime:{run.ctimes[o]!r}")
+
+    def locate(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(run, position in its run) of each file index of ``idx``."""
+        runs = np.searchsorted(self.starts, idx, "right") - 1
+        return runs, idx - self.starts[runs]
+
+    def run_of_each(self) -> np.ndarray:
+        """The run of every file, in plan order."""
+        return np.repeat(np.arange(len(self.runs)), np.diff(self.starts))
+
+    def dir_keys(self) -> list[int]:
+        """Per run, a number for its (head, values object): runs of one directory that
+        share their values (a directory's files split by a subdirectory) share it, as a
+        group's pickled columns have one slot for them."""
+        if self._keys is None:
+            seen: dict[tuple[str, int], int] = {}
+            self._keys = [seen.setdefault((h, id(v)), len(seen))
+                          for h, v in zip(self.heads, self.values, strict=True)]
+        return self._keys
+
+    def group(self, idx: np.ndarray, ranges: list[tuple[int, int] | None] | None
+              ) -> GroupColumns:
+        return GroupColumns(self, idx, ranges)
+
+
+class GroupColumns:
+    """The files of one file group: indices into a plan's :class:`FileColumns`, in the
+    group's order, and each one's byte range (None: all whole). What a
+    :class:`~listing.files.FileGroup` made from columns holds in place of its files."""
+
+    __slots__ = ("columns", "idx", "ranges")
+
+    def __init__(self, columns: FileColumns, idx: np.ndarray,
+                 ranges: list[tuple[int, int] | None] | None) -> None:
+        self.columns = columns
+        self.idx = idx
+        self.ranges = ranges if ranges is not None and any(ranges) else None
+
+    def __len__(self) -> int:
+        return len(self.idx)
+
+    @property
+    def bytes(self) -> int:
+        if self.ranges is None:
+            return int(self.columns.sizes[self.idx].sum())
+        sizes = self.columns.sizes[self.idx].tolist()
+        return sum(s if r is None else r[1] - r[0]
+                   for s, r in zip(sizes, self.ranges, strict=True))
+
+    def files(self, n: int | None = None) -> tuple[PartitionedFile, ...]:
+        """The group's first ``n`` files (None: all) as :class:`PartitionedFile`."""
+        cols = self.columns
+        idx = self.idx if n is None else self.idx[:n]
+        made = cols._list
+        if made is not None and self.ranges is None:  # the plan's files, made already
+            return tuple(made[i] for i in idx.tolist())
+        runs, offsets = cols.locate(idx)
+        out = []
+        for k, (r, o) in enumerate(zip(runs.tolist(), offsets.tolist(), strict=True)):
+            run = cols.runs[r]
+            f = whole_file(cols.heads[r] + run.name(o), run.sizes[o], cols.values[r],
+                           _fromtimestamp(run.mtimes[o], _UTC), f"ctime:{run.ctimes[o]!r}")
+            if self.ranges is not None and self.ranges[k] is not None:
+                set_range(f, self.ranges[k])
+            out.append(f)
+        return tuple(out)
+
+    def pickled(self) -> tuple[Any, ...]:
+        """The columns :func:`~listing.files.group_columns` makes of :meth:`files`, made
+        from these columns: the same values, so the same pickled bytes."""
+        cols = self.columns
+        idx = self.idx
+        runs, offsets = cols.locate(idx)
+        keys = cols.dir_keys()
+        heads, all_values, all_runs = cols.heads, cols.values, cols.runs
+        slots: dict[int, int] = {}  # a directory's key -> its slot, in order of first file
+        dirs: list[str] = []
+        values: list[Mapping[str, Any]] = []
+        slot_of = array("i")
+        names: list[str] = []
+        mtimes: list[float] = []
+        etags: list[str] = []
+        for r, o in zip(runs.tolist(), offsets.tolist(), strict=True):
+            key = keys[r]
+            slot = slots.get(key)
+            if slot is None:
+                slot = slots[key] = len(dirs)
+                dirs.append(heads[r])
+                values.append(all_values[r])
+            slot_of.append(slot)
+            run = all_runs[r]
+            names.append(run.name(o))
+            mtimes.append(run.mtimes[o])
+            etags.append(f"ctime:{run.ctimes[o]!r}")
+        micros = utc_micros(np.array(mtimes, np.float64))
+        return (joined(dirs), packed(pickle.dumps(values, pickle.HIGHEST_PROTOCOL)),
+                packed(slot_of.tobytes()), joined(names),
+                packed(cols.sizes[idx].astype(np.int64).tobytes()),
+                self.ranges, packed(micros.tobytes()), etags or None)
+
+
+def utc_micros(seconds: np.ndarray) -> np.ndarray:
+    """Microseconds since the epoch of ``datetime.fromtimestamp(s, UTC)`` for each float
+    ``s``, rounded as CPython rounds it (the fractional part, times 10**6, half to even)."""
+    frac, whole = np.modf(seconds)
+    us = np.rint(frac * 1e6)
+    over, under = us >= 1e6, us < 0
+    us[over] -= 1e6
+    whole[over] += 1
+    us[under] += 1e6
+    whole[under] -= 1
+    return whole.astype(np.int64) * 1_000_000 + us.astype(np.int64)

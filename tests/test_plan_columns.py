@@ -1,0 +1,164 @@
+"""A local listing's plan held as columns (:mod:`listing.file_columns`) is the plan of rows
+a listing through fsspec makes of the same tree: the same files, groups, byte ranges,
+pickled bytes, ``explain()`` and metrics, under every packing; its files are made only
+when asked for."""
+
+from __future__ import annotations
+
+import datetime as dt
+import pickle
+import random
+from array import array
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from fsspec.implementations.local import LocalFileSystem
+
+from listing import ListingTable
+from listing.file_columns import FileColumns, utc_micros
+from listing.planner.run import LISTED
+from listing.scan import ScanPlan
+from listing.storage.dir_files import DirFiles
+
+COLS = [("date", pa.date32()), ("hour", pa.int32())]
+SCHEMA = pa.schema([("id", pa.int64())])
+
+
+class ThroughFsspec(LocalFileSystem):
+    """fsspec's local filesystem, not exactly its type: listed through fsspec, as rows."""
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("columns") / "t"
+    sizes = iter(range(1, 10_000))
+    for d in range(1, 5):
+        for h in range(3):
+            folder = root / f"date=2020-01-0{d}" / f"hour={h}"
+            folder.mkdir(parents=True)
+            for k in range(4):
+                (folder / f"part-{k}.parquet").write_bytes(b"x" * (next(sizes) * 7 % 61 + 1))
+    # a folder below the partitions between two files (a directory's files in two runs),
+    # a hidden file and a file of another format
+    (root / "date=2020-01-02/hour=1/a.parquet").write_bytes(b"a" * 20)
+    (root / "date=2020-01-02/hour=1/m").mkdir()
+    (root / "date=2020-01-02/hour=1/m/x.parquet").write_bytes(b"y" * 40)
+    (root / "date=2020-01-02/hour=1/z.parquet").write_bytes(b"z" * 90)
+    (root / "date=2020-01-02/hour=1/_SUCCESS").write_bytes(b"")
+    (root / "date=2020-01-03/hour=0/notes.txt").write_bytes(b"n")
+    return root
+
+
+def _plans(root: Path, where: str | None = None, columns: list[str] | None = None,
+           min_partitions: int | None = None, **options: Any) -> tuple[ScanPlan, ScanPlan]:
+    local = ListingTable.open(str(root), partition_cols=COLS, schema=SCHEMA, **options)
+    rows = ListingTable.open(str(root), partition_cols=COLS, schema=SCHEMA,
+                             filesystem=ThroughFsspec(), **options)
+    return (local.scan(columns, where, min_partitions=min_partitions),
+            rows.scan(columns, where, min_partitions=min_partitions))
+
+
+CASES = [
+    {},
+    {"where": "hour = 1"},
+    {"min_partitions": 3},
+    # files bigger than a split: byte ranges
+    {"max_partition_bytes": 16, "open_cost_in_bytes": 4, "min_partitions": 2},
+    # one group per partition value
+    {"key_grouped": True, "open_cost_in_bytes": 1, "min_partitions": 2},
+    {"key_grouped": True, "open_cost_in_bytes": 1, "max_partition_bytes": 30,
+     "min_partitions": 2},
+    # a read of footers only (partition columns alone): whole files in key order
+    {"columns": ["date"], "min_partitions": 2},
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[str(c) for c in CASES])
+def test_a_plan_of_columns_is_the_plan_of_rows(tree, case):
+    columnar, rows = _plans(tree, **case)
+    assert isinstance(columnar.planned, FileColumns)
+    assert isinstance(rows.planned, list)
+    assert columnar.file_count == rows.file_count > 0
+    # nothing per file made yet: explain, metrics and pickling read the columns
+    assert columnar.explain() == rows.explain()
+    assert columnar.summary() == rows.summary() and repr(columnar) == repr(rows)
+    for k in ("bytes", "file_groups", *LISTED):
+        assert columnar.metrics.get(k) == rows.metrics.get(k), k
+    assert [pickle.dumps(g, pickle.HIGHEST_PROTOCOL) for g in columnar.file_groups] == \
+        [pickle.dumps(g, pickle.HIGHEST_PROTOCOL) for g in rows.file_groups]
+    assert [(g.index, g.file_count, g.bytes) for g in columnar.file_groups] == \
+        [(g.index, len(g.files), g.bytes) for g in rows.file_groups]
+    assert columnar.planned._list is None  # still no PartitionedFile
+    assert columnar.key_grouped == rows.key_grouped and columnar.packing == rows.packing
+    # then the files, asked for: equal, in the same order
+    assert columnar.files == rows.files
+    assert [(g.index, g.files) for g in columnar.file_groups] == \
+        [(g.index, g.files) for g in rows.file_groups]
+    assert columnar.file_groups == rows.file_groups and columnar.planned == rows.planned
+    for g, r in zip(columnar.file_groups, rows.file_groups, strict=True):
+        back = pickle.loads(pickle.dumps(g))
+        assert back == g and back.files == g.files
+        # files share their values objects as those of the plan of rows do
+        assert _sharing(g.files) == _sharing(r.files)
+    assert _sharing(columnar.files) == _sharing(rows.files)
+
+
+def _sharing(files: Any) -> list[int]:
+    """For each file, the position of the first file holding the same values object."""
+    first: dict[int, int] = {}
+    return [first.setdefault(id(f.partition_values), i) for i, f in enumerate(files)]
+
+
+def test_the_cases_cover_splits_key_groups_and_footer_reads(tree):
+    """Positive controls: the cases above plan what they are named for."""
+    split, _ = _plans(tree, **CASES[3])
+    assert any(f.byte_range for g in split.file_groups for f in g.files)
+    keyed, _ = _plans(tree, **CASES[4])
+    assert keyed.key_grouped
+    whole, _ = _plans(tree)
+    assert not any(f.byte_range for g in whole.file_groups for f in g.files)
+    # two runs of one directory: its files before and after its subfolder
+    runs = [r.directory.rsplit("/", 3)[-3:] for r in whole.planned.runs]
+    assert runs.count(["date=2020-01-02", "hour=1", ""]) == 2
+
+
+def test_times_as_microseconds_are_those_of_datetimes():
+    rng = random.Random(7)
+    seconds = [rng.uniform(0, 2e9) for _ in range(20_000)]
+    seconds += [1.5e-6, 2.5e-6, 1_700_000_000.0000005, 1_700_000_000.9999996, 0.0, 1e9 + 0.5]
+    seconds += [s + k * 1e-6 / 2 for s in (1_600_000_000.0, 1_234.0) for k in range(8)]
+    epoch = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+    expected = [(dt.datetime.fromtimestamp(s, dt.UTC) - epoch) // dt.timedelta(microseconds=1)
+                for s in seconds]
+    assert utc_micros(np.array(seconds)).tolist() == expected
+
+
+def test_a_compacted_run_reads_as_its_names():
+    names = ["a.parquet", "b", "é-ü.parquet", "part-00001.parquet", "z" * 300]
+    run = DirFiles("/t/x=1/")
+    for i, name in enumerate(names):
+        run.append(name, i, float(i), float(i))
+    assert run.compact() is run
+    assert run.names == names and [run.name(i) for i in range(len(names))] == names
+    assert list(run.paths()) == ["/t/x=1/" + n for n in names] and len(run) == len(names)
+    kept = run.taken([1, 4])
+    assert kept.names == ["b", "z" * 300] and list(kept.sizes) == [1, 4]
+    # a name holding the separator keeps its run as a list; an empty run stays empty
+    odd = DirFiles("/t/", ["a\0b"], array("q", [1]), array("d", [0.0]), array("d", [0.0]))
+    assert odd.compact().names == ["a\0b"] and odd.name(0) == "a\0b"
+    assert DirFiles("/t/").compact().names == []
+
+
+@pytest.mark.parametrize("where", [None, "hour = 1"])
+def test_partitions_of_a_plan_of_columns_are_those_of_rows(tree, where):
+    local = ListingTable.open(str(tree), partition_cols=COLS, schema=SCHEMA)
+    rows = ListingTable.open(str(tree), partition_cols=COLS, schema=SCHEMA,
+                             filesystem=ThroughFsspec())
+    assert isinstance(local.scan(where=where).planned, FileColumns)
+    got = local.partitions(where)
+    assert got.equals(rows.partitions(where))
+    # two runs of one directory count as one partition
+    assert got.num_rows == (12 if where is None else 4)
