@@ -68,13 +68,16 @@ def test_a_scan_lists_with_the_collector_paused_and_resumes_it(collector_on, tmp
     seen = []
     import listing.table as table_module
 
-    real = table_module.ListingTable._partitioned
+    real = table_module.ListingTable._kept
 
-    def spy(self, listed):
-        seen.append(gc.isenabled())
-        return real(self, listed)
+    def spy(self, batches):
+        def watched():
+            for batch in batches:
+                seen.append(gc.isenabled())
+                yield batch
+        return real(self, watched())
 
-    monkeypatch.setattr(table_module.ListingTable, "_partitioned", spy)
+    monkeypatch.setattr(table_module.ListingTable, "_kept", spy)
     plan = ListingTable.open(str(tmp_path)).scan()
-    assert len(plan.files) == 2 and seen and not any(seen)  # a call per listed page
+    assert len(plan.files) == 2 and seen and not any(seen)  # a look per listed batch
     assert gc.isenabled()

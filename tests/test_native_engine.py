@@ -431,8 +431,11 @@ def test_our_planner_reads_the_csv_header_the_jvm_compares(tmp_path):
     from listing.spark.file_index import ListingPlanner
 
     ds = datasets.daily(str(tmp_path / "csv"), format="csv", days=2, rows_per_file=3)
-    schema = StructType.fromDDL(
-        "id long, amount double, name string, date date, region string").json()
+    from pyspark.sql.types import DateType, DoubleType, LongType, StringType, StructField
+
+    schema = StructType([StructField("id", LongType()), StructField("amount", DoubleType()),
+                         StructField("name", StringType()), StructField("date", DateType()),
+                         StructField("region", StringType())]).json()  # no JVM: a unit test
     planner = ListingPlanner()
     answer = json.loads(planner.sample(json.dumps({"path": ds.root, "format": "csv"}),
                                        schema))
