@@ -18,7 +18,10 @@ the medians are reported. Per measurement: seconds from nothing to the list of f
 Polars: ``scan_parquet(root/**/*.parquet, hive_partitioning)`` + ``filter`` +
 ``explain()``), the process's peak RSS over its RSS before planning (per planned file: the
 table's files for the whole table, else the query's), and for ours the bytes Spark ships:
-every file group pickled on its own, per planned file.
+every file group pickled on its own, per planned file. For the whole table two floors run
+beside them: the tree read with ``os.scandir`` in one thread, names only (``names walk``,
+all Polars needs) and with an ``lstat`` per file (``lstat walk``, what a plan that sizes
+its files must do: ours, pyarrow's and Spark's).
 
 On local trees three readers plan in Spark's driver (``bench.planning_spark``, one session
 per measurement, warmed up on a two-file tree first): Spark's own ``InMemoryFileIndex``
@@ -60,6 +63,10 @@ QUERIES: dict[str, list[dict[str, Any]]] = {
     "hour = 7": [{"col": "hour", "op": "=", "type": "int", "values": ["7"]}],
 }
 LOCAL_READERS = ("listing", "pyarrow", "polars")
+#: the system calls alone, whole table only: every directory read (``os.scandir``, one
+#: thread), with and without an ``lstat`` per file; what a plan that sizes its files
+#: (ours, pyarrow, Spark's index) and one that only names them (Polars) cannot go below
+FLOOR_READERS = ("names walk", "lstat walk")
 TARGET_B_PER_FILE = 250
 
 
@@ -216,6 +223,8 @@ def child(reader: str, where: str, query: str) -> dict[str, Any]:
         plan = tab.scan(where=peers.to_sql(conj))
         out["files"] = plan.file_count
         out["list_requests"] = plan.metrics["list_requests"]
+    elif reader in FLOOR_READERS:
+        out["files"] = _walk(where, stat=reader == "lstat walk")
     elif reader == "pyarrow":
         part = ds.partitioning(pa.schema(cols), flavor="hive")
         dataset = ds.dataset(where, format="parquet", partitioning=part,
@@ -235,6 +244,23 @@ def child(reader: str, where: str, query: str) -> dict[str, Any]:
         out["plan_bytes"] = _plan_bytes(plan)
         out["groups"] = len(plan.file_groups)
     return out
+
+
+def _walk(root: str, *, stat: bool) -> int:
+    """The files below ``root`` (hidden names too), read a directory at a time; ``stat``:
+    an ``lstat`` per file, as a plan that knows sizes and times needs."""
+    files = 0
+    stack = [root]
+    while stack:
+        with os.scandir(stack.pop()) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+                else:
+                    files += 1
+                    if stat:
+                        entry.stat(follow_symlinks=False)
+    return files
 
 
 def _synthetic(keys: int, cols: list, schema: Any, where: str | None) -> tuple[Any, ...]:
@@ -276,9 +302,10 @@ def table_runs(where: str, size: int, readers: tuple[str, ...], runs: int,
     """Every query by every reader, ``runs`` rounds, readers interleaved in each round."""
     result: dict[str, Any] = {"files": size, "queries": {}}
     for query in QUERIES:
-        got: dict[str, list[dict[str, Any]]] = {r: [] for r in readers}
+        got: dict[str, list[dict[str, Any]]] = {
+            r: [] for r in readers if query == "whole table" or r not in FLOOR_READERS}
         for i in range(runs):
-            for reader in (readers if i % 2 == 0 else readers[::-1]):
+            for reader in (list(got) if i % 2 == 0 else list(got)[::-1]):
                 m = _measure(reader, where, query, timeout)
                 got[reader].append(m)
                 log(f"[planning] {size:,} {query} {reader}: "
@@ -344,7 +371,7 @@ def chart(res: dict[str, Any], out: Path) -> list[Path]:
     paths = []
     for name, t in res["tables"].items():
         queries = list(t["queries"])
-        readers = [r for r in LOCAL_READERS + SPARK_READERS
+        readers = [r for r in LOCAL_READERS + FLOOR_READERS + SPARK_READERS
                    if any(r in q for q in t["queries"].values())]
 
         def series(key: str, queries: list[str] = queries, t: dict = t,
@@ -397,7 +424,7 @@ def main(argv: list[str] | None = None) -> int:
     res: dict[str, Any] = {"command": f"python -m bench.planning {argv_text}".strip(),
                            "code": report.code_revision(Path(__file__).resolve().parents[1]),
                            "machine": report.machine(), "runs": args.runs, "tables": {}}
-    readers = LOCAL_READERS + (() if args.no_spark else SPARK_READERS)
+    readers = LOCAL_READERS + FLOOR_READERS + (() if args.no_spark else SPARK_READERS)
     for size in local:
         root = local_tree(args.data_dir, size)
         res["tables"][f"local {size:,}"] = table_runs(str(root), size, readers,

@@ -55,6 +55,9 @@ class ProfileBuilder:
         self.respelled = [False] * k
         self.keys = 0
         self.truncated = True
+        # per directory name met: its raw value (None: no k=v name) and whether it is
+        # spelled as Spark spells it (a table names each hour=H under every date)
+        self._segments: dict[str, tuple[str | None, bool]] = {}
 
     def add(self, page: Page) -> None:
         self.keys += page.file_count
@@ -70,17 +73,29 @@ class ProfileBuilder:
         """Count ``n`` keys in the directories of ``path`` (a key, or a directory with
         its slash)."""
         rel = path[len(self.root):].split("/")
+        key = ""
         for d in range(min(self.k, len(rel) - 1)):
-            key = "/".join(rel[: d + 1])
+            segment = rel[d]
+            key = f"{key}/{segment}" if d else segment
             counts = self.counts[d]
-            if key not in counts:
-                counts[key] = 0
-                parsed = parse_segment(rel[d])
-                if parsed:
-                    self.values[d].append(parsed[1])
-                    if not is_canonical_segment(rel[d]):
-                        self.respelled[d] = True
-            counts[key] += n
+            count = counts.get(key)
+            if count is not None:
+                counts[key] = count + n
+                continue
+            counts[key] = n
+            raw, canonical = self._segment(segment)
+            if raw is not None:
+                self.values[d].append(raw)
+                if not canonical:
+                    self.respelled[d] = True
+
+    def _segment(self, segment: str) -> tuple[str | None, bool]:
+        known = self._segments.get(segment)
+        if known is None:
+            parsed = parse_segment(segment)
+            known = self._segments[segment] = (
+                (parsed[1], is_canonical_segment(segment)) if parsed else (None, True))
+        return known
 
     def profile(self) -> TableProfile:
         keys_per_dir = []
