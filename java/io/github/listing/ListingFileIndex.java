@@ -1,5 +1,7 @@
 package io.github.listing;
 
+import java.net.URI;
+import java.net.URISyntaxException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.ArrayList;
@@ -412,7 +414,16 @@ public final class ListingFileIndex implements FileIndex {
    */
   private static Path qualified(String path) {
     if (path.startsWith("/")) {
-      return new Path("file", null, path);
+      if (Path.WINDOWS || path.contains("//") || path.endsWith("/")) {
+        return new Path("file", null, path);
+      }
+      // what that constructor makes of a path its normalizing leaves as it is (no doubled
+      // or trailing slash), without its regular expressions for every file
+      try {
+        return new Path(new URI("file", null, path, null, null));
+      } catch (URISyntaxException e) {
+        return new Path("file", null, path);  // which raises its own error
+      }
     }
     if (path.startsWith("s3://")) {
       return new Path("s3a://" + path.substring("s3://".length()));
