@@ -128,25 +128,42 @@ public final class ListingFileIndex implements FileIndex {
     return registered;
   }
 
-  /** One planner answer: its directories' files, in the planner's order. */
+  /** One planner answer: its directories' data files, in the planner's order. */
   private static final class Listing {
     final List<Dir> dirs = new ArrayList<>();
     final List<String> used = new ArrayList<>();
     long listRequests;
     long bytes;
 
-    /** The files grouped by partition values, in order of each one's first directory. */
-    Map<List<String>, List<FileStatus>> partitions() {
-      Map<List<String>, List<FileStatus>> out = new LinkedHashMap<>();
+    /** The directories grouped by partition values, in order of each one's first. */
+    Map<List<String>, List<Dir>> partitions() {
+      Map<List<String>, List<Dir>> out = new LinkedHashMap<>();
       for (Dir d : dirs) {
-        out.computeIfAbsent(d.values, k -> new ArrayList<>()).addAll(Arrays.asList(d.files));
+        out.computeIfAbsent(d.values, k -> new ArrayList<>()).add(d);
       }
       return out;
     }
   }
 
-  /** A directory's data files and their partition values as the planner's text. */
-  private record Dir(List<String> values, FileStatus[] files) {
+  /**
+   * A directory's data files as the planner sent them: its URL, its partition values as
+   * text, and per file its name, size and modification time. A file's {@link FileStatus}
+   * is made when Spark is handed its partition (one that passes the partition filters), so
+   * a kept plan ({@link #sizeInBytes}, {@link #inputFiles}) holds no object per file.
+   */
+  private record Dir(List<String> values, String url, String[] names, long[] sizes,
+      long[] mtimes) {
+
+    Path path(int i) {
+      return qualified(url + names[i]);
+    }
+
+    void addStatuses(List<FileStatus> out) {
+      for (int i = 0; i < names.length; i++) {
+        out.add(new FileStatus(sizes[i], false, 0, 0, mtimes[i], 0, FILE_PERMISSION, null,
+            null, path(i)));
+      }
+    }
   }
 
   /** What every file's {@link FileStatus} holds as its permission (Hadoop's file default),
@@ -238,10 +255,14 @@ public final class ListingFileIndex implements FileIndex {
     Listing listing = ask(sent);
     BasePredicate check = filters.isEmpty() ? null : predicate(filters);
     List<PartitionDirectory> out = new ArrayList<>();
-    for (Map.Entry<List<String>, List<FileStatus>> p : listing.partitions().entrySet()) {
+    for (Map.Entry<List<String>, List<Dir>> p : listing.partitions().entrySet()) {
       InternalRow values = row(p.getKey());
       if (check == null || check.eval(values)) {
-        out.add(PartitionDirectory.apply(values, p.getValue().toArray(new FileStatus[0])));
+        List<FileStatus> files = new ArrayList<>();
+        for (Dir d : p.getValue()) {
+          d.addStatuses(files);
+        }
+        out.add(PartitionDirectory.apply(values, files.toArray(new FileStatus[0])));
       }
     }
     return CollectionConverters.asScala(out).toList();
@@ -251,8 +272,8 @@ public final class ListingFileIndex implements FileIndex {
   public String[] inputFiles() {
     List<String> paths = new ArrayList<>();
     for (Dir d : everything().dirs) {
-      for (FileStatus f : d.files) {
-        paths.add(f.getPath().toUri().toString());
+      for (int i = 0; i < d.names.length; i++) {
+        paths.add(d.path(i).toUri().toString());
       }
     }
     return paths.toArray(new String[0]);
@@ -360,19 +381,22 @@ public final class ListingFileIndex implements FileIndex {
       if (file + files.length > sizes.length || sizes.length != mtimes.length) {
         throw new IllegalStateException("listing planner: more files than sizes and times");
       }
-      List<FileStatus> kept = new ArrayList<>(files.length);
-      for (String name : files) {
-        long size = sizes[file];
-        long mtime = mtimes[file++];
-        if (size <= 0) {
-          continue;  // as Spark's file index: an empty file is no data file
+      int from = file;
+      int kept = 0;
+      for (int k = 0; k < files.length; k++) {
+        if (sizes[from + k] > 0) {  // as Spark's file index: an empty file is no data file
+          files[kept] = files[k];
+          sizes[from + kept] = sizes[from + k];
+          mtimes[from + kept] = mtimes[from + k];
+          listing.bytes += sizes[from + k];
+          kept++;
         }
-        kept.add(new FileStatus(size, false, 0, 0, mtime, 0, FILE_PERMISSION, null, null,
-            qualified(url + name)));
-        listing.bytes += size;
       }
-      if (!kept.isEmpty()) {
-        listing.dirs.add(new Dir(values, kept.toArray(new FileStatus[0])));
+      file += files.length;
+      if (kept > 0) {
+        listing.dirs.add(new Dir(values, url, Arrays.copyOf(files, kept),
+            Arrays.copyOfRange(sizes, from, from + kept),
+            Arrays.copyOfRange(mtimes, from, from + kept)));
       }
     }
     if (file != sizes.length) {
