@@ -148,8 +148,8 @@ public final class ListingFileIndex implements FileIndex {
   /**
    * A directory's data files as the planner sent them: its URL, its partition values as
    * text, and per file its name, size and modification time. A file's {@link FileStatus}
-   * is made when Spark is handed its partition (one that passes the partition filters), so
-   * a kept plan ({@link #sizeInBytes}, {@link #inputFiles}) holds no object per file.
+   * is made when Spark is handed its partition (one that passes the partition filters):
+   * a kept plan ({@link #sizeInBytes}, {@link #inputFiles}) holds a name a file, not one.
    */
   private record Dir(List<String> values, String url, String[] names, long[] sizes,
       long[] mtimes) {
