@@ -9,6 +9,11 @@ planner (on the driver, through PySpark's py4j callback server), and the planner
 with our scan's files: path, size, modification time and partition values. Spark lists
 nothing; our listing planner decides which folders to list, as it does for the Python engine.
 
+The files cross as directories (:func:`files_answer`): per directory its URL, its partition
+values once and its files' names joined by ``/`` (which no name holds), and every file's
+size and modification time as one base64 array each, read straight from a local plan's
+columns (:class:`~listing.file_columns.FileColumns`) without a Python object per file.
+
 Only the driver's classic session has a py4j gateway: Spark Connect servers and sessions
 without the callback keep Spark's own file index (the fallback in ListingNativeEngine).
 Options are data: they open a :class:`~listing.table.ListingTable` exactly as the ``listing``
@@ -17,16 +22,21 @@ source does (:func:`~listing.spark.source.open_table`), never naming code.
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import json
 import logging
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 from pyspark.sql.types import StructType
 
+from listing.file_columns import FileColumns, utc_micros
+from listing.files import PartitionedFile
 from listing.formats.csv import CsvFormat
 from listing.hive import cast_text
 from listing.pushdown import Pushdown
@@ -109,14 +119,9 @@ class ListingPlanner:
             used.append(item)
         plan = table.scan(where=where or None)
         names = table.partition_names
-        return {
-            "partition_columns": names,
-            "used": used,
-            "list_requests": plan.metrics.get("list_requests", 0),
-            "files": [{"path": f.path, "size": f.size, "mtime": _millis(f.last_modified),
-                       "values": [cast_text(f.partition_values.get(n)) for n in names]}
-                      for f in plan.files],
-        }
+        return {"partition_columns": names, "used": used,
+                "list_requests": plan.metrics.get("list_requests", 0),
+                **files_answer(plan.planned, names)}
 
     def _opened(self, options_json: str,
                 schema_json: str) -> tuple[ListingTable, SourceConfig]:
@@ -188,8 +193,83 @@ def _has_nanos(t: pa.DataType) -> bool:
     return False
 
 
+def files_answer(planned: Sequence[PartitionedFile] | FileColumns,
+                 names: Sequence[str]) -> dict[str, Any]:
+    """A plan's files as ListingFileIndex.java reads them, in plan order: ``dirs``, per
+    directory ``[url with its slash, [cast_text of each of partition columns ``names``],
+    its files' names joined by "/"]``; ``sizes`` and ``mtimes`` (milliseconds since the
+    epoch, 0: unknown), every file's in the order of ``dirs``, as base64 of little-endian
+    int64s. A directory holds a run of consecutive files with one URL and one set of
+    values (one directory may come as several runs); ``url + name`` is a file's path."""
+    if isinstance(planned, FileColumns):
+        dirs, mtimes = _column_dirs(planned, names)
+        sizes = planned.sizes
+    else:
+        dirs, sizes, mtimes = _row_dirs(planned, names)
+    return {"dirs": dirs, "sizes": _b64(sizes), "mtimes": _b64(mtimes)}
+
+
+def _column_dirs(cols: FileColumns, names: Sequence[str]) -> tuple[list[list[Any]], np.ndarray]:
+    """``dirs`` of a local plan's runs, and every file's modification time in milliseconds,
+    from the runs' columns."""
+    dirs: list[list[Any]] = []
+    for head, run, values in zip(cols.heads, cols.runs, cols.values, strict=True):
+        if not len(run):
+            continue
+        texts = [cast_text(values.get(n)) for n in names]
+        run_names = run.names
+        joined = "/".join(run_names)
+        if joined.count("/") == len(run_names) - 1:
+            dirs.append([head, texts, joined])
+            continue
+        for name in run_names:  # a name holds a slash: what precedes it joins the URL
+            cut = name.rfind("/") + 1
+            dirs.append([head + name[:cut], texts, name[cut:]])
+    seconds = (np.concatenate([np.frombuffer(r.mtimes, np.float64) for r in cols.runs])
+               if cols.runs else np.zeros(0, np.float64))
+    return dirs, _micros_to_millis(utc_micros(seconds))
+
+
+def _row_dirs(files: Sequence[PartitionedFile], names: Sequence[str]
+              ) -> tuple[list[list[Any]], np.ndarray, np.ndarray]:
+    """``dirs``, sizes and modification times (milliseconds) of a plan of rows: a
+    directory per run of files with one parent URL and one set of values."""
+    dirs: list[list[Any]] = []
+    sizes: list[int] = []
+    mtimes: list[int] = []
+    last: list[Any] = [None, None, []]
+    for f in files:
+        path = f.path
+        cut = path.rfind("/") + 1
+        head = path[:cut]
+        texts = [cast_text(f.partition_values.get(n)) for n in names]
+        if head != last[0] or texts != last[1]:
+            last = [head, texts, []]
+            dirs.append(last)
+        last[2].append(path[cut:])
+        sizes.append(f.size)
+        mtimes.append(_millis(f.last_modified))
+    for d in dirs:
+        d[2] = "/".join(d[2])
+    return dirs, np.array(sizes, np.int64), np.array(mtimes, np.int64)
+
+
 def _millis(when: dt.datetime | None) -> int:
     return 0 if when is None else int(when.timestamp() * 1000)
+
+
+def _micros_to_millis(micros: np.ndarray) -> np.ndarray:
+    """``_millis`` of the UTC datetimes of ``micros`` (microseconds since the epoch): the
+    datetime's ``timestamp()`` is microseconds over 10**6, correctly rounded, which a
+    float64 division gives where the microseconds are exact in a float64."""
+    millis = (micros / 1e6 * 1000).astype(np.int64)
+    for i in np.flatnonzero(np.abs(micros) >= 2**53).tolist():
+        millis[i] = int(int(micros[i]) / 10**6 * 1000)
+    return millis
+
+
+def _b64(numbers: np.ndarray) -> str:
+    return base64.b64encode(numbers.astype("<i8").tobytes()).decode("ascii")
 
 
 _PLANNER = ListingPlanner()

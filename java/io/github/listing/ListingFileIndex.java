@@ -1,6 +1,12 @@
 package io.github.listing;
 
+import java.net.URI;
+import java.net.URISyntaxException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Base64;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -12,6 +18,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.fs.permission.FsPermission;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.expressions.And;
 import org.apache.spark.sql.catalyst.expressions.Attribute;
@@ -91,9 +98,14 @@ public final class ListingFileIndex implements FileIndex {
     String describe(String optionsJson, String schemaJson);
 
     /**
-     * {@code {"partition_columns", "files": [{path, size, mtime, values}], "used": [filter],
-     * "list_requests"}} for partition filters given as a JSON list of conjuncts, each a data
-     * source filter as JSON ({@link #filter}); {@code used}: those it pruned with.
+     * {@code {"partition_columns", "dirs": [[url, [values], names]], "sizes", "mtimes",
+     * "used": [filter], "list_requests"}} for partition filters given as a JSON list of
+     * conjuncts, each a data source filter as JSON ({@link #filter}); {@code used}: those
+     * it pruned with. The files, in the planner's order, come a directory at a time: its
+     * URL (with its slash), its partition values as text (null: the Hive null) and its
+     * files' names joined by {@code /}, a file's path being {@code url + name};
+     * {@code sizes} and {@code mtimes} (milliseconds) hold every file's, in that order, as
+     * base64 of little-endian int64s ({@code listing.spark.file_index.files_answer}).
      */
     String plan(String optionsJson, String schemaJson, String filtersJson);
 
@@ -116,14 +128,47 @@ public final class ListingFileIndex implements FileIndex {
     return registered;
   }
 
-  /** One planner answer: files grouped by partition values, in the planner's order. */
+  /** One planner answer: its directories' data files, in the planner's order. */
   private static final class Listing {
-    final Map<List<String>, List<FileStatus>> partitions = new LinkedHashMap<>();
+    final List<Dir> dirs = new ArrayList<>();
     final List<String> used = new ArrayList<>();
     long listRequests;
     long bytes;
-    final List<String> paths = new ArrayList<>();
+
+    /** The directories grouped by partition values, in order of each one's first. */
+    Map<List<String>, List<Dir>> partitions() {
+      Map<List<String>, List<Dir>> out = new LinkedHashMap<>();
+      for (Dir d : dirs) {
+        out.computeIfAbsent(d.values, k -> new ArrayList<>()).add(d);
+      }
+      return out;
+    }
   }
+
+  /**
+   * A directory's data files as the planner sent them: its URL, its partition values as
+   * text, and per file its name, size and modification time. A file's {@link FileStatus}
+   * is made when Spark is handed its partition (one that passes the partition filters):
+   * a kept plan ({@link #sizeInBytes}, {@link #inputFiles}) holds a name a file, not one.
+   */
+  private record Dir(List<String> values, String url, String[] names, long[] sizes,
+      long[] mtimes) {
+
+    Path path(int i) {
+      return qualified(url + names[i]);
+    }
+
+    void addStatuses(List<FileStatus> out) {
+      for (int i = 0; i < names.length; i++) {
+        out.add(new FileStatus(sizes[i], false, 0, 0, mtimes[i], 0, FILE_PERMISSION, null,
+            null, path(i)));
+      }
+    }
+  }
+
+  /** What every file's {@link FileStatus} holds as its permission (Hadoop's file default),
+   * one object shared by all. */
+  private static final FsPermission FILE_PERMISSION = FsPermission.getFileDefault();
 
   private static final ObjectMapper JSON = new ObjectMapper();
 
@@ -210,10 +255,14 @@ public final class ListingFileIndex implements FileIndex {
     Listing listing = ask(sent);
     BasePredicate check = filters.isEmpty() ? null : predicate(filters);
     List<PartitionDirectory> out = new ArrayList<>();
-    for (Map.Entry<List<String>, List<FileStatus>> p : listing.partitions.entrySet()) {
+    for (Map.Entry<List<String>, List<Dir>> p : listing.partitions().entrySet()) {
       InternalRow values = row(p.getKey());
       if (check == null || check.eval(values)) {
-        out.add(PartitionDirectory.apply(values, p.getValue().toArray(new FileStatus[0])));
+        List<FileStatus> files = new ArrayList<>();
+        for (Dir d : p.getValue()) {
+          d.addStatuses(files);
+        }
+        out.add(PartitionDirectory.apply(values, files.toArray(new FileStatus[0])));
       }
     }
     return CollectionConverters.asScala(out).toList();
@@ -221,7 +270,13 @@ public final class ListingFileIndex implements FileIndex {
 
   @Override
   public String[] inputFiles() {
-    return everything().paths.toArray(new String[0]);
+    List<String> paths = new ArrayList<>();
+    for (Dir d : everything().dirs) {
+      for (int i = 0; i < d.names.length; i++) {
+        paths.add(d.path(i).toUri().toString());
+      }
+    }
+    return paths.toArray(new String[0]);
   }
 
   @Override
@@ -311,21 +366,41 @@ public final class ListingFileIndex implements FileIndex {
     for (int i = 0; i < position.length; i++) {
       position[i] = names.indexOf(partitionSchema.fields()[i].name().toLowerCase(Locale.ROOT));
     }
-    for (JsonNode file : answer.path("files")) {
-      long size = file.path("size").asLong();
-      if (size <= 0) {
-        continue;  // as Spark's file index: an empty file is no data file
-      }
-      Path path = qualified(file.path("path").asText());
+    long[] sizes = longs(answer.path("sizes").asText());
+    long[] mtimes = longs(answer.path("mtimes").asText());
+    int file = 0;
+    for (JsonNode dir : answer.path("dirs")) {
+      String url = dir.path(0).asText();
+      JsonNode texts = dir.path(1);
       List<String> values = new ArrayList<>();
       for (int i : position) {
-        JsonNode v = i < 0 ? null : file.path("values").get(i);
+        JsonNode v = i < 0 ? null : texts.get(i);
         values.add(v == null || v.isNull() ? null : v.asText());
       }
-      FileStatus status = new FileStatus(size, false, 0, 0, file.path("mtime").asLong(), path);
-      listing.partitions.computeIfAbsent(values, k -> new ArrayList<>()).add(status);
-      listing.bytes += size;
-      listing.paths.add(path.toUri().toString());
+      String[] files = dir.path(2).asText().split("/", -1);
+      if (file + files.length > sizes.length || sizes.length != mtimes.length) {
+        throw new IllegalStateException("listing planner: more files than sizes and times");
+      }
+      int from = file;
+      int kept = 0;
+      for (int k = 0; k < files.length; k++) {
+        if (sizes[from + k] > 0) {  // as Spark's file index: an empty file is no data file
+          files[kept] = files[k];
+          sizes[from + kept] = sizes[from + k];
+          mtimes[from + kept] = mtimes[from + k];
+          listing.bytes += sizes[from + k];
+          kept++;
+        }
+      }
+      file += files.length;
+      if (kept > 0) {
+        listing.dirs.add(new Dir(values, url, Arrays.copyOf(files, kept),
+            Arrays.copyOfRange(sizes, from, from + kept),
+            Arrays.copyOfRange(mtimes, from, from + kept)));
+      }
+    }
+    if (file != sizes.length) {
+      throw new IllegalStateException("listing planner: fewer files than sizes and times");
     }
     answer.path("used").forEach(s -> listing.used.add(s.toString()));
     listing.listRequests = answer.path("list_requests").asLong();
@@ -333,6 +408,15 @@ public final class ListingFileIndex implements FileIndex {
     lastUsed = List.copyOf(listing.used);
     lastListRequests = listing.listRequests;
     return listing;
+  }
+
+  /** The little-endian int64s of base64 {@code text}. */
+  private static long[] longs(String text) {
+    ByteBuffer bytes = ByteBuffer.wrap(Base64.getDecoder().decode(text))
+        .order(ByteOrder.LITTLE_ENDIAN);
+    long[] out = new long[bytes.remaining() / Long.BYTES];
+    bytes.asLongBuffer().get(out);
+    return out;
   }
 
   private static JsonNode answer(String text) {
@@ -354,7 +438,16 @@ public final class ListingFileIndex implements FileIndex {
    */
   private static Path qualified(String path) {
     if (path.startsWith("/")) {
-      return new Path("file", null, path);
+      if (Path.WINDOWS || path.contains("//") || path.endsWith("/")) {
+        return new Path("file", null, path);
+      }
+      // what that constructor makes of a path its normalizing leaves as it is (no doubled
+      // or trailing slash), without its regular expressions for every file
+      try {
+        return new Path(new URI("file", null, path, null, null));
+      } catch (URISyntaxException e) {
+        return new Path("file", null, path);  // which raises its own error
+      }
     }
     if (path.startsWith("s3://")) {
       return new Path("s3a://" + path.substring("s3://".length()));

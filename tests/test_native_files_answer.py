@@ -1,0 +1,125 @@
+"""The planner's answer to the native hand-off's file index (``files_answer``): a plan's
+files a directory at a time, read back as ListingFileIndex.java reads them, are exactly
+the files of ``plan.files`` (path, size, modification time in milliseconds, partition
+values as text), from a local plan's columns and from a plan of rows alike."""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import json
+import random
+from array import array
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from fsspec.implementations.local import LocalFileSystem
+
+from listing import ListingTable
+from listing.file_columns import FileColumns, utc_micros
+from listing.hive import cast_text, escape_path_name
+from listing.spark.file_index import _micros_to_millis, _millis, files_answer
+from listing.storage.dir_files import DirFiles
+
+NAMES = ["a,b.parquet", "q'uo\"te.parquet", "new\nline.parquet", "ünï cødé ✓.parquet",
+         "100%.parquet", "%41 sp ace.parquet", "h#sh?x.parquet", "x.parquet"]
+CITIES = ["a,b", "it's \"q\"", "new\nline", "ünï ✓", "100%", "%41", "x y", "a/b", "c:d=e"]
+COLS = [("city", pa.string()), ("n", pa.int32())]
+SCHEMA = pa.schema([("id", pa.int64())])
+
+
+class ThroughFsspec(LocalFileSystem):
+    """fsspec's local filesystem, not exactly its type: listed through fsspec, as rows."""
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("answer") / "t"
+    rng = random.Random(7)
+    for city in CITIES:
+        for n in (1, 2):
+            folder = root / f"city={escape_path_name(city)}" / f"n={n}"
+            folder.mkdir(parents=True)
+            for name in NAMES:
+                (folder / name).write_bytes(b"x" * rng.randrange(1, 50))
+    (root / "city=a,b/n=1/sub").mkdir()  # a folder between a directory's files
+    (root / "city=a,b/n=1/sub/in.parquet").write_bytes(b"s")
+    (root / "city=a,b/n=1/zz.parquet").write_bytes(b"z")
+    (root / "city=__HIVE_DEFAULT_PARTITION__/n=3").mkdir(parents=True)
+    (root / "city=__HIVE_DEFAULT_PARTITION__/n=3/null.parquet").write_bytes(b"n")
+    return root
+
+
+def _read_back(answer: dict[str, Any]) -> list[dict[str, Any]]:
+    """The files of an answer as ListingFileIndex.ask reads them, after a JSON round trip."""
+    answer = json.loads(json.dumps(answer))
+    sizes = np.frombuffer(base64.b64decode(answer["sizes"]), "<i8").tolist()
+    mtimes = np.frombuffer(base64.b64decode(answer["mtimes"]), "<i8").tolist()
+    out: list[dict[str, Any]] = []
+    for url, values, names in answer["dirs"]:
+        for name in names.split("/"):
+            i = len(out)
+            out.append({"path": url + name, "size": sizes[i], "mtime": mtimes[i],
+                        "values": values})
+    assert len(out) == len(sizes) == len(mtimes)
+    return out
+
+
+def _want(files: list[Any], names: list[str]) -> list[dict[str, Any]]:
+    """What the planner answered per file before its answer came a directory at a time."""
+    return [{"path": f.path, "size": f.size, "mtime": _millis(f.last_modified),
+             "values": [cast_text(f.partition_values.get(n)) for n in names]}
+            for f in files]
+
+
+@pytest.mark.parametrize("where", [None, "n = 2", "city = 'a,b'", "city IS NULL"])
+def test_the_answer_holds_every_planned_file_as_it_is(tree: Path, where: str | None) -> None:
+    local = ListingTable.open(str(tree), partition_cols=COLS, schema=SCHEMA)
+    rows = ListingTable.open(str(tree), partition_cols=COLS, schema=SCHEMA,
+                             filesystem=ThroughFsspec())
+    columns_plan, rows_plan = local.scan(where=where), rows.scan(where=where)
+    assert isinstance(columns_plan.planned, FileColumns)
+    assert not isinstance(rows_plan.planned, FileColumns)
+    names = local.partition_names
+    from_columns = _read_back(files_answer(columns_plan.planned, names))
+    assert columns_plan.planned._list is None  # answered without a PartitionedFile a file
+    want = _want(columns_plan.files, names)
+    assert from_columns == want and len(want) > 0
+    assert _read_back(files_answer(rows_plan.planned, names)) == want
+    if where is None:
+        paths = {f["path"] for f in want}
+        assert f"{tree}/city=a,b/n=1/sub/in.parquet" in paths
+        assert {f"{tree}/city={escape_path_name(CITIES[2])}/n=1/{n}" for n in NAMES} <= paths
+        assert [None, "3"] in [f["values"] for f in want]
+
+
+def test_a_directory_comes_once_with_its_values() -> None:
+    """A run's values and URL cross once, its names joined; a name holding a slash (none
+    a local listing makes) crosses with what precedes it in its directory's URL."""
+    run = DirFiles("/t/k=1/", ["a", "b", "c"], array("q", [1, 2, 3]),
+                   array("d", [1.5, 2.0, 1e9 + 0.0004]), array("d", [0.0] * 3)).compact()
+    odd = DirFiles("/t/k=2/", ["x/y", "z"], array("q", [4, 5]), array("d", [0.0, -1.25]),
+                   array("d", [0.0] * 2))
+    cols = FileColumns([("/t/k=1/", run, {"k": 1}), ("/t/k=2/", odd, {"k": 2})])
+    answer = files_answer(cols, ["k"])
+    assert answer["dirs"] == [["/t/k=1/", ["1"], "a/b/c"], ["/t/k=2/x/", ["2"], "y"],
+                              ["/t/k=2/", ["2"], "z"]]
+    assert _read_back(answer) == _want(cols.files(), ["k"])
+    assert files_answer(FileColumns(), ["k"]) == {"dirs": [], "sizes": "", "mtimes": ""}
+    assert files_answer([], ["k"]) == {"dirs": [], "sizes": "", "mtimes": ""}
+
+
+def test_milliseconds_from_columns_are_the_datetimes_milliseconds() -> None:
+    """``int(fromtimestamp(s, UTC).timestamp() * 1000)`` for every float ``s``: what the
+    answer of rows holds, computed from a run's seconds without a datetime a file."""
+    rng = random.Random(3)
+    seconds = [rng.uniform(-2e9, 4e9) for _ in range(20_000)]
+    seconds += [rng.randrange(0, 2**31) + k / 1000 for k in range(1000)]  # whole milliseconds
+    seconds += [rng.randrange(0, 2**31) + k / 2e6 for k in range(2000)]  # half microseconds
+    seconds += [1.7e9 + 0.0005, -0.0005, 0.0, -1e-7, 9.2e9, 2.5e11]  # past 2**53 microseconds
+    got = _micros_to_millis(utc_micros(np.array(seconds, np.float64))).tolist()
+    want = [_millis(dt.datetime.fromtimestamp(s, dt.UTC)) for s in seconds]
+    assert got == want
