@@ -171,7 +171,12 @@ def _plan_bytes(plan: Any) -> int:
 
 
 def child(reader: str, where: str, query: str) -> dict[str, Any]:
-    """Plan ``query`` with ``reader`` on ``where`` (a local root, or ``synthetic:N``)."""
+    """Plan ``query`` with ``reader`` on ``where`` (a local root, ``synthetic:N``, or
+    ``synthetic-s3:URL``: ``bench.planning_s3``'s server)."""
+    if where.startswith("synthetic-s3:"):
+        from bench import planning_s3
+
+        return planning_s3.child(reader, where, query)
     import pyarrow as pa
 
     from bench import peers
