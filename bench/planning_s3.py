@@ -48,11 +48,23 @@ def _endpoint(where: str) -> Any:
     return Endpoint(None, where.removeprefix(PREFIX), BUCKET)
 
 
+def _cap_memory() -> None:
+    """At most ``BENCH_MAX_VM_GB`` (default 12) of address space for this process and those
+    it starts (Spark's JVM, its Python workers), each: a plan that does not fit fails with
+    its own out-of-memory error instead of pressing on the machine's other jobs."""
+    import os
+    import resource
+
+    limit = int(float(os.environ.get("BENCH_MAX_VM_GB", "12")) * 2**30)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
 def child(reader: str, where: str, query: str) -> dict[str, Any]:
     """Plan ``query`` with ``reader`` on the server ``where`` names (``PREFIX`` + URL)."""
     from bench import peers
     from bench.rss import reset_peak, vm
 
+    _cap_memory()
     ep = _endpoint(where)
     sql = peers.to_sql(planning.QUERIES[query])
     if reader.startswith("spark "):
