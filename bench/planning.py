@@ -43,7 +43,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -171,12 +171,7 @@ def _plan_bytes(plan: Any) -> int:
 
 
 def child(reader: str, where: str, query: str) -> dict[str, Any]:
-    """Plan ``query`` with ``reader`` on ``where`` (a local root, ``synthetic:N``, or
-    ``synthetic-s3:URL``: ``bench.planning_s3``'s server)."""
-    if where.startswith("synthetic-s3:"):
-        from bench import planning_s3
-
-        return planning_s3.child(reader, where, query)
+    """Plan ``query`` with ``reader`` on ``where`` (a local root, or ``synthetic:N``)."""
     import pyarrow as pa
 
     from bench import peers
@@ -277,14 +272,16 @@ def _median(runs: list[dict[str, Any]], key: str) -> float | None:
 
 
 def table_runs(where: str, size: int, readers: tuple[str, ...], runs: int,
-               timeout: float) -> dict[str, Any]:
-    """Every query by every reader, ``runs`` rounds, readers interleaved in each round."""
+               timeout: float, measure: Callable[[str, str, str, float], dict[str, Any]]
+               = _measure) -> dict[str, Any]:
+    """Every query by every reader, ``runs`` rounds, readers interleaved in each round;
+    ``measure(reader, where, query, timeout)`` takes one measurement."""
     result: dict[str, Any] = {"files": size, "queries": {}}
     for query in QUERIES:
         got: dict[str, list[dict[str, Any]]] = {r: [] for r in readers}
         for i in range(runs):
             for reader in (readers if i % 2 == 0 else readers[::-1]):
-                m = _measure(reader, where, query, timeout)
+                m = measure(reader, where, query, timeout)
                 got[reader].append(m)
                 log(f"[planning] {size:,} {query} {reader}: "
                     + (m["error"] if "error" in m else f"{m['seconds']:.2f} s, "

@@ -7,7 +7,7 @@
     python -m bench.planning_s3 --keys 10512000 --runs 1 --query "one day" --reader listing
 
 The server runs in its own process for the whole run; every measurement is a fresh process
-(``bench.planning``'s ``--child``, readers interleaved, medians), timed from nothing to
+(``--child``; ``bench.planning``'s runner: readers interleaved, medians), timed from nothing to
 the plan with its files chosen. Readers:
 
 - ``listing``: ``ListingTable.open`` on the ``s3://`` URL with the endpoint's storage
@@ -98,6 +98,22 @@ def child(reader: str, where: str, query: str) -> dict[str, Any]:
     return out
 
 
+def _measure(reader: str, where: str, query: str, timeout: float) -> dict[str, Any]:
+    """One measurement in a fresh process (``--child``), as ``bench.planning``'s."""
+    import subprocess
+
+    cmd = [sys.executable, "-m", "bench.planning_s3", "--child", reader, where, query]
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,  # noqa: S603
+                             check=False, cwd=Path(__file__).resolve().parents[1])
+    except subprocess.TimeoutExpired:
+        return {"error": f"timeout after {timeout:.0f} s"}
+    if out.returncode != 0:
+        return {"error": out.stderr.strip().splitlines()[-1] if out.stderr.strip()
+                else f"exit {out.returncode}"}
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.planning_s3", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -111,7 +127,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reader", action="append", choices=READERS,
                     help="only these readers (repeatable; default all)")
     ap.add_argument("--out", type=Path, help="write OUT.json and OUT.md")
+    ap.add_argument("--child", nargs=3, metavar=("READER", "WHERE", "QUERY"),
+                    help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.child:
+        print(json.dumps(child(*args.child)))
+        return 0
     from bench import report
 
     keys = args.keys or (QUICK_KEYS if args.quick else KEYS)
@@ -128,7 +149,8 @@ def main(argv: list[str] | None = None) -> int:
         try:  # table_runs runs every query of planning.QUERIES
             planning.QUERIES.clear()
             planning.QUERIES.update({q: saved[q] for q in queries})
-            table = planning.table_runs(where, keys, readers, args.runs, args.timeout)
+            table = planning.table_runs(where, keys, readers, args.runs, args.timeout,
+                                        measure=_measure)
         finally:
             planning.QUERIES.clear()
             planning.QUERIES.update(saved)

@@ -334,7 +334,8 @@ def serve(keys: int, bucket: str = BUCKET) -> Iterator[Endpoint]:
     proc = subprocess.Popen(  # noqa: S603
         [sys.executable, "-m", "bench.synthetic_s3", "--keys", str(keys), "--bucket", bucket],
         stdout=subprocess.PIPE, text=True, cwd=root,
-        env={**os.environ, "PYTHONPATH": str(root)})
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(
+            filter(None, [str(root), os.environ.get("PYTHONPATH")]))})
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline().strip()
