@@ -109,8 +109,11 @@ def _measure(reader: str, where: str, query: str, timeout: float) -> dict[str, A
     except subprocess.TimeoutExpired:
         return {"error": f"timeout after {timeout:.0f} s"}
     if out.returncode != 0:
-        return {"error": out.stderr.strip().splitlines()[-1] if out.stderr.strip()
-                else f"exit {out.returncode}"}
+        # the last line naming an error (a Java stack trace ends in its frames)
+        lines = out.stderr.strip().splitlines() or [f"exit {out.returncode}"]
+        named = [ln.strip() for ln in lines if "Error" in ln or "Exception" in ln]
+        planning.log("\n".join(lines[-40:]))
+        return {"error": (named or lines)[-1][:500]}
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
