@@ -3,7 +3,7 @@
     python -m bench                     # full: an hour or more on 2 cores (bench/README.md)
     python -m bench --quick             # small sizes
     python -m bench --only listing      # one section: listing | throughput | memory | write
-                                        #   | streaming | s3a | planning | client
+                                        #   | streaming | s3a | planning | planning-s3 | client
                                         #   | latency (listing's latency-model table
                                         #   alone, ours and the peers: ~5 min)
     python -m bench --runs 5 --out /tmp/results
@@ -16,7 +16,8 @@ a profile of where our time goes; (3) peak memory of one task, from ``bench.memo
 file stream source, from ``bench.streaming``; (6) S3 tables read through Spark, ours (handed
 off and on the Python engine) against Spark's own S3A reader, from ``bench.s3a``; (7)
 planning at scale: plans of local trees of 210k and 1 M files against pyarrow.dataset and
-Polars, and of a synthetic 10 M-key table, from ``bench.planning``; (8) the client's CPU
+Polars, and of a synthetic 10 M-key table, from ``bench.planning``, and that table served
+over HTTP as S3 and planned through Spark, from ``bench.planning_s3``; (8) the client's CPU
 per key: the measurements behind the code's per-key choices, from ``bench.client_cpu``.
 Prints the tables and writes ``latest.json`` and ``latest.md`` to ``--out``.
 """
@@ -38,7 +39,7 @@ from typing import Any
 from bench import report
 
 SECTIONS = ("listing", "throughput", "memory", "write", "streaming", "s3a", "planning",
-            "client")
+            "planning-s3", "client")
 #: run only when named: the listing section's latency-model table on its own (minutes)
 EXTRA_SECTIONS = ("latency",)
 ROOT = Path(__file__).resolve().parents[1]
@@ -217,6 +218,14 @@ def main(argv: list[str] | None = None) -> int:
                     args.quick, args.runs, timeout=max(args.timeout, 7200),
                     out=args.out / "planning" / ("quick" if args.quick else "latest"),
                     data_dir=args.data_dir)
+            elif name == "planning-s3":
+                # one run a figure at 10 M keys: a whole-table plan through Spark takes minutes
+                out = args.out / "planning" / ("s3-quick" if args.quick else "s3-latest")
+                sec = _module_section("bench.planning_s3", [
+                    sys.executable, "-m", "bench.planning_s3",
+                    "--runs", str(args.runs if args.quick else 1),
+                    "--out", str(out), *(["--quick"] if args.quick else [])],
+                    timeout=max(args.timeout, 7200))
             elif name == "client":
                 sec = _module_section("bench.client_cpu", [
                     sys.executable, "-m", "bench.client_cpu", *(["--quick"] if args.quick

@@ -46,7 +46,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -298,15 +298,17 @@ def _median(runs: list[dict[str, Any]], key: str) -> float | None:
 
 
 def table_runs(where: str, size: int, readers: tuple[str, ...], runs: int,
-               timeout: float) -> dict[str, Any]:
-    """Every query by every reader, ``runs`` rounds, readers interleaved in each round."""
+               timeout: float, measure: Callable[[str, str, str, float], dict[str, Any]]
+               = _measure) -> dict[str, Any]:
+    """Every query by every reader, ``runs`` rounds, readers interleaved in each round;
+    ``measure(reader, where, query, timeout)`` takes one measurement."""
     result: dict[str, Any] = {"files": size, "queries": {}}
     for query in QUERIES:
         got: dict[str, list[dict[str, Any]]] = {
             r: [] for r in readers if query == "whole table" or r not in FLOOR_READERS}
         for i in range(runs):
             for reader in (list(got) if i % 2 == 0 else list(got)[::-1]):
-                m = _measure(reader, where, query, timeout)
+                m = measure(reader, where, query, timeout)
                 got[reader].append(m)
                 log(f"[planning] {size:,} {query} {reader}: "
                     + (m["error"] if "error" in m else f"{m['seconds']:.2f} s, "

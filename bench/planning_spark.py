@@ -25,6 +25,8 @@ import os
 import re
 import sys
 import time
+from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from bench.rss import reset_peak, vm
@@ -46,13 +48,16 @@ def _leaves(plan: Any) -> list[Any]:
     return [seq.apply(i) for i in range(seq.size())]
 
 
-def _planned(spark: Any, reader: str, root: str, where: str | None) -> tuple[Any, dict]:
-    """The executed plan of ``reader``'s query, with its files chosen, and what it says."""
+def _planned(spark: Any, reader: str, root: str, where: str | None,
+             options: dict[str, str] | None = None) -> tuple[Any, dict]:
+    """The executed plan of ``reader``'s query, with its files chosen, and what it says;
+    ``options`` go to our source (``storage_options`` for an S3 table)."""
     ddl = "id BIGINT, date DATE, hour INT"
     if reader == "spark index":
         df = spark.read.schema(ddl).option("basePath", root).parquet(root)
     else:
-        df = (spark.read.format("listing").schema(ddl).option("format", "parquet")
+        df = (spark.read.format("listing").schema(ddl).options(**(options or {}))
+              .option("format", "parquet")
               .option("partition_cols", "date:date,hour:int")
               .option("engine", "python" if reader == "spark listing" else "native")
               .load(root))
@@ -87,20 +92,30 @@ def warm_tree(root: str) -> str:
     return warm
 
 
-def child(reader: str, root: str, where: str | None) -> dict[str, Any]:
+def child(reader: str, root: str, where: str | None, options: dict[str, str] | None = None,
+          warm: str | None = None,
+          requests: Callable[[], Counter[str]] | None = None) -> dict[str, Any]:
+    """One measurement; ``warm``: the warm-up table (default :func:`warm_tree` beside a
+    local ``root``); ``requests``: the store's request counts so far (then the timed
+    query's LIST count is ``list_requests``)."""
     os.environ["PYSPARK_PYTHON"] = sys.executable
     from listing.spark.session import session
 
     spark = session(app_name="bench-planning", ui=False, conf={
         "spark.driver.memory": os.environ.get("BENCH_SPARK_DRIVER_MEMORY", "4g"),
         "spark.sql.shuffle.partitions": "2"})
-    _planned(spark, reader, warm_tree(root), "hour = 1")  # warm-up, not timed
+    _planned(spark, reader, warm or warm_tree(root), "hour = 1", options)  # not timed
     base = _heap(spark)
+    before = requests() if requests is not None else None
     reset_peak()
     rss = vm("VmRSS")
     t0 = time.perf_counter()
-    plan, out = _planned(spark, reader, root, where)
+    plan, out = _planned(spark, reader, root, where, options)
     out["seconds"] = time.perf_counter() - t0
+    if requests is not None and before is not None:
+        sent = requests() - before
+        out["list_requests"] = sent["LIST"]
+        out["requests"] = dict(sent)
     out["peak_bytes"] = vm("VmHWM") - rss
     out["jvm_bytes"] = _heap(spark) - base
     del plan

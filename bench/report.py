@@ -126,6 +126,9 @@ def markdown(results: dict[str, Any]) -> str:
                             "(`bench.s3a`)", sections["s3a"])
     if "planning" in sections:
         lines += _module_md("## 7. Planning at scale (`bench.planning`)", sections["planning"])
+    if "planning-s3" in sections:
+        lines += _module_md("## 7. Planning at scale on S3, through Spark "
+                            "(`bench.planning_s3`)", sections["planning-s3"])
     if "client" in sections:
         lines += _module_md("## 8. The client's CPU per key (`bench.client_cpu`)",
                             sections["client"])
