@@ -181,25 +181,26 @@ class GroupColumns:
         return (joined(dirs), packed(pickle.dumps(values, pickle.HIGHEST_PROTOCOL)),
                 packed(slot_of.tobytes()), joined(names),
                 packed(cols.sizes[idx].astype(np.int64).tobytes()),
-                self.ranges, self._times(run_list, offsets, mtimes),
+                self.ranges, _group_times(all_runs, run_list, offsets, mtimes),
                 None if all(e is None for e in etags) else etags)
 
-    def _times(self, runs: list[int], offsets: np.ndarray, mtimes: list[float | int]
-               ) -> bytes | list[dt.datetime]:
-        """The group's times as :func:`~listing.files.group_columns` has them: packed
-        microseconds when all are in ``UTC``, else the datetimes."""
-        all_runs = self.columns.runs
-        kinds = {(all_runs[r].in_seconds, all_runs[r].tz is _UTC) for r in set(runs)}
-        if kinds == {(True, True)}:  # a local listing's
-            return packed(utc_micros(np.array(mtimes, np.float64)).tobytes())
-        if kinds == {(False, True)}:  # an S3 listing's, in UTC
-            return packed(np.array(mtimes, np.int64).tobytes())
-        # another tzinfo (botocore's), or runs of both kinds: each time made
-        times = [all_runs[r].time(o) for r, o in zip(runs, offsets.tolist(), strict=True)]
-        if all(t.tzinfo is _UTC for t in times):
-            return packed(np.array([(t - _EPOCH) // _MICROSECOND for t in times],
-                                   np.int64).tobytes())
-        return times
+
+def _group_times(all_runs: list[DirFiles], runs: list[int], offsets: np.ndarray,
+                 mtimes: list[float | int]) -> bytes | list[dt.datetime]:
+    """A group's times (its files' runs, offsets in them and ``mtimes`` values) as
+    :func:`~listing.files.group_columns` has them: packed microseconds when all are in
+    ``UTC``, else the datetimes."""
+    kinds = {(all_runs[r].in_seconds, all_runs[r].tz is _UTC) for r in set(runs)}
+    if kinds == {(True, True)}:  # a local listing's
+        return packed(utc_micros(np.array(mtimes, np.float64)).tobytes())
+    if kinds == {(False, True)}:  # an S3 listing's, in UTC
+        return packed(np.array(mtimes, np.int64).tobytes())
+    # another tzinfo (botocore's own), or runs of both kinds: each time made
+    times = [all_runs[r].time(o) for r, o in zip(runs, offsets.tolist(), strict=True)]
+    if all(t.tzinfo is _UTC for t in times):
+        return packed(np.array([(t - _EPOCH) // _MICROSECOND for t in times],
+                               np.int64).tobytes())
+    return times
 
 
 def utc_micros(seconds: np.ndarray) -> np.ndarray:

@@ -136,7 +136,7 @@ class DirFiles:
     def etag(self, i: int) -> str | None:
         """File ``i``'s version (see :meth:`etags`)."""
         v = self.versions[i]
-        return f"ctime:{v!r}" if isinstance(self.versions, array) else v  # type: ignore[return-value]
+        return f"ctime:{v!r}" if isinstance(self.versions, array) else v
 
     def __repr__(self) -> str:
         return f"DirFiles({self.directory!r}, {len(self)} files)"

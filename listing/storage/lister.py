@@ -13,7 +13,7 @@ import re
 import threading
 from collections.abc import Callable, Iterator
 from itertools import repeat
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 from urllib.parse import unquote_plus
 
 from fsspec.implementations.local import LocalFileSystem
@@ -30,6 +30,7 @@ from listing.storage.spec import StorageSpec
 log = logging.getLogger("listing.storage")
 
 PAGE_SIZE = 1000
+_T = TypeVar("_T")
 
 
 class ObjectMeta(NamedTuple):
@@ -143,14 +144,14 @@ def listed_page(head: str, keys: list[str], sizes: list[int],
     done = stop_after is not None and bool(last) and head + last > stop_after
     if any(key.endswith("/") for key in keys):  # zero-byte folder markers: no files
         kept = [i for i, key in enumerate(keys) if not key.endswith("/")]
-        keys, sizes, times, etags = ([column[i] for i in kept]
-                                     for column in (keys, sizes, times, etags))  # type: ignore[assignment]
+        keys, sizes, times, etags = (_at(keys, kept), _at(sizes, kept), _at(times, kept),
+                                     _at(etags, kept))
     if done:
         assert stop_after is not None
         kept = [i for i, key in enumerate(keys) if head + key <= stop_after]
         if len(kept) < len(keys):
-            keys, sizes, times, etags = ([column[i] for i in kept]
-                                         for column in (keys, sizes, times, etags))  # type: ignore[assignment]
+            keys, sizes, times, etags = (_at(keys, kept), _at(sizes, kept), _at(times, kept),
+                                         _at(etags, kept))
         dirs = [d for d in dirs if head + d <= stop_after]
     dirs = [head + d for d in dirs]
     more = truncated and not done
@@ -163,6 +164,10 @@ def listed_page(head: str, keys: list[str], sizes: list[int],
         return Page(files, dirs, more)
     micros, tz = in_micros
     return Page(None, dirs, more, runs=runs_of(head, keys, sizes, micros, etags, tz))
+
+
+def _at(column: list[_T], kept: list[int]) -> list[_T]:
+    return [column[i] for i in kept]
 
 
 def _metas(runs: list[DirFiles]) -> list[ObjectMeta]:
