@@ -199,7 +199,7 @@ def child(reader: str, where: str, query: str) -> dict[str, Any]:
                                                       peers.to_sql(conj))
     reset_peak()
     base = vm("VmRSS")
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     if where.startswith("synthetic:"):
         from listing.gc_pause import gc_paused
 
@@ -232,6 +232,7 @@ def child(reader: str, where: str, query: str) -> dict[str, Any]:
             lf = lf.filter(expr)
         out["files"] = peers._polars_files(lf.explain())
     out["seconds"] = time.perf_counter() - t0
+    out["cpu_seconds"] = time.process_time() - cpu0  # on a loaded machine, beside wall time
     out["peak_bytes"] = vm("VmHWM") - base
     if reader == "listing":
         out["plan_bytes"] = _plan_bytes(plan)
@@ -298,6 +299,9 @@ def table_runs(where: str, size: int, readers: tuple[str, ...], runs: int,
                    "peak_mb": peak / 2**20 if peak is not None else None,
                    "peak_b_per_file": peak / max(planned, 1) if peak is not None else None,
                    "runs": len(ok)}
+            cpu = _median(ok, "cpu_seconds")
+            if cpu is not None:
+                row["cpu_seconds"] = cpu
             for key in ("plan_bytes", "list_requests", "groups"):
                 if key in ok[0]:
                     row[key] = ok[0][key]
@@ -316,21 +320,23 @@ def markdown(res: dict[str, Any]) -> str:
              f"{res['runs']} runs, medians; every measurement a fresh process)", ""]
     for name, t in res["tables"].items():
         lines += [f"*{name}: {t['files']:,} files*", "",
-                  "| query | reader | files | seconds | vs Polars | peak MB | peak B/file "
-                  "| plan B/file | JVM B/file | LIST |",
-                  "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|"]
+                  "| query | reader | files | seconds | CPU s | vs Polars | peak MB "
+                  "| peak B/file | plan B/file | JVM B/file | LIST |",
+                  "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
         for query, q in t["queries"].items():
             polars = q.get("polars", {}).get("seconds")
             for reader, r in q.items():
                 if "error" in r:
-                    lines.append(f"| {query} | {reader} | error: {r['error']} |||||||| ")
+                    lines.append(f"| {query} | {reader} | error: {r['error']} ||||||||| ")
                     continue
                 ratio = (f"{r['seconds'] / polars:.2f}×" if polars and reader != "polars"
                          else "")
                 pbf, jbf = r.get("plan_b_per_file"), r.get("jvm_b_per_file")
                 files = "?" if r["files"] is None else f"{r['files']:,}"
+                cpu = r.get("cpu_seconds")
                 lines.append(
-                    f"| {query} | {reader} | {files} | {r['seconds']:.3f} | {ratio} | "
+                    f"| {query} | {reader} | {files} | {r['seconds']:.3f} | "
+                    f"{'' if cpu is None else f'{cpu:.2f}'} | {ratio} | "
                     f"{r['peak_mb']:.0f} | {r['peak_b_per_file']:.0f} | "
                     f"{'' if pbf is None else f'{pbf:.0f}'} | "
                     f"{'' if jbf is None else f'{jbf:.0f}'} | {r.get('list_requests', '')} |")

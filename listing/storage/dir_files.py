@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import datetime as dt
 from array import array
+from bisect import bisect_right
 from collections.abc import Iterator, Sequence
-from itertools import accumulate, count, groupby, repeat
+from itertools import accumulate, count, repeat
 from operator import add, attrgetter, is_
 
 _UTC = dt.UTC
@@ -173,14 +174,26 @@ def runs_of(head: str, keys: list[str], sizes: Sequence[int], micros: array,
             etags: list[str | None], tz: dt.tzinfo = _UTC) -> list[DirFiles]:
     """Listed keys (below ``head``, in key order; no key ends in "/") and their columns
     as runs of consecutive keys of one directory each."""
-    dirs = [key[:key.rfind("/") + 1] for key in keys]
     runs: list[DirFiles] = []
-    start = 0
-    for d, same in groupby(dirs):
-        end = start + len(list(same))
+    start, n = 0, len(keys)
+    while start < n:
+        first = keys[start]
+        d = first[:first.rfind("/") + 1]
         cut = len(d)
-        runs.append(DirFiles(head + d, [key[cut:] for key in keys[start:end]],
-                             array("q", sizes[start:end]), micros[start:end],
-                             etags[start:end], tz).compact())
+        # in key order, a directory's keys end before d + the greatest character: its
+        # files, unless a subdirectory's keys lie among them (or the keys are out of order)
+        end = max(bisect_right(keys, d + _LAST, start), start + 1)
+        chunk = keys[start:end]
+        names = [key[cut:] for key in chunk]
+        if not all(map(str.startswith, chunk, repeat(d))) or "/" in "".join(names):
+            end = start + 1  # one key at a time
+            while end < n and keys[end].startswith(d) and "/" not in keys[end][cut:]:
+                end += 1
+            names = [key[cut:] for key in keys[start:end]]
+        runs.append(DirFiles(head + d, names, array("q", sizes[start:end]),
+                             micros[start:end], etags[start:end], tz).compact())
         start = end
     return runs
+
+
+_LAST = chr(0x10FFFF)

@@ -142,7 +142,7 @@ def listed_page(head: str, keys: list[str], sizes: list[int],
     one of rows."""
     last = max(max(keys, default=""), max(dirs, default=""))
     done = stop_after is not None and bool(last) and head + last > stop_after
-    if any(key.endswith("/") for key in keys):  # zero-byte folder markers: no files
+    if "/\n" in "\n".join(keys) + "\n":  # zero-byte folder markers: no files
         kept = [i for i, key in enumerate(keys) if not key.endswith("/")]
         keys, sizes, times, etags = (_at(keys, kept), _at(sizes, kept), _at(times, kept),
                                      _at(etags, kept))
