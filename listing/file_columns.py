@@ -38,7 +38,7 @@ class FileColumns:
     file's size in plan order (int64). Invariant: ``starts[r]`` is run ``r``'s first file,
     ``starts[-1]`` the number of files; runs are never changed once added."""
 
-    __slots__ = ("heads", "values", "runs", "starts", "sizes", "_keys", "_list")
+    __slots__ = ("heads", "values", "runs", "starts", "sizes", "_keys", "_list", "_times")
 
     def __init__(self, runs: Sequence[tuple[str, DirFiles, Mapping[str, Any]]] = ()) -> None:
         self.heads: list[str] = [head for head, _, _ in runs]
@@ -51,6 +51,13 @@ class FileColumns:
                       if self.runs else np.zeros(0, np.int64))
         self._keys: list[int] | None = None
         self._list: list[PartitionedFile] | None = None
+        self._times: set[tuple[bool, bool]] | None = None
+
+    def time_kinds(self) -> set[tuple[bool, bool]]:
+        """The kinds of its runs' times: (in seconds, in ``UTC``) each (found once)."""
+        if self._times is None:
+            self._times = {(run.in_seconds, run.tz is _UTC) for run in self.runs}
+        return self._times
 
     def __len__(self) -> int:
         return int(self.starts[-1])
@@ -181,16 +188,19 @@ class GroupColumns:
         return (joined(dirs), packed(pickle.dumps(values, pickle.HIGHEST_PROTOCOL)),
                 packed(slot_of.tobytes()), joined(names),
                 packed(cols.sizes[idx].astype(np.int64).tobytes()),
-                self.ranges, _group_times(all_runs, run_list, offsets, mtimes),
+                self.ranges, _group_times(cols, run_list, offsets, mtimes),
                 None if all(e is None for e in etags) else etags)
 
 
-def _group_times(all_runs: list[DirFiles], runs: list[int], offsets: np.ndarray,
+def _group_times(cols: FileColumns, runs: list[int], offsets: np.ndarray,
                  mtimes: list[float | int]) -> bytes | list[dt.datetime]:
     """A group's times (its files' runs, offsets in them and ``mtimes`` values) as
     :func:`~listing.files.group_columns` has them: packed microseconds when all are in
     ``UTC``, else the datetimes."""
-    kinds = {(all_runs[r].in_seconds, all_runs[r].tz is _UTC) for r in set(runs)}
+    all_runs = cols.runs
+    kinds = cols.time_kinds()  # the plan's, else the group's own
+    if len(kinds) > 1:
+        kinds = {(all_runs[r].in_seconds, all_runs[r].tz is _UTC) for r in set(runs)}
     if kinds == {(True, True)}:  # a local listing's
         return packed(utc_micros(np.array(mtimes, np.float64)).tobytes())
     if kinds == {(False, True)}:  # an S3 listing's, in UTC
