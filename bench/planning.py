@@ -30,8 +30,10 @@ per measurement, warmed up on a two-file tree first): Spark's own ``InMemoryFile
 time and the Python peak they report the driver JVM's heap held per planned file.
 
 The synthetic table is served by an in-memory store that pages as S3 does (1000 keys a
-page, keys generated as they are listed, so the store itself holds none): ours plans it
-through the planner's listing run and the table's plan, as ``ListingTable.scan`` does.
+page, keys generated as they are listed, so the store itself holds none), each page made
+by the S3 lister's own ``listed_page`` (its files as runs of columns): ours plans it
+through the planner's listing run (one request at a time) and the table's ``_kept`` and
+``_plan``, as ``ListingTable.scan`` does.
 """
 
 from __future__ import annotations
@@ -149,11 +151,11 @@ class SyntheticStore:
 
     def pages(self, prefix: str, *, delimiter: bool, start_after: str | None = None,
               stop_after: str | None = None) -> Iterator[Any]:
-        from listing.storage import PAGE_SIZE, ObjectMeta, Page
+        from listing.storage import PAGE_SIZE
+        from listing.storage.lister import listed_page
 
         entries = self._entries(prefix, delimiter, start_after)
         modified = dt.datetime(2020, 1, 1, tzinfo=dt.UTC)
-        new = tuple.__new__
         pending = next(entries, None)
         while True:
             self.counters.add("list_requests")
@@ -161,12 +163,14 @@ class SyntheticStore:
             while pending is not None and len(chunk) < PAGE_SIZE:
                 chunk.append(pending)
                 pending = next(entries, None)
-            done = stop_after is not None and bool(chunk) and chunk[-1] > stop_after
-            if stop_after is not None:
-                chunk = [p for p in chunk if p <= stop_after]
-            files = [new(ObjectMeta, (p, 1, modified, None)) for p in chunk if p[-1] != "/"]
-            more = pending is not None and not done
-            yield Page(files, [p for p in chunk if p[-1] == "/"], more)
+            keys = [p for p in chunk if p[-1] != "/"]
+            n = len(keys)
+            # as the S3 lister makes a page of what the page parser read
+            page = listed_page("", keys, [1] * n, [modified] * n, [None] * n,
+                               [p for p in chunk if p[-1] == "/"], pending is not None,
+                               stop_after)
+            more = page.truncated
+            yield page
             if not more:
                 return
 
@@ -202,15 +206,13 @@ def child(reader: str, where: str, query: str) -> dict[str, Any]:
                                                       peers.to_sql(conj))
     reset_peak()
     base = vm("VmRSS")
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     if where.startswith("synthetic:"):
         from listing.gc_pause import gc_paused
 
         run = run_cls(store, store.root, cols, None, predicate, table.file_filter)
-        files = []
-        with gc_paused():
-            for batch in run.batches():
-                files += table._partitioned(batch)
+        with gc_paused():  # as ListingTable.scan keeps and plans what its run lists
+            files = table._kept(run.batches())
         split = table.split(table.bind(peers.to_sql(conj)))
         plan = table._plan(files, table.projection(None), split, None, min_partitions=None,
                            listing_plan=run.steps)
@@ -239,6 +241,7 @@ def child(reader: str, where: str, query: str) -> dict[str, Any]:
             lf = lf.filter(expr)
         out["files"] = peers._polars_files(lf.explain())
     out["seconds"] = time.perf_counter() - t0
+    out["cpu_seconds"] = time.process_time() - cpu0  # on a loaded machine, beside wall time
     out["peak_bytes"] = vm("VmHWM") - base
     if reader == "listing":
         out["plan_bytes"] = _plan_bytes(plan)
@@ -325,6 +328,9 @@ def table_runs(where: str, size: int, readers: tuple[str, ...], runs: int,
                    "peak_mb": peak / 2**20 if peak is not None else None,
                    "peak_b_per_file": peak / max(planned, 1) if peak is not None else None,
                    "runs": len(ok)}
+            cpu = _median(ok, "cpu_seconds")
+            if cpu is not None:
+                row["cpu_seconds"] = cpu
             for key in ("plan_bytes", "list_requests", "groups"):
                 if key in ok[0]:
                     row[key] = ok[0][key]
@@ -343,21 +349,23 @@ def markdown(res: dict[str, Any]) -> str:
              f"{res['runs']} runs, medians; every measurement a fresh process)", ""]
     for name, t in res["tables"].items():
         lines += [f"*{name}: {t['files']:,} files*", "",
-                  "| query | reader | files | seconds | vs Polars | peak MB | peak B/file "
-                  "| plan B/file | JVM B/file | LIST |",
-                  "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|"]
+                  "| query | reader | files | seconds | CPU s | vs Polars | peak MB "
+                  "| peak B/file | plan B/file | JVM B/file | LIST |",
+                  "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
         for query, q in t["queries"].items():
             polars = q.get("polars", {}).get("seconds")
             for reader, r in q.items():
                 if "error" in r:
-                    lines.append(f"| {query} | {reader} | error: {r['error']} |||||||| ")
+                    lines.append(f"| {query} | {reader} | error: {r['error']} ||||||||| ")
                     continue
                 ratio = (f"{r['seconds'] / polars:.2f}×" if polars and reader != "polars"
                          else "")
                 pbf, jbf = r.get("plan_b_per_file"), r.get("jvm_b_per_file")
                 files = "?" if r["files"] is None else f"{r['files']:,}"
+                cpu = r.get("cpu_seconds")
                 lines.append(
-                    f"| {query} | {reader} | {files} | {r['seconds']:.3f} | {ratio} | "
+                    f"| {query} | {reader} | {files} | {r['seconds']:.3f} | "
+                    f"{'' if cpu is None else f'{cpu:.2f}'} | {ratio} | "
                     f"{r['peak_mb']:.0f} | {r['peak_b_per_file']:.0f} | "
                     f"{'' if pbf is None else f'{pbf:.0f}'} | "
                     f"{'' if jbf is None else f'{jbf:.0f}'} | {r.get('list_requests', '')} |")
@@ -402,7 +410,7 @@ def main(argv: list[str] | None = None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="local 52,560; synthetic 1,051,200")
     ap.add_argument("--local", type=int, action="append",
-                    help="local tree sizes (210240 and 1051200)")
+                    help="local tree sizes (210240 and 1051200; 0: none)")
     ap.add_argument("--synthetic", type=int, help="synthetic keys (10512000; 0: none)")
     ap.add_argument("--no-spark", action="store_true",
                     help="leave out the readers planning in Spark's driver")
@@ -419,7 +427,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     from bench import report
 
-    local = args.local or ([52_560] if args.quick else [210_240, 1_051_200])
+    local = ([n for n in args.local if n] if args.local is not None  # --local 0: none
+             else [52_560] if args.quick else [210_240, 1_051_200])
     synthetic = (args.synthetic if args.synthetic is not None
                  else 1_051_200 if args.quick else 10_512_000)
     argv_text = " ".join(argv if argv is not None else sys.argv[1:])

@@ -1,13 +1,14 @@
-"""The kept files of a scan as columns: what a plan of a local listing holds on the driver.
+"""The kept files of a scan as columns: what a plan of a local or S3 listing holds on the
+driver.
 
-A local listing hands each directory's files over as columns
+A local or S3 listing hands each directory's files over as columns
 (:class:`~listing.storage.dir_files.DirFiles`); a scan keeps those runs as they are, with
 each run's directory URL and partition values once, so that planning makes no Python
 object per file. Packing works on the runs' sizes (NumPy), a file group is a list of
 file indices into them (:class:`GroupColumns`), and a :class:`PartitionedFile` is made
 only when someone asks for ``plan.files`` or ``group.files``: the same values, in the
-same order, as a plan of rows (``whole_file(head + name, size, values,
-fromtimestamp(mtime, UTC), "ctime:<repr>")``), files of one run sharing its values.
+same order, as a plan of rows (``whole_file(head + name, size, values, run.time(i),
+run.etag(i))``), files of one run sharing its values.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from listing.storage.dir_files import DirFiles
 
 _UTC = dt.UTC
 _fromtimestamp = dt.datetime.fromtimestamp
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=_UTC)
+_MICROSECOND = dt.timedelta(microseconds=1)
 
 
 class FileColumns:
@@ -35,7 +38,7 @@ class FileColumns:
     file's size in plan order (int64). Invariant: ``starts[r]`` is run ``r``'s first file,
     ``starts[-1]`` the number of files; runs are never changed once added."""
 
-    __slots__ = ("heads", "values", "runs", "starts", "sizes", "_keys", "_list")
+    __slots__ = ("heads", "values", "runs", "starts", "sizes", "_keys", "_list", "_times")
 
     def __init__(self, runs: Sequence[tuple[str, DirFiles, Mapping[str, Any]]] = ()) -> None:
         self.heads: list[str] = [head for head, _, _ in runs]
@@ -48,6 +51,13 @@ class FileColumns:
                       if self.runs else np.zeros(0, np.int64))
         self._keys: list[int] | None = None
         self._list: list[PartitionedFile] | None = None
+        self._times: set[tuple[bool, bool]] | None = None
+
+    def time_kinds(self) -> set[tuple[bool, bool]]:
+        """The kinds of its runs' times: (in seconds, in ``UTC``) each (found once)."""
+        if self._times is None:
+            self._times = {(run.in_seconds, run.tz is _UTC) for run in self.runs}
+        return self._times
 
     def __len__(self) -> int:
         return int(self.starts[-1])
@@ -80,7 +90,7 @@ class FileColumns:
         r = int(np.searchsorted(self.starts, i, "right")) - 1
         run, o = self.runs[r], i - int(self.starts[r])
         return whole_file(self.heads[r] + run.name(o), run.sizes[o], self.values[r],
-                          _fromtimestamp(run.mtimes[o], _UTC), f"ctime:{run.ctimes[o]!r}")
+                          run.time(o), run.etag(o))
 
     def locate(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(run, position in its run) of each file index of ``idx``."""
@@ -142,7 +152,7 @@ class GroupColumns:
         for k, (r, o) in enumerate(zip(runs.tolist(), offsets.tolist(), strict=True)):
             run = cols.runs[r]
             f = whole_file(cols.heads[r] + run.name(o), run.sizes[o], cols.values[r],
-                           _fromtimestamp(run.mtimes[o], _UTC), f"ctime:{run.ctimes[o]!r}")
+                           run.time(o), run.etag(o))
             if self.ranges is not None and self.ranges[k] is not None:
                 set_range(f, self.ranges[k])
             out.append(f)
@@ -161,9 +171,9 @@ class GroupColumns:
         values: list[Mapping[str, Any]] = []
         slot_of = array("i")
         names: list[str] = []
-        mtimes: list[float] = []
-        etags: list[str] = []
-        for r, o in zip(runs.tolist(), offsets.tolist(), strict=True):
+        mtimes: list[float | int] = []
+        etags: list[str | None] = []
+        for r, o in zip(run_list := runs.tolist(), offsets.tolist(), strict=True):
             key = keys[r]
             slot = slots.get(key)
             if slot is None:
@@ -174,12 +184,33 @@ class GroupColumns:
             run = all_runs[r]
             names.append(run.name(o))
             mtimes.append(run.mtimes[o])
-            etags.append(f"ctime:{run.ctimes[o]!r}")
-        micros = utc_micros(np.array(mtimes, np.float64))
+            etags.append(run.etag(o))
         return (joined(dirs), packed(pickle.dumps(values, pickle.HIGHEST_PROTOCOL)),
                 packed(slot_of.tobytes()), joined(names),
                 packed(cols.sizes[idx].astype(np.int64).tobytes()),
-                self.ranges, packed(micros.tobytes()), etags or None)
+                self.ranges, _group_times(cols, run_list, offsets, mtimes),
+                None if all(e is None for e in etags) else etags)
+
+
+def _group_times(cols: FileColumns, runs: list[int], offsets: np.ndarray,
+                 mtimes: list[float | int]) -> bytes | list[dt.datetime]:
+    """A group's times (its files' runs, offsets in them and ``mtimes`` values) as
+    :func:`~listing.files.group_columns` has them: packed microseconds when all are in
+    ``UTC``, else the datetimes."""
+    all_runs = cols.runs
+    kinds = cols.time_kinds()  # the plan's, else the group's own
+    if len(kinds) > 1:
+        kinds = {(all_runs[r].in_seconds, all_runs[r].tz is _UTC) for r in set(runs)}
+    if kinds == {(True, True)}:  # a local listing's
+        return packed(utc_micros(np.array(mtimes, np.float64)).tobytes())
+    if kinds == {(False, True)}:  # an S3 listing's, in UTC
+        return packed(np.array(mtimes, np.int64).tobytes())
+    # another tzinfo (botocore's own), or runs of both kinds: each time made
+    times = [all_runs[r].time(o) for r, o in zip(runs, offsets.tolist(), strict=True)]
+    if all(t.tzinfo is _UTC for t in times):
+        return packed(np.array([(t - _EPOCH) // _MICROSECOND for t in times],
+                               np.int64).tobytes())
+    return times
 
 
 def utc_micros(seconds: np.ndarray) -> np.ndarray:

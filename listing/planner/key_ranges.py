@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator
 
 from listing.planner.choose import Chooser
 from listing.planner.nodes import Flat
+from listing.storage.dir_files import DirFiles
 from listing.storage.lister import PAGE_SIZE, Lister, ObjectMeta, Page
 from listing.storage.prefetch import Fetcher, Request, close_pages
 
@@ -65,12 +66,15 @@ class RangeSplitter:
         try:
             for page in pages:
                 spent += 1
-                keys += len(page.files)
-                for meta in page.files:
-                    rest = meta.path[len(prefix):]
+                keys += page.file_count
+                # a file's name holds no "/": its directory says where it lies
+                paths = ([run.directory for run in page.runs] if page.runs is not None
+                         else [m.path for m in page.files])
+                for path in paths:
+                    rest = path[len(prefix):]
                     if "/" in rest:
                         dirs.add(rest.split("/", 1)[0])
-                last = max((m.path for m in page.files), default=last)
+                last = page.last_key() or last
                 yield page
                 if not page.truncated or last is None or not may_split():
                     continue
@@ -150,11 +154,38 @@ class RangeSplitter:
 
 def in_pages(pages: Iterator[Page]) -> Iterator[Page]:
     """The files of consecutive pages as the flat listing pages them: 1000 keys a page,
-    each truncated but the last."""
-    held: list[ObjectMeta] = []
+    each truncated but the last (runs while every page is of runs, else rows)."""
+    runs: list[DirFiles] | None = []
+    rows: list[ObjectMeta] = []
     for page in pages:
-        held += page.files
-        while len(held) > PAGE_SIZE:
-            yield Page(held[:PAGE_SIZE], [], True)
-            held = held[PAGE_SIZE:]
-    yield Page(held, [], False)
+        if runs is not None and page.runs is not None:
+            runs += page.take_runs()
+            while sum(map(len, runs)) > PAGE_SIZE:
+                head, runs = _cut(runs, PAGE_SIZE)
+                yield Page(None, [], True, runs=head)
+            continue
+        if runs is not None:  # a page of rows: what is held as rows too
+            rows, runs = Page(runs=runs).files, None
+        rows += page.files
+        while len(rows) > PAGE_SIZE:
+            yield Page(rows[:PAGE_SIZE], [], True)
+            rows = rows[PAGE_SIZE:]
+    yield Page(None, [], False, runs=runs) if runs is not None else Page(rows, [], False)
+
+
+def _cut(runs: list[DirFiles], n: int) -> tuple[list[DirFiles], list[DirFiles]]:
+    """The first ``n`` files of ``runs`` and the rest, as runs."""
+    head: list[DirFiles] = []
+    for i, run in enumerate(runs):
+        if n >= len(run):
+            head.append(run)
+            n -= len(run)
+            continue
+        rest = runs[i + 1:]
+        if n:
+            head.append(run.taken(range(n)))
+            rest.insert(0, run.taken(range(n, len(run))))
+        else:
+            rest.insert(0, run)
+        return head, rest
+    return head, []

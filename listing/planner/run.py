@@ -52,7 +52,7 @@ class ListedFile(NamedTuple):
 
 class ListedRun(NamedTuple):
     """Kept files of one directory as columns, with the partition values they share (read
-    them, never change them): a local listing's files, with no object per file."""
+    them, never change them): a local or S3 listing's files, with no object per file."""
 
     files: DirFiles
     values: dict[str, Any]
@@ -125,7 +125,7 @@ class PlanRun:
     def batches(self) -> Generator[Batch, None, None]:
         """:meth:`files` a listed page at a time (a long listing's keys then pass through
         one loop each, not through a generator per plan node): a list of files, or, from
-        a page of columns (a local listing), a directory's files as one :class:`ListedRun`."""
+        a page of columns (a local or S3 listing), a directory's files as one :class:`ListedRun`."""
         if self.max_concurrent_requests > 1:
             self._fetcher = Fetcher(self.lister, self.max_concurrent_requests)
             if self.lister.splits_ranges:
@@ -453,7 +453,5 @@ def _ahead_of(node: Enumerate, last: str) -> Enumerate:
 
 def _last_key(page: Page, last: str | None) -> str | None:
     """The greatest key of ``page``'s files, or ``last`` when it has none."""
-    if page.runs is not None:  # runs in key order
-        run = next((r for r in reversed(page.runs) if len(r)), None)
-        return run.directory + run.names[-1] if run is not None else last
-    return max((m.path for m in page.files), default=last)
+    key = page.last_key()
+    return last if key is None else key

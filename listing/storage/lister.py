@@ -13,7 +13,7 @@ import re
 import threading
 from collections.abc import Callable, Iterator
 from itertools import repeat
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 from urllib.parse import unquote_plus
 
 from fsspec.implementations.local import LocalFileSystem
@@ -21,7 +21,7 @@ from fsspec.implementations.local import LocalFileSystem
 from listing.errors import StorageError
 from listing.metrics import Counters
 from listing.storage.client import s3_call
-from listing.storage.dir_files import DirFiles
+from listing.storage.dir_files import DirFiles, micros_of, runs_of
 from listing.storage.errors import raise_as, retry_attempts, storage_failure
 from listing.storage.local_pages import local_pages, may_hold
 from listing.storage.s3_pages import columns_of
@@ -30,6 +30,7 @@ from listing.storage.spec import StorageSpec
 log = logging.getLogger("listing.storage")
 
 PAGE_SIZE = 1000
+_T = TypeVar("_T")
 
 
 class ObjectMeta(NamedTuple):
@@ -77,9 +78,10 @@ class Page:
     """One listed page: its files in key order, its common prefixes (``dirs``, with their
     trailing slash), and whether more pages follow (``truncated``).
 
-    A local listing's page holds its files as columns, a run per directory (``runs``);
-    ``files`` then makes their :class:`ObjectMeta` once, when first asked for (a reader
-    of the runs makes none). Invariant: with ``runs``, ``files`` is their files in order.
+    A page of a local or S3 listing holds its files as columns, a run per directory
+    (``runs``); ``files`` then makes their :class:`ObjectMeta` once, when first asked for
+    (a reader of the runs makes none). Invariant: with ``runs``, ``files`` is their files
+    in order.
     """
 
     __slots__ = ("_files", "dirs", "truncated", "runs")
@@ -109,6 +111,13 @@ class Page:
         while runs:
             yield runs.pop()
 
+    def last_key(self) -> str | None:
+        """The greatest key of the page's files (None: it has none)."""
+        if self.runs is not None:  # runs in key order
+            run = next((r for r in reversed(self.runs) if len(r)), None)
+            return None if run is None else run.directory + run.name(len(run) - 1)
+        return max((m.path for m in self.files), default=None)
+
     @property
     def file_count(self) -> int:
         """``len(files)``, without making them."""
@@ -119,6 +128,46 @@ class Page:
     def __repr__(self) -> str:
         return f"Page({self.file_count} files, {len(self.dirs)} dirs, " \
                f"truncated={self.truncated})"
+
+
+def listed_page(head: str, keys: list[str], sizes: list[int],
+                times: list[dt.datetime | None], etags: list[str | None], dirs: list[str],
+                truncated: bool, stop_after: str | None = None) -> Page:
+    """One page of an S3-like listing (keys and common prefixes below ``head``, in key
+    order, decoded; per key its size, modification time and ETag) as the page the planner
+    reads: the files as runs of one directory each (:class:`DirFiles`), no object per key;
+    zero-byte folder markers (keys ending in "/") are no files. Keys and prefixes after
+    ``stop_after`` are left out, and the page is then the listing's last. Times that
+    cannot be columns (one missing, or not all in one zero-offset tzinfo) make the page
+    one of rows."""
+    last = max(max(keys, default=""), max(dirs, default=""))
+    done = stop_after is not None and bool(last) and head + last > stop_after
+    if "/\n" in "\n".join(keys) + "\n":  # zero-byte folder markers: no files
+        kept = [i for i, key in enumerate(keys) if not key.endswith("/")]
+        keys, sizes, times, etags = (_at(keys, kept), _at(sizes, kept), _at(times, kept),
+                                     _at(etags, kept))
+    if done:
+        assert stop_after is not None
+        kept = [i for i, key in enumerate(keys) if head + key <= stop_after]
+        if len(kept) < len(keys):
+            keys, sizes, times, etags = (_at(keys, kept), _at(sizes, kept), _at(times, kept),
+                                         _at(etags, kept))
+        dirs = [d for d in dirs if head + d <= stop_after]
+    dirs = [head + d for d in dirs]
+    more = truncated and not done
+    in_micros = micros_of(times)
+    if in_micros is None:
+        # tuples made as ObjectMeta by tuple.__new__ (its own __new__ is a Python
+        # function, called a thousand times a page: bench.client_cpu times both)
+        files = list(map(tuple.__new__, repeat(ObjectMeta),
+                         zip([head + key for key in keys], sizes, times, etags, strict=True)))
+        return Page(files, dirs, more)
+    micros, tz = in_micros
+    return Page(None, dirs, more, runs=runs_of(head, keys, sizes, micros, etags, tz))
+
+
+def _at(column: list[_T], kept: list[int]) -> list[_T]:
+    return [column[i] for i in kept]
 
 
 def _metas(runs: list[DirFiles]) -> list[ObjectMeta]:
@@ -215,22 +264,10 @@ class Lister:
             dirs = [p["Prefix"] for p in resp.get("CommonPrefixes", [])]
             if resp.get("EncodingType") == "url":
                 keys, dirs = decode_keys(keys), decode_keys(dirs)
-            head = bucket + "/"
-            paths = [head + key for key in keys]
-            # tuples made as ObjectMeta by tuple.__new__ (its own __new__ is a Python
-            # function, called a thousand times a page: bench.client_cpu times both)
-            files = list(map(tuple.__new__, repeat(ObjectMeta),
-                             zip(paths, sizes, times, etags, strict=True)))
-            dirs = [head + d for d in dirs]
-            last = max(paths + dirs, default=None)
-            if any(key.endswith("/") for key in keys):  # zero-byte folder markers: no files
-                files = [f for f in files if not f.path.endswith("/")]
-            done = stop_after is not None and last is not None and last > stop_after
-            if stop_after is not None:
-                files = [f for f in files if f.path <= stop_after]
-                dirs = [d for d in dirs if d <= stop_after]
-            more = bool(resp.get("IsTruncated")) and not done
-            yield Page(files, dirs, more)
+            page = listed_page(bucket + "/", keys, sizes, times, etags, dirs,
+                               bool(resp.get("IsTruncated")), stop_after)
+            more = page.truncated
+            yield page
             if not more:
                 return
             kwargs["ContinuationToken"] = resp["NextContinuationToken"]
