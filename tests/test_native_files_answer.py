@@ -123,3 +123,21 @@ def test_milliseconds_from_columns_are_the_datetimes_milliseconds() -> None:
     got = _micros_to_millis(utc_micros(np.array(seconds, np.float64))).tolist()
     want = [_millis(dt.datetime.fromtimestamp(s, dt.UTC)) for s in seconds]
     assert got == want
+
+
+def test_an_s3_listing_s_columns_answer_as_its_rows() -> None:
+    """An S3 listing's runs hold their times as microseconds (not a local run's seconds):
+    the answer's milliseconds are those of the files' datetimes all the same."""
+    from listing.storage.dir_files import micros_of, runs_of
+
+    when = [dt.datetime(2026, 3, 1, 12, 0, 0, 123_456, dt.UTC),
+            dt.datetime(1969, 12, 31, 23, 59, 59, 999_500, dt.UTC),
+            dt.datetime(2026, 3, 2, tzinfo=dt.UTC)]
+    micros, tz = micros_of(when)
+    keys = ["k=1/a.parquet", "k=1/b.parquet", "k=2/c.parquet"]
+    runs = runs_of("s3://b/t/", keys, [10, 20, 30], micros, ["e1", "e2", "e3"], tz)
+    assert [r.in_seconds for r in runs] == [False, False]  # positive: micros, not seconds
+    cols = FileColumns([(r.directory, r, {"k": i + 1}) for i, r in enumerate(runs)])
+    got = _read_back(files_answer(cols, ["k"]))
+    assert got == _want(cols.files(), ["k"])
+    assert [f["mtime"] for f in got] == [_millis(t) for t in when]

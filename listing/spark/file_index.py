@@ -210,8 +210,8 @@ def files_answer(planned: Sequence[PartitionedFile] | FileColumns,
 
 
 def _column_dirs(cols: FileColumns, names: Sequence[str]) -> tuple[list[list[Any]], np.ndarray]:
-    """``dirs`` of a local plan's runs, and every file's modification time in milliseconds,
-    from the runs' columns."""
+    """``dirs`` of a plan's runs (a local or an S3 listing's), and every file's
+    modification time in milliseconds, from the runs' columns."""
     dirs: list[list[Any]] = []
     for head, run, values in zip(cols.heads, cols.runs, cols.values, strict=True):
         if not len(run):
@@ -225,9 +225,11 @@ def _column_dirs(cols: FileColumns, names: Sequence[str]) -> tuple[list[list[Any
         for name in run_names:  # a name holds a slash: what precedes it joins the URL
             cut = name.rfind("/") + 1
             dirs.append([head + name[:cut], texts, name[cut:]])
-    seconds = (np.concatenate([np.frombuffer(r.mtimes, np.float64) for r in cols.runs])
-               if cols.runs else np.zeros(0, np.float64))
-    return dirs, _micros_to_millis(utc_micros(seconds))
+    micros = [utc_micros(np.frombuffer(r.mtimes, np.float64)) if r.in_seconds
+              else np.frombuffer(r.mtimes, np.int64)  # an S3 run's: the instant's micros
+              for r in cols.runs]
+    return dirs, _micros_to_millis(np.concatenate(micros) if micros
+                                   else np.zeros(0, np.int64))
 
 
 def _row_dirs(files: Sequence[PartitionedFile], names: Sequence[str]
