@@ -121,7 +121,7 @@ class SyntheticStore:
         self.names = sorted(f"part-{j}.parquet" for j in range(per_hour))
         self.counters = Counters()
 
-    def _entries(self, prefix: str, delimiter: bool, start_after: str | None
+    def entries(self, prefix: str, delimiter: bool, start_after: str | None
                  ) -> Iterator[str]:
         """(path) of every entry in key order; a common prefix ends in "/"."""
         def fits(path: str) -> bool:  # may hold or be a key of the listing
@@ -154,7 +154,7 @@ class SyntheticStore:
         from listing.storage import PAGE_SIZE
         from listing.storage.lister import listed_page
 
-        entries = self._entries(prefix, delimiter, start_after)
+        entries = self.entries(prefix, delimiter, start_after)
         modified = dt.datetime(2020, 1, 1, tzinfo=dt.UTC)
         pending = next(entries, None)
         while True:

@@ -108,7 +108,7 @@ class SyntheticBucket:
                 if keep(common):
                     yield common
                 continue
-            for entry in self.tables[root]._entries(prefix, delimiter, after):  # noqa: SLF001
+            for entry in self.tables[root].entries(prefix, delimiter, after):
                 if entry[-1] != "/" or keep(entry):
                     yield entry
 

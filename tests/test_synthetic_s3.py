@@ -47,7 +47,7 @@ def _list(client: Any, **kwargs: Any) -> tuple[list[str], list[str], int]:
 
 def test_flat_listing_pages_through_every_key_in_order(client: Any) -> None:
     prefix = "t/date=2020-01-"  # January: 744 keys
-    expected = list(SyntheticStore("t/", 1)._entries(prefix, False, None))
+    expected = list(SyntheticStore("t/", 1).entries(prefix, False, None))
     keys, dirs, pages = _list(client, Prefix=prefix, PaginationConfig={"PageSize": 100})
     assert keys == expected and len(keys) == 31 * 24 and dirs == []
     assert pages == 8  # continuation tokens
@@ -69,7 +69,7 @@ def test_delimiter_rolls_keys_into_folders(client: Any) -> None:
 def test_start_after_lists_what_follows(client: Any) -> None:
     after = "t/date=2020-12-29/hour=5/part-0.parquet"
     keys = _list(client, Prefix="t/", StartAfter=after)[0]
-    expected = [k for k in SyntheticStore("t/", 1)._entries("t/", False, None) if k > after]
+    expected = [k for k in SyntheticStore("t/", 1).entries("t/", False, None) if k > after]
     assert keys == expected and len(keys) == 4 + 24  # hour=6..9 of 12-29, all of 12-30
     # a folder holding keys past start-after is listed; the folders before it are not
     assert _list(client, Prefix="t/", Delimiter="/", StartAfter=after)[1] == [
