@@ -230,8 +230,8 @@ def test_spark_count_under_get_faults_is_exact_or_an_error(spark, proxy, tables)
     assert df.count() == ds.num_rows
     for i, kind in enumerate(FAULT_KINDS):
         proxy.add_rule("GET", kind, rate=0.1, seed=7 + i)
-    try:
-        count = reader.load(ds.root + "/").count()
+    try:  # a column read: a count() alone may take every footer from the workers' cache
+        count = reader.load(ds.root + "/").where("id >= 0").count()
     except Exception as err:  # noqa: BLE001 - Spark wraps the worker's error
         assert "StorageError" in str(err) and f"reading {ds.root}/" in str(err)
         return

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import uuid
 
 import pyarrow as pa
@@ -117,7 +118,10 @@ def test_a_stream_delivers_each_file_once(spark, tmp_path):
     def put(n: int) -> None:
         folder = root / f"k={n % 2}"
         folder.mkdir(parents=True, exist_ok=True)
-        pq.write_table(pa.table({"id": [10 * n, 10 * n + 1]}), folder / f"part-{n}.parquet")
+        # written under a hidden name and renamed into place, as a file stream needs: the
+        # running query may list while a file is being written
+        pq.write_table(pa.table({"id": [10 * n, 10 * n + 1]}), folder / f".part-{n}.tmp")
+        os.replace(folder / f".part-{n}.tmp", folder / f"part-{n}.parquet")
 
     for n in range(3):
         put(n)
