@@ -48,7 +48,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -282,16 +282,22 @@ def _synthetic(keys: int, cols: list, schema: Any, where: str | None) -> tuple[A
     return store, table, PlanRun, split.partition
 
 
-def _measure(reader: str, where: str, query: str, timeout: float) -> dict[str, Any]:
-    cmd = [sys.executable, "-m", "bench.planning", "--child", reader, where, query]
+def _measure(reader: str, where: str, query: str, timeout: float,
+             module: str = "bench.planning") -> dict[str, Any]:
+    """One measurement in a fresh process: ``python -m MODULE --child READER WHERE QUERY``
+    (its last stdout line, JSON), or ``{"error": ...}``: the timeout, or the last stderr
+    line naming an error (a Java stack trace ends in its frames), its tail logged."""
+    cmd = [sys.executable, "-m", module, "--child", reader, where, query]
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
                              check=False, cwd=Path(__file__).resolve().parents[1])
     except subprocess.TimeoutExpired:
         return {"error": f"timeout after {timeout:.0f} s"}
     if out.returncode != 0:
-        return {"error": out.stderr.strip().splitlines()[-1] if out.stderr.strip()
-                else f"exit {out.returncode}"}
+        lines = out.stderr.strip().splitlines() or [f"exit {out.returncode}"]
+        named = [ln.strip() for ln in lines if "Error" in ln or "Exception" in ln]
+        log("\n".join(lines[-40:]))
+        return {"error": (named or lines)[-1][:500]}
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -301,17 +307,17 @@ def _median(runs: list[dict[str, Any]], key: str) -> float | None:
 
 
 def table_runs(where: str, size: int, readers: tuple[str, ...], runs: int,
-               timeout: float, measure: Callable[[str, str, str, float], dict[str, Any]]
-               = _measure) -> dict[str, Any]:
-    """Every query by every reader, ``runs`` rounds, readers interleaved in each round;
-    ``measure(reader, where, query, timeout)`` takes one measurement."""
+               timeout: float, *, module: str = "bench.planning",
+               queries: Sequence[str] | None = None) -> dict[str, Any]:
+    """Every query (``queries``, default all of :data:`QUERIES`) by every reader, ``runs``
+    rounds, readers interleaved in each round; each measurement a ``module --child``."""
     result: dict[str, Any] = {"files": size, "queries": {}}
-    for query in QUERIES:
+    for query in queries or QUERIES:
         got: dict[str, list[dict[str, Any]]] = {
             r: [] for r in readers if query == "whole table" or r not in FLOOR_READERS}
         for i in range(runs):
             for reader in (list(got) if i % 2 == 0 else list(got)[::-1]):
-                m = measure(reader, where, query, timeout)
+                m = _measure(reader, where, query, timeout, module)
                 got[reader].append(m)
                 log(f"[planning] {size:,} {query} {reader}: "
                     + (m["error"] if "error" in m else f"{m['seconds']:.2f} s, "

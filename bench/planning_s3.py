@@ -98,25 +98,6 @@ def child(reader: str, where: str, query: str) -> dict[str, Any]:
     return out
 
 
-def _measure(reader: str, where: str, query: str, timeout: float) -> dict[str, Any]:
-    """One measurement in a fresh process (``--child``), as ``bench.planning``'s."""
-    import subprocess
-
-    cmd = [sys.executable, "-m", "bench.planning_s3", "--child", reader, where, query]
-    try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,  # noqa: S603
-                             check=False, cwd=Path(__file__).resolve().parents[1])
-    except subprocess.TimeoutExpired:
-        return {"error": f"timeout after {timeout:.0f} s"}
-    if out.returncode != 0:
-        # the last line naming an error (a Java stack trace ends in its frames)
-        lines = out.stderr.strip().splitlines() or [f"exit {out.returncode}"]
-        named = [ln.strip() for ln in lines if "Error" in ln or "Exception" in ln]
-        planning.log("\n".join(lines[-40:]))
-        return {"error": (named or lines)[-1][:500]}
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.planning_s3", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -147,16 +128,8 @@ def main(argv: list[str] | None = None) -> int:
     readers = tuple(args.reader or READERS)
     with serve(keys) as ep:
         planning.log(f"[planning-s3] {keys:,} keys at {ep.url}")
-        where = PREFIX + ep.url
-        saved = dict(planning.QUERIES)
-        try:  # table_runs runs every query of planning.QUERIES
-            planning.QUERIES.clear()
-            planning.QUERIES.update({q: saved[q] for q in queries})
-            table = planning.table_runs(where, keys, readers, args.runs, args.timeout,
-                                        measure=_measure)
-        finally:
-            planning.QUERIES.clear()
-            planning.QUERIES.update(saved)
+        table = planning.table_runs(PREFIX + ep.url, keys, readers, args.runs, args.timeout,
+                                    module="bench.planning_s3", queries=queries)
         table["server_requests"] = dict(ep.counts())
     res["tables"][f"synthetic S3 {keys:,}"] = table
     text = planning.markdown(res)
