@@ -23,12 +23,9 @@ from typing import Any
 import numpy as np
 
 from listing.files import PartitionedFile, joined, packed, set_range, whole_file
-from listing.storage.dir_files import DirFiles
+from listing.storage.dir_files import DirFiles, micros_of
 
 _UTC = dt.UTC
-_fromtimestamp = dt.datetime.fromtimestamp
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=_UTC)
-_MICROSECOND = dt.timedelta(microseconds=1)
 
 
 class FileColumns:
@@ -207,10 +204,17 @@ def _group_times(cols: FileColumns, runs: list[int], offsets: np.ndarray,
         return packed(np.array(mtimes, np.int64).tobytes())
     # another tzinfo (botocore's own), or runs of both kinds: each time made
     times = [all_runs[r].time(o) for r, o in zip(runs, offsets.tolist(), strict=True)]
-    if all(t.tzinfo is _UTC for t in times):
-        return packed(np.array([(t - _EPOCH) // _MICROSECOND for t in times],
-                               np.int64).tobytes())
-    return times
+    found = micros_of(times)
+    return packed(found[0].tobytes()) if found is not None and found[1] is _UTC else times
+
+
+def run_micros(run: DirFiles) -> np.ndarray:
+    """A run's modification times as microseconds since the epoch: the instants of
+    :meth:`~listing.storage.dir_files.DirFiles.time` (a local run's seconds rounded as
+    ``fromtimestamp`` rounds them, an S3 run's microseconds as they are)."""
+    if run.in_seconds:
+        return utc_micros(np.frombuffer(run.mtimes, np.float64))
+    return np.frombuffer(run.mtimes, np.int64)
 
 
 def utc_micros(seconds: np.ndarray) -> np.ndarray:

@@ -11,7 +11,7 @@ nothing; our listing planner decides which folders to list, as it does for the P
 
 The files cross as directories (:func:`files_answer`): per directory its URL, its partition
 values once and its files' names joined by ``/`` (which no name holds), and every file's
-size and modification time as one base64 array each, read straight from a local plan's
+size and modification time as one base64 array each, read straight from a plan's
 columns (:class:`~listing.file_columns.FileColumns`) without a Python object per file.
 
 Only the driver's classic session has a py4j gateway: Spark Connect servers and sessions
@@ -35,7 +35,7 @@ import numpy as np
 import pyarrow as pa
 from pyspark.sql.types import StructType
 
-from listing.file_columns import FileColumns, utc_micros
+from listing.file_columns import FileColumns, run_micros
 from listing.files import PartitionedFile
 from listing.formats.csv import CsvFormat
 from listing.hive import cast_text
@@ -225,9 +225,7 @@ def _column_dirs(cols: FileColumns, names: Sequence[str]) -> tuple[list[list[Any
         for name in run_names:  # a name holds a slash: what precedes it joins the URL
             cut = name.rfind("/") + 1
             dirs.append([head + name[:cut], texts, name[cut:]])
-    micros = [utc_micros(np.frombuffer(r.mtimes, np.float64)) if r.in_seconds
-              else np.frombuffer(r.mtimes, np.int64)  # an S3 run's: the instant's micros
-              for r in cols.runs]
+    micros = [run_micros(run) for run in cols.runs]
     return dirs, _micros_to_millis(np.concatenate(micros) if micros
                                    else np.zeros(0, np.int64))
 
