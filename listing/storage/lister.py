@@ -142,16 +142,16 @@ def listed_page(head: str, keys: list[str], sizes: list[int],
     one of rows."""
     last = max(max(keys, default=""), max(dirs, default=""))
     done = stop_after is not None and bool(last) and head + last > stop_after
-    if "/\n" in "\n".join(keys) + "\n":  # zero-byte folder markers: no files
-        kept = [i for i, key in enumerate(keys) if not key.endswith("/")]
-        keys, sizes, times, etags = (_at(keys, kept), _at(sizes, kept), _at(times, kept),
-                                     _at(etags, kept))
-    if done:
-        assert stop_after is not None
-        kept = [i for i, key in enumerate(keys) if head + key <= stop_after]
+    markers = "/\n" in "\n".join(keys) + "\n"  # zero-byte folder markers: no files
+    if markers or done:
+        limit = stop_after if done else None
+        kept = [i for i, key in enumerate(keys)
+                if not key.endswith("/") and (limit is None or head + key <= limit)]
         if len(kept) < len(keys):
             keys, sizes, times, etags = (_at(keys, kept), _at(sizes, kept), _at(times, kept),
                                          _at(etags, kept))
+    if done:
+        assert stop_after is not None
         dirs = [d for d in dirs if head + d <= stop_after]
     dirs = [head + d for d in dirs]
     more = truncated and not done
