@@ -278,6 +278,9 @@ def _short(value: object) -> str:
     return text if len(text) <= 160 else f"{text[:157]}..."
 
 
+_BAD_SEGMENTS = frozenset(("", ".", ".."))
+
+
 def _real(store: Store, path: str, cache: dict[str, str] | None) -> str:
     """``path`` with its directories' links resolved (:meth:`Store.real_path`), each
     directory resolved once per ``cache``."""
@@ -308,8 +311,7 @@ def _outside(store: Store, path: object, root: str,
         return "holds a NUL byte"
     if not path.startswith(root):
         return f"is not under the table's root {root}"
-    below = path[len(root):].split("/")
-    if any(part in ("", ".", "..") for part in below):
+    if _BAD_SEGMENTS.intersection(path[len(root):].split("/")):
         return "has an empty, '.' or '..' segment"
     if "\\" in path[len(root):]:  # a separator on Windows; escaped in every name we write
         return "holds a backslash"

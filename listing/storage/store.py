@@ -304,7 +304,10 @@ class LocalStore(StoreBase):
             return "is not Unicode text (it holds a lone surrogate)"
         if size > MAX_LOCAL_PATH_BYTES:
             return f"is longer than a local path can be ({MAX_LOCAL_PATH_BYTES} bytes)"
-        if any(len(part.encode()) > MAX_LOCAL_NAME_BYTES for part in path.split("/")):
+        if len(max(path.split("/"), key=len).encode()) > MAX_LOCAL_NAME_BYTES or (
+                size > len(path)  # not ASCII: the longest name in bytes may be another
+                and any(len(part.encode()) > MAX_LOCAL_NAME_BYTES
+                        for part in path.split("/"))):
             return f"has a name longer than a local file's can be ({MAX_LOCAL_NAME_BYTES} bytes)"
         return None
 
