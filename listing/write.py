@@ -519,6 +519,11 @@ class WriteJob:
                                sum(1 for job, _ in refused if job != LOCK_FILE))
         self.setup_metrics.add("locks_refused", sum(1 for job, _ in refused if job == LOCK_FILE))
         for job, what in refused:
+            if job == LOCK_FILE:
+                log.warning("write of job %s to %s goes on, leaving the table's overwrite "
+                            "lock as it is (%s): check it, then delete it by hand",
+                            self.job_id, self.url, what)
+                continue
             log.warning("write of job %s to %s goes on, leaving job %s's manifest under "
                         "%s%s/ as it is (%s): check it, then delete it by hand",
                         self.job_id, self.url, job, self.url, STAGING_DIR, what)
@@ -696,6 +701,10 @@ class WriteJob:
         partitions = sorted({f.partition for f in staged})
         try:
             manifest = self._read_manifest(store)
+            if store.kind(self.prefix + SUCCESS_FILE) == "dir":  # (a link or a pipe is
+                raise NotAPlainFile(  # replaced by the commit's rename, never opened)
+                    f"its {SUCCESS_FILE} is a directory, which the commit cannot replace; "
+                    "remove it by hand")
             if manifest is None:
                 if self.mode == "overwrite":
                     self._lock(store)

@@ -356,9 +356,8 @@ class LocalStore(StoreBase):
     def put_atomic(self, path: str, data: bytes) -> None:
         """A new file beside ``path`` (``O_EXCL``: no link followed), renamed onto it: the
         name is replaced, whatever it was (a link's target is never touched)."""
-        if self.kind(path) in ("dir", "other"):
-            raise NotAPlainFile(f"{path} is a directory or another non-regular file; "
-                                "not replaced")
+        if self.kind(path) == "dir":
+            raise NotAPlainFile(f"{path} is a directory; not replaced")
         os.makedirs(os.path.dirname(path), exist_ok=True)
         tmp = f"{path}.{uuid.uuid4().hex}.tmp"
         fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, 0o666)
