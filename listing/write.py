@@ -937,8 +937,9 @@ class WriteJob:
             raise ManifestRefused(f"the directory name {_short(self.job_id)} is not a job id")
         why = _outside(store, f"{self.staging}x", self.prefix)
         for directory in (f"{self.prefix}{STAGING_DIR}", self.staging.rstrip("/")):
-            if why is None and store.kind(directory) not in ("absent", "dir", "unknown"):
-                why = f"is not a directory ({directory} is {_KINDS.get(store.kind(directory), 'a file')})"
+            kind = store.kind(directory) if why is None else "dir"
+            if kind not in ("absent", "dir", "unknown"):
+                why = f"is not a directory ({directory} is {_KINDS.get(kind, 'a file')})"
         if why is not None:
             raise ManifestRefused(f"the staging directory {_short(self.staging)} {why}")
 

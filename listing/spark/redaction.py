@@ -27,8 +27,8 @@ import re
 from typing import Any
 
 from listing.options.registry import STORAGE_PREFIX
-from listing.redact import SecretFilter
 from listing.options.storage_options import all_secret_names
+from listing.redact import SecretFilter
 
 OPTIONS_CONF = "spark.sql.redaction.options.regex"
 STRING_CONF = "spark.sql.redaction.string.regex"
