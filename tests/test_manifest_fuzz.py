@@ -82,7 +82,8 @@ def mutate(rng: random.Random, m: dict[str, Any], root: str, outside: list[str],
         elif kind == "path":
             paths = [*outside, f"{root}../outside/v.parquet", f"{root[:-1]}2/x.parquet",
                      f"file://{outside[0]}", f"s3://{outside[0].lstrip('/')}",
-                     f"{root}p=1/x\udc80.parquet", f"{root}p=1/{'x' * 300}.parquet",
+                     f"{root}p=1/x\udc80.parquet", f"{root}p=1/x\ud800.parquet",
+                     f"{root}p=1/{'x' * 300}.parquet",
                      f"{root}{'d/' * 700}x.parquet", f"{root}p=1//x.parquet",
                      f"{root}p=1/x\0.parquet", f"{root}_temporary/x", f"{root}p=1/",
                      rng.choice(ODD_VALUES)]

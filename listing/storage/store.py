@@ -287,8 +287,11 @@ class LocalStore(StoreBase):
             return None
         except OSError as err:
             raise _refused(path, err) from None
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or (limit is not None and info.st_size > limit):
             os.close(fd)
+            if stat.S_ISREG(info.st_mode):
+                raise NotAPlainFile(f"{path} holds more than {limit} bytes; not read")
             kind = "a directory" if os.path.isdir(path) else "not a regular file"
             raise NotAPlainFile(f"{path} is {kind}; not read")
         with os.fdopen(fd, "rb") as f:
@@ -298,16 +301,15 @@ class LocalStore(StoreBase):
         return data
 
     def name_problem(self, path: str) -> str | None:
+        """As the OS encodes it (``os.fsencode``: a name listed with undecodable bytes
+        comes back as the same bytes; any other lone surrogate cannot be encoded)."""
         try:
-            size = len(path.encode())
+            raw = os.fsencode(path)
         except UnicodeEncodeError:
             return "is not Unicode text (it holds a lone surrogate)"
-        if size > MAX_LOCAL_PATH_BYTES:
+        if len(raw) > MAX_LOCAL_PATH_BYTES:
             return f"is longer than a local path can be ({MAX_LOCAL_PATH_BYTES} bytes)"
-        if len(max(path.split("/"), key=len).encode()) > MAX_LOCAL_NAME_BYTES or (
-                size > len(path)  # not ASCII: the longest name in bytes may be another
-                and any(len(part.encode()) > MAX_LOCAL_NAME_BYTES
-                        for part in path.split("/"))):
+        if len(max(raw.split(b"/"), key=len)) > MAX_LOCAL_NAME_BYTES:
             return f"has a name longer than a local file's can be ({MAX_LOCAL_NAME_BYTES} bytes)"
         return None
 
@@ -510,7 +512,13 @@ class S3Store(StoreBase):
         ranged = {} if limit is None else {"Range": f"bytes=0-{limit}"}
         try:
             resp = s3_call(self.fs, "get_object", Bucket=bucket, Key=key, **ranged)
+            total = str(resp.get("ContentRange") or "").rpartition("/")[2]
+            if limit is not None and total.isdigit() and int(total) > limit:
+                resp["Body"].close()  # the object's size: refused before its body is read
+                raise NotAPlainFile(f"s3://{path} holds more than {limit} bytes; not read")
             data = bytes(sync(self.fs, resp["Body"].read))
+        except NotAPlainFile:
+            raise
         except Exception as err:  # noqa: BLE001 - classified, never swallowed
             if error_code(err) in ("NoSuchKey", "404"):
                 return None
