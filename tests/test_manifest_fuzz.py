@@ -38,8 +38,8 @@ from listing.storage.store import open_store
 from listing.write import LOCK_FILE, WriteJob, write_table
 
 SEED = 44
-LOCAL_STATES = 80
-S3_STATES = 6
+LOCAL_STATES = 60
+S3_STATES = 5
 ENTRIES = ("recover", "cli_recover", "cli_cleanup", "append", "overwrite")
 ROOT = "@ROOT@"  # the table's fsspec prefix in a template manifest
 OLD = pa.table({"p": pa.array([1, 2], pa.int64()), "a": pa.array([1, 2], pa.int64())})
