@@ -179,8 +179,10 @@ def demo_where(days: int) -> str:
     return f"date BETWEEN '{first}' AND '{last}' AND region = 'us' AND amount > 10"
 
 
-def cmd_recover(args: argparse.Namespace) -> None:
-    from listing.write import WriteJob
+def cmd_recover(args: argparse.Namespace) -> int:
+    """Report each job found; exit status 1 and one ``error:`` line when any manifest,
+    lock or staging directory was refused (left in place)."""
+    from listing.write import LOCK_FILE, WriteJob
 
     done = WriteJob.recover(args.url, _storage_options(args.storage_option),
                             older_than=args.older_than)
@@ -188,12 +190,25 @@ def cmd_recover(args: argparse.Namespace) -> None:
     for job_id, what in done:
         if what.startswith("refused: "):
             refused += 1
+            if job_id == LOCK_FILE:
+                print(_printable(f"lock {LOCK_FILE}: refused, left in place: {what[9:]}"))
+                continue
             what = f"manifest refused, left in place and not followed: {what[9:]}"
-        print(f"job {job_id}: {what}")
+        print(_printable(f"job {job_id}: {what}"))
     print(f"{len(done)} job(s) found under {args.url.rstrip('/')}/_temporary/")
     if refused:
-        print(f"{refused} manifest(s) refused: none of them could have been written by a "
-              "job of this table; check them, then delete them by hand")
+        print(f"error: {refused} manifest(s), lock(s) or staging director(ies) refused under "
+              f"{args.url.rstrip('/')}/: none of them could have been written by a job of "
+              "this table; they are left in place: check them, then delete them by hand",
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+def _printable(text: str) -> str:
+    """``text`` with what no encoding can print (a lone surrogate from a file name)
+    escaped, so a report line never fails."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def cmd_cleanup(args: argparse.Namespace) -> None:
@@ -202,7 +217,7 @@ def cmd_cleanup(args: argparse.Namespace) -> None:
     aborted = WriteJob.cleanup(args.url, _storage_options(args.storage_option),
                                older_than=args.older_than)
     for path in aborted:
-        print(f"aborted the upload of s3://{path}")
+        print(_printable(f"aborted the upload of s3://{path}"))
     print(f"{len(aborted)} multipart upload(s) aborted under {args.url}")
 
 
@@ -320,7 +335,7 @@ def main(argv: list[str] | None = None) -> int:
         args.parser.error(f"unrecognized arguments: {' '.join(extra)}")
     _progress_shown = False
     try:
-        args.func(args)
+        code = args.func(args)
     except ListingError as err:
         if _progress_shown:
             print(file=sys.stderr)
@@ -335,7 +350,7 @@ def main(argv: list[str] | None = None) -> int:
             print(file=sys.stderr)
         print("interrupted", file=sys.stderr)
         return 130
-    return 0
+    return code if isinstance(code, int) else 0
 
 
 if __name__ == "__main__":

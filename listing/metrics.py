@@ -64,6 +64,8 @@ COUNTERS: dict[str, str] = {
     "cleanup_failures": "cleanups a committed job could not finish (recover does)",
     "jobs_recovered": "half-done jobs a write finished or undid before it started",
     "manifests_refused": "job manifests a write found and refused to follow",
+    "locks_refused": "overwrite locks a write found that are no plain file (a link, a "
+                     "directory), left in place",
     # streaming discovery: one trigger
     "full_listing": "1 when the trigger listed the whole table (reconciliation), else 0",
     "files": "files the trigger hands to its batch",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 from typing import Any
 
@@ -55,3 +56,29 @@ def scrub(text: str, secrets: Any = ()) -> str:
     for value in values:
         text = text.replace(value, "***")
     return text
+
+
+#: what a masked secret reads as (Spark's own mask)
+MASK = "*********(redacted)"
+
+
+class SecretFilter(logging.Filter):
+    """A logging filter that masks secrets in every record it sees: each match of
+    ``pattern``'s last group (the value; the groups before it, a name and a separator,
+    are kept) is replaced by :data:`MASK`. Records pass on, masked; the message is
+    formatted once, and only a record that held a secret is changed."""
+
+    def __init__(self, pattern: str) -> None:
+        super().__init__()
+        self.pattern = re.compile(pattern)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            text = record.getMessage()
+        except Exception:  # noqa: BLE001 - a broken record is logging's to report
+            return True
+        masked = self.pattern.sub(lambda m: m.group(0)[:m.start(m.lastindex or 0)
+                                                        - m.start(0)] + MASK, text)
+        if masked != text:
+            record.msg, record.args = masked, None
+        return True

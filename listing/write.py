@@ -89,7 +89,14 @@ from listing.options import registry
 from listing.storage import multipart
 from listing.storage.lister import ObjectMeta
 from listing.storage.spec import StorageSpec
-from listing.storage.store import MAX_S3_KEY_BYTES, Finish, Store, open_store, store_class
+from listing.storage.store import (
+    MAX_S3_KEY_BYTES,
+    Finish,
+    NotAPlainFile,
+    Store,
+    open_store,
+    store_class,
+)
 from listing.url import TableUrl
 
 __all__ = ["MODES", "PARTITION_OVERWRITE_MODES", "ManifestRefused", "StagedFile", "TaskCommit",
@@ -109,6 +116,13 @@ PUBLISHING, PUBLISHED = "publishing", "published"
 RECOVER_AFTER = 3600.0
 #: the overwrite lock, hidden at the table's root (created with If-None-Match / O_EXCL)
 LOCK_FILE = "_overwrite.lock"
+#: the largest manifest read, in bytes, and the most entries (files to publish and to
+#: remove, uploads, partitions) it may hold: a larger one is refused unread (recovery's
+#: work is bounded), and a job that would write one is refused before its commit
+MAX_MANIFEST_BYTES = 256 * 2**20
+MAX_MANIFEST_ENTRIES = 1_000_000
+#: the largest overwrite lock read, in bytes (a job id and a time)
+MAX_LOCK_BYTES = 4096
 #: files a task keeps open at once (each holds up to a part, or on S3's staged-copy commit
 #: its whole file, in memory); opening one more closes the oldest (the partition's next
 #: file is ``-c<n+1>``)
@@ -122,7 +136,7 @@ WRITE_METRICS = ("files_written", "rows_written", "bytes_written", "files_commit
                  "files_deleted", "staged_deleted", "put_requests", "copy_requests",
                  "delete_requests", "list_requests", "get_requests", "post_requests",
                  "renames", "retries", "cleanup_failures", "jobs_recovered",
-                 "manifests_refused")
+                 "manifests_refused", "locks_refused")
 
 
 # --- the values that travel: staged files, task commit messages, the result ----------------
@@ -192,22 +206,47 @@ class _Manifest:
     created: float
     uploads: list[multipart.Upload] = field(default_factory=list)
 
+    @property
+    def entries(self) -> int:
+        return (len(self.publish) + len(self.remove) + len(self.uploads)
+                + len(self.partitions))
+
     def dumps(self) -> bytes:
-        return json.dumps(dataclasses.asdict(self)).encode()
+        """The manifest as written; :class:`CommitError` when it is over the limits a
+        reader keeps (:data:`MAX_MANIFEST_BYTES`, :data:`MAX_MANIFEST_ENTRIES`)."""
+        data = json.dumps(dataclasses.asdict(self)).encode()
+        if len(data) > MAX_MANIFEST_BYTES or self.entries > MAX_MANIFEST_ENTRIES:
+            raise CommitError(
+                f"job {self.job_id} would record {self.entries} files and partitions "
+                f"({len(data)} bytes) in its manifest, more than recovery reads "
+                f"({MAX_MANIFEST_ENTRIES} entries, {MAX_MANIFEST_BYTES} bytes): write or "
+                "overwrite the table in smaller parts (partition_overwrite_mode=dynamic)")
+        return data
 
     @classmethod
     def parse(cls, data: bytes) -> _Manifest:
-        """The manifest ``data`` holds; :class:`ManifestRefused` when it is not one."""
+        """The manifest ``data`` holds; :class:`ManifestRefused` when it is not one (not
+        JSON, nested too deep, the wrong types, over :data:`MAX_MANIFEST_BYTES` or
+        :data:`MAX_MANIFEST_ENTRIES`)."""
+        if len(data) > MAX_MANIFEST_BYTES:
+            raise ManifestRefused(f"it holds more than {MAX_MANIFEST_BYTES} bytes")
         try:
             raw = json.loads(data)
             if not isinstance(raw, dict):
                 raise TypeError("not a JSON object")
+            for name in ("publish", "remove", "partitions", "uploads"):
+                if not isinstance(raw.get(name, []), list):
+                    raise TypeError(f"its {name} is not a list")
+            if sum(len(raw.get(name, [])) for name in ("publish", "remove", "partitions",
+                                                       "uploads")) > MAX_MANIFEST_ENTRIES:
+                raise ManifestRefused(f"it holds more than {MAX_MANIFEST_ENTRIES} entries")
             raw["publish"] = [(src, dst) for src, dst in raw["publish"]]
             raw["uploads"] = [(path, upload_id, [(n, etag) for n, etag in parts])
                               for path, upload_id, parts in raw.get("uploads", [])]
             manifest = cls(**raw)
-        except (ValueError, TypeError, KeyError) as err:
-            raise ManifestRefused(f"it is unreadable ({err})") from None
+        except (ValueError, TypeError, KeyError, RecursionError, MemoryError) as err:
+            why = "nested too deep" if isinstance(err, RecursionError) else _short(str(err))
+            raise ManifestRefused(f"it is unreadable ({why})") from None
         kinds: dict[str, tuple[type, ...]] = {
             "job_id": (str,), "mode": (str,), "partition_overwrite_mode": (str,),
             "state": (str,), "had_success": (bool,), "created": (int, float),
@@ -239,28 +278,58 @@ def _short(value: object) -> str:
     return text if len(text) <= 160 else f"{text[:157]}..."
 
 
-def _outside(store: Store, path: object, root: str) -> str | None:
+_BAD_SEGMENTS = frozenset(("", ".", ".."))
+
+
+def _real(store: Store, path: str, cache: dict[str, str] | None) -> str:
+    """``path`` with its directories' links resolved (:meth:`Store.real_path`), each
+    directory resolved once per ``cache``."""
+    head, _, name = path.rpartition("/")
+    if cache is None:
+        return store.real_path(path)
+    real = cache.get(head)
+    if real is None:
+        real = cache[head] = store.real_path(f"{head}/x")[:-1]
+    return real + name
+
+
+def _outside(store: Store, path: object, root: str,
+             cache: dict[str, str] | None = None) -> str | None:
     """Why ``path`` (an fsspec path) is not a path strictly under ``root`` on this store,
-    or None when it is: another protocol, a ``.``/``..``/empty segment, a NUL byte (or
+    or None when it is: a name the store cannot hold (:meth:`Store.name_problem`: a lone
+    surrogate, too long), another protocol, a ``.``/``..``/empty segment, a NUL byte (or
     below ``root`` a backslash), outside ``root`` (another bucket or directory), or led out
-    of it by a link."""
+    of it by a link. Linear in the path's length; ``cache`` keeps resolved directories."""
     if not isinstance(path, str) or not path:
         return "is not a path"
+    unfit = store.name_problem(path)
+    if unfit is not None:
+        return unfit
     if "://" in path or "::" in path:
         return "names another protocol"
     if "\0" in path:
         return "holds a NUL byte"
     if not path.startswith(root):
         return f"is not under the table's root {root}"
-    below = path[len(root):].split("/")
-    if any(part in ("", ".", "..") for part in below):
+    if _BAD_SEGMENTS.intersection(path[len(root):].split("/")):
         return "has an empty, '.' or '..' segment"
     if "\\" in path[len(root):]:  # a separator on Windows; escaped in every name we write
         return "holds a backslash"
-    real_root = store.real_path(f"{root}x")[:-1]  # the root itself resolved too
-    if not store.real_path(path).startswith(real_root):
+    real_root = _real(store, f"{root}x", cache)[:-1]  # the root itself resolved too
+    if not _real(store, path, cache).startswith(real_root):
         return "leads out of the table through a link"
     return None
+
+
+_KINDS = {"link": "a symbolic link (never followed)", "dir": "a directory",
+          "other": "no regular file (a device, pipe or socket)"}
+
+
+def _not_plain(store: Store, path: str) -> str | None:
+    """Why the file at ``path`` is one the commit must not act on (a link, a directory,
+    a device or pipe: local files, one ``lstat``), or None (a file, or nothing there)."""
+    kind = store.kind(path)
+    return f"is {_KINDS[kind]}" if kind in _KINDS else None
 
 
 def _check_manifest(store: Store, manifest: _Manifest, prefix: str, job_dir: str) -> None:
@@ -281,12 +350,20 @@ def _check_manifest(store: Store, manifest: _Manifest, prefix: str, job_dir: str
     if manifest.uploads and not store.supports_multipart:
         raise ManifestRefused("it names multipart uploads, and this store has none")
 
+    for i, partition in enumerate(manifest.partitions):
+        if not isinstance(partition, str):
+            raise ManifestRefused(f"partitions[{i}] {_short(partition)} is not a string")
+    cache: dict[str, str] = {}
+    checks_kinds = store.kind(prefix) != "unknown"  # local files: one lstat a file
+
     def check(field_name: str, path: object, under: str, own: bool) -> None:
-        why = _outside(store, path, under)
+        why = _outside(store, path, under, cache)
         if why is None and is_hidden_below(prefix, str(path)) and under == prefix:
             why = "is not a visible data file of the table"
         if why is None and own and _job_of(str(path)) != job_id:
             why = f"is not named for job {job_id}"
+        if why is None and checks_kinds:
+            why = _not_plain(store, str(path))
         if why is not None:
             raise ManifestRefused(f"{field_name} {_short(path)} {why}")
 
@@ -297,6 +374,9 @@ def _check_manifest(store: Store, manifest: _Manifest, prefix: str, job_dir: str
         check(f"uploads[{i}]", path, prefix, own=True)
     for i, path in enumerate(manifest.remove):
         check(f"remove[{i}]", path, prefix, own=False)
+    why = _not_plain(store, f"{prefix}{SUCCESS_FILE}")
+    if why is not None:  # finishing or undoing the job writes it
+        raise ManifestRefused(f"the table's {SUCCESS_FILE} {why}")
 
 
 _FILE_NAME = re.compile(r"part-\d{5}-(.+)-c\d{3}[^/]*$")
@@ -310,15 +390,17 @@ def _job_of(path: str) -> str | None:
 
 def _lock_holder(store: Store, path: str) -> str | None:
     """The job id in the overwrite lock at ``path`` (``"?"`` when unreadable), or None if
-    unlocked. The lock's age is the store's (:meth:`Store.last_modified`), not its
-    writer's clock."""
-    data = store.read(path)
+    unlocked; :class:`NotAPlainFile` when the lock is no plain file (a link, a directory)
+    or larger than :data:`MAX_LOCK_BYTES`. The lock's age is the store's
+    (:meth:`Store.last_modified`), not its writer's clock."""
+    data = store.read(path, limit=MAX_LOCK_BYTES)
     if data is None:
         return None
     try:
-        return str(json.loads(data)["job_id"])
-    except (ValueError, KeyError, TypeError):
+        holder = json.loads(data)["job_id"]
+    except (ValueError, KeyError, TypeError, RecursionError):
         return "?"  # unreadable: stale once recover sees it
+    return holder if isinstance(holder, str) and JOB_ID.fullmatch(holder) else "?"
 
 
 def _invalidate_listings(spec: StorageSpec, prefix: str) -> None:
@@ -433,8 +515,15 @@ class WriteJob:
         refused = [(job, what) for job, what in recovered if what.startswith("refused")]
         self.setup_metrics.add("jobs_recovered", sum(
             1 for _, what in recovered if what != "running" and not what.startswith("refused")))
-        self.setup_metrics.add("manifests_refused", len(refused))
+        self.setup_metrics.add("manifests_refused",
+                               sum(1 for job, _ in refused if job != LOCK_FILE))
+        self.setup_metrics.add("locks_refused", sum(1 for job, _ in refused if job == LOCK_FILE))
         for job, what in refused:
+            if job == LOCK_FILE:
+                log.warning("write of job %s to %s goes on, leaving the table's overwrite "
+                            "lock as it is (%s): check it, then delete it by hand",
+                            self.job_id, self.url, what)
+                continue
             log.warning("write of job %s to %s goes on, leaving job %s's manifest under "
                         "%s%s/ as it is (%s): check it, then delete it by hand",
                         self.job_id, self.url, job, self.url, STAGING_DIR, what)
@@ -612,6 +701,10 @@ class WriteJob:
         partitions = sorted({f.partition for f in staged})
         try:
             manifest = self._read_manifest(store)
+            if store.kind(self.prefix + SUCCESS_FILE) == "dir":  # (a link or a pipe is
+                raise NotAPlainFile(  # replaced by the commit's rename, never opened)
+                    f"its {SUCCESS_FILE} is a directory, which the commit cannot replace; "
+                    "remove it by hand")
             if manifest is None:
                 if self.mode == "overwrite":
                     self._lock(store)
@@ -659,7 +752,10 @@ class WriteJob:
                     old += _list_files(store, self.prefix + partition, visible_below=self.prefix)
             else:
                 old = _list_files(store, self.prefix, visible_below=self.prefix)
-        had_success = store.read(self.prefix + SUCCESS_FILE) is not None
+        success = self.prefix + SUCCESS_FILE
+        kind = store.kind(success)
+        had_success = (store.read(success) is not None if kind == "unknown"
+                       else kind != "absent")
         return _Manifest(self.job_id, self.mode, self.partition_overwrite_mode,
                          list(partitions),
                          [(f.staged, f.final) for f in staged if not f.upload_id],
@@ -695,7 +791,13 @@ class WriteJob:
         taken = store.put_if_absent(self.lock_path, body)
         if taken is not False:
             return  # taken (or, with overwrite_without_lock, a store that cannot tell)
-        holder = _lock_holder(store, self.lock_path)
+        try:
+            holder = _lock_holder(store, self.lock_path)
+        except NotAPlainFile as err:
+            raise ConcurrentWriteError(
+                f"job {self.job_id} cannot commit its overwrite of {self.url}: its lock "
+                f"{err}, so no overwrite can take it (left in place). Nothing visible "
+                "changed; check it, then delete it by hand") from None
         if holder == self.job_id:
             return  # ours (a retried request, or a re-run commit)
         raise ConcurrentWriteError(
@@ -705,8 +807,12 @@ class WriteJob:
             f"is done, or, if that job was killed, run `listing recover {self.url}`")
 
     def _unlock(self, store: Store) -> None:
-        """Release the overwrite lock if this job holds it."""
-        holder = _lock_holder(store, self.lock_path)
+        """Release the overwrite lock if this job holds it (a lock that is no plain file
+        is no job's: left in place)."""
+        try:
+            holder = _lock_holder(store, self.lock_path)
+        except NotAPlainFile:
+            return
         if holder == self.job_id:
             store.delete([self.lock_path])
 
@@ -763,7 +869,9 @@ class WriteJob:
         uploads still in progress (failed task attempts), its manifest (if it has one)
         last."""
         self._check_staging(store)
-        paths = [p for p in _list_files(store, self.staging) if p != self.manifest_path]
+        cache: dict[str, str] = {}  # a file reached through a link is not the job's
+        paths = [p for p in _list_files(store, self.staging) if p != self.manifest_path
+                 and _outside(store, p, self.staging, cache) is None]
         store.delete(paths)
         store.abort_uploads((path, upload_id, [])  # where listed: failed task attempts'
                             for path, upload_id, _ in _uploads(store, self.prefix) or []
@@ -808,8 +916,13 @@ class WriteJob:
 
     def _read_manifest(self, store: Store) -> _Manifest | None:
         """The job's manifest, checked (:func:`_check_manifest`; raises
-        :class:`ManifestRefused`), or None when it has none."""
-        data = store.read(self.manifest_path)
+        :class:`ManifestRefused`, also when it is a link, a directory or larger than
+        :data:`MAX_MANIFEST_BYTES`: never read through a link nor past the limit), or None
+        when it has none."""
+        try:
+            data = store.read(self.manifest_path, limit=MAX_MANIFEST_BYTES)
+        except NotAPlainFile as err:
+            raise ManifestRefused(str(err)) from None
         if data is None:
             return None
         manifest = _Manifest.parse(data)
@@ -818,12 +931,17 @@ class WriteJob:
 
     def _check_staging(self, store: Store) -> None:
         """Raise :class:`ManifestRefused` unless the job's staging directory is a job's
-        (its name a job id) and lies in the table (no link leads out of it)."""
+        (its name a job id) and lies in the table: no link leads out of it, and neither it
+        nor ``_temporary`` is a link or a file (local files)."""
         if not JOB_ID.fullmatch(self.job_id):
             raise ManifestRefused(f"the directory name {_short(self.job_id)} is not a job id")
         why = _outside(store, f"{self.staging}x", self.prefix)
+        for directory in (f"{self.prefix}{STAGING_DIR}", self.staging.rstrip("/")):
+            kind = store.kind(directory) if why is None else "dir"
+            if kind not in ("absent", "dir", "unknown"):
+                why = f"is not a directory ({directory} is {_KINDS.get(kind, 'a file')})"
         if why is not None:
-            raise ManifestRefused(f"the staging directory {self.staging} {why}")
+            raise ManifestRefused(f"the staging directory {_short(self.staging)} {why}")
 
     @classmethod
     def _bare(cls, table: TableUrl, spec: StorageSpec, job_id: str) -> WriteJob:
@@ -905,25 +1023,38 @@ class WriteJob:
                 log.warning("recover %s: job manifest %s refused, left in place and not "
                             "followed: %s", table, table.to_url(job.manifest_path), refused)
                 continue
-            if manifest is not None and manifest.state == PUBLISHED:
-                job._roll_forward(store, manifest)
-                what = "forward"
-            elif manifest is not None:
-                written = _stamp(listed.last_modified if listed is not None else None, now)
-                what = "back" if now - written >= older_than else "running"
-                if what == "back":
-                    job._roll_back(store, manifest)
-            elif not orphans:
+            try:
+                if manifest is not None and manifest.state == PUBLISHED:
+                    job._roll_forward(store, manifest)
+                    what = "forward"
+                elif manifest is not None:
+                    written = _stamp(listed.last_modified if listed is not None else None,
+                                     now)
+                    what = "back" if now - written >= older_than else "running"
+                    if what == "back":
+                        job._roll_back(store, manifest)
+                elif not orphans:
+                    continue
+                else:  # a job that never reached its commit: staged files only, invisible
+                    newest = max((_stamp(f.last_modified, now) for f in files), default=now)
+                    what = "staging removed" if now - newest >= older_than else "running"
+                    if what == "staging removed":
+                        job._clean_staging(store, manifest=False)
+            except NotAPlainFile as err:  # changed since checked: stopped, left in place
+                done.append((job_id, f"refused: {err}"))
+                log.warning("recover %s: job %s stopped and left in place: %s", table,
+                            job_id, err)
                 continue
-            else:  # a job that never reached its commit: staged files only, invisible
-                newest = max((_stamp(f.last_modified, now) for f in files), default=now)
-                what = "staging removed" if now - newest >= older_than else "running"
-                if what == "staging removed":
-                    job._clean_staging(store, manifest=False)
             done.append((job_id, what))
             log.info("recover %s: job %s %s", table, job_id, what)
         lock = f"{table.prefix}{LOCK_FILE}"
-        holder = _lock_holder(store, lock)
+        try:
+            holder = _lock_holder(store, lock)
+        except NotAPlainFile as err:
+            holder = None
+            done.append((LOCK_FILE, f"refused: the overwrite lock {err}"))
+            log.warning("recover %s: the overwrite lock %s refused, left in place: %s",
+                        table, table.to_url(lock), err)
         live = {job_id for job_id, what in done if what == "running"}
         if holder is not None and holder not in live:
             stamp = store.last_modified(lock)

@@ -224,10 +224,13 @@ def test_a_hostile_manifest_is_never_followed(make_run, kind, field_name, how, e
                    for r in caplog.records)
     elif entry in ("cli_recover", "cli_cleanup"):
         code = main([entry[4:], run.url, *run.cli_storage()])
-        out = capsys.readouterr().out
-        assert code == 0
-        if entry == "cli_recover":
+        out, err = capsys.readouterr()
+        if entry == "cli_recover":  # refusals: exit status 1, one error line
+            assert code == 1
             assert "manifest refused, left in place and not followed" in out, out
+            assert err.count("error: ") == 1 and "refused" in err and "Traceback" not in err
+        else:
+            assert code == 0
     elif how == "staging_link":  # the write's staging would land outside the table
         with pytest.raises(CommitError, match="link"):
             write_table(run.url, NEW, mode=entry, storage_options=run.opts)

@@ -22,11 +22,13 @@ Spark masks options in three ways, each with its own setting (Java regular expre
 
 from __future__ import annotations
 
+import logging
 import re
 from typing import Any
 
 from listing.options.registry import STORAGE_PREFIX
 from listing.options.storage_options import all_secret_names
+from listing.redact import SecretFilter
 
 OPTIONS_CONF = "spark.sql.redaction.options.regex"
 STRING_CONF = "spark.sql.redaction.string.regex"
@@ -78,3 +80,35 @@ def apply(spark: Any) -> None:
     current = spark.conf.get(OPTIONS_CONF, None) or SPARK_OPTIONS_DEFAULT
     spark.conf.set(OPTIONS_CONF, joined(current, options_pattern()))
     spark.conf.set(STRING_CONF, joined(spark.conf.get(STRING_CONF, None), string_pattern()))
+
+
+#: the loggers that echo what the Python side sends to Spark's JVM (py4j logs every
+#: command at DEBUG, a ``CREATE TABLE``'s text and every ``.option(...)`` among them)
+ECHOING_LOGGERS = ("py4j.clientserver", "py4j.java_gateway", "py4j.protocol", "pyspark")
+
+
+def log_pattern() -> str:
+    """A Python pattern for the value after a secret option's name in any text: the name
+    (``storage.<secret>``, or ``"<secret>"`` as a JSON key), the separator (``->``, ``=``,
+    ``,``, ``:``, blanks, quotes, py4j's line break and string marker), the value (its
+    last group: up to a blank, a quote, ``,``, ``)``, ``}`` or a backslash)."""
+    prefix = re.escape(STORAGE_PREFIX)
+    return (rf"(?i)({prefix}(?:{_names()})|\\?\"(?:{_names()})\\?\")"
+            r"(['\"]?(?:\s{0,2}(?:->|=|,|:)\s{0,2}|\ns|\s{1,2})['\"\\]*)"
+            r"((?!\*{9}|->)[^\s'\",)}\\]+)")
+
+
+def install_log_filter() -> None:
+    """Mask secret option values in the records of :data:`ECHOING_LOGGERS` (once per
+    process): with py4j at DEBUG, its "Command to send" records carry every option a
+    session is given. botocore's own DEBUG output is not masked (docs/security.md)."""
+    global _log_filter
+    if _log_filter is None:
+        _log_filter = SecretFilter(log_pattern())
+    for name in ECHOING_LOGGERS:
+        logger = logging.getLogger(name)
+        if _log_filter not in logger.filters:
+            logger.addFilter(_log_filter)
+
+
+_log_filter: SecretFilter | None = None

@@ -68,7 +68,9 @@ def session(app_name: str = "listing", master: str | None = None,
     Spark's S3A connector is on the classpath when it was fetched (:mod:`listing.spark.s3a`;
     never fetched here), and the ``listing`` source is registered. Spark's UI and console
     progress bar stay as Spark sets them; ``ui=False`` turns both off (tests). ``conf``
-    overrides any of these settings."""
+    overrides any of these settings. Secret option values are masked in the records of
+    the loggers that echo commands to the JVM (py4j's; :func:`redaction.install_log_filter`)."""
+    redaction.install_log_filter()
     check_supported()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -140,6 +142,7 @@ def register(spark: SparkSession) -> Registration:
             "listing.spark.extension.extension_conf(extension_jar()) to its builder)")
     if not result.pushdown:
         result.problems.append(f"{PUSHDOWN_CONF} is false; set it to true")
+    redaction.install_log_filter()  # and in py4j's DEBUG records of commands
     try:  # storage secrets masked in plans, the SQL tab and the event log
         redaction.apply(spark)
     except Exception as err:  # noqa: BLE001 - a session that refuses them still reads

@@ -19,9 +19,11 @@ failure leaves as a :class:`~listing.errors.ListingError`
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import shutil
+import stat
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Sequence
@@ -46,8 +48,8 @@ from listing.storage.lister import Lister, ObjectMeta, entry_mtime
 from listing.storage.reading import open_input
 from listing.storage.spec import StorageSpec
 
-__all__ = ["COPY_THREADS", "MAX_S3_KEY_BYTES", "Finish", "FsspecStore", "LocalStore", "S3Store",
-           "Store", "open_store", "store_class"]
+__all__ = ["COPY_THREADS", "MAX_S3_KEY_BYTES", "Finish", "FsspecStore", "LocalStore",
+           "NotAPlainFile", "S3Store", "Store", "open_store", "store_class"]
 
 log = logging.getLogger("listing.storage")
 
@@ -55,10 +57,19 @@ log = logging.getLogger("listing.storage")
 COPY_THREADS = 16
 #: S3's longest key, in UTF-8 bytes
 MAX_S3_KEY_BYTES = 1024
+#: the longest name of one file or directory on local files, and the longest path, in
+#: bytes (Linux's NAME_MAX and PATH_MAX; most file systems keep no more)
+MAX_LOCAL_NAME_BYTES = 255
+MAX_LOCAL_PATH_BYTES = 4095
 
 #: finishes a file after its writer closed the stream: its size and, for a multipart
 #: upload left for the commit, the upload
 Finish = Callable[[], tuple[int, "multipart.Upload | None"]]
+
+
+class NotAPlainFile(StorageError):
+    """A path the store will not read or write because it is not a plain file: a symbolic
+    link (never followed), a directory, a device or pipe; or a file larger than asked."""
 
 
 class Store(Protocol):
@@ -80,11 +91,25 @@ class Store(Protocol):
     def find(self, prefix: str) -> list[ObjectMeta]:
         """Every file under ``prefix`` (a flat listing, counted)."""
 
-    def read(self, path: str) -> bytes | None:
-        """The whole file at ``path``, or None when there is none."""
+    def read(self, path: str, limit: int | None = None) -> bytes | None:
+        """The whole file at ``path``, or None when there is none. Raises
+        :class:`NotAPlainFile` when it is a link (never followed: local files), a directory
+        or another non-regular file, or holds more than ``limit`` bytes (not read past)."""
+
+    def name_problem(self, path: str) -> str | None:
+        """Why the store cannot hold a file named ``path`` (no request sent): a name that
+        is not Unicode text (a lone surrogate), longer than the store keeps (S3: keys of
+        1,024 UTF-8 bytes; local files: 255 bytes a segment, 4,095 a path); None if it
+        can."""
+
+    def kind(self, path: str) -> str:
+        """What ``path`` is, not following a link: ``absent``, ``file``, ``dir``, ``link``
+        or ``other`` (a device, pipe, socket) on local files; ``unknown`` on object stores
+        (a key is a file; no request sent)."""
 
     def put(self, path: str, data: bytes) -> None:
-        """Write ``data`` as the file ``path``."""
+        """Write ``data`` as the file ``path`` (local files: a link or non-regular file at
+        ``path`` is replaced, never written through)."""
 
     def put_if_absent(self, path: str, data: bytes) -> bool | None:
         """Create ``path`` only if it does not exist: True if created, False if it existed,
@@ -113,7 +138,8 @@ class Store(Protocol):
         idempotent: a pair already published is published again or left as it is."""
 
     def delete(self, paths: Sequence[str]) -> None:
-        """Delete the files ``paths`` (a missing one is no error)."""
+        """Delete the files ``paths`` (a missing one is no error; a link is removed, never
+        followed; a directory is refused: :class:`NotAPlainFile`)."""
 
     def prune_dirs(self, paths: Iterable[str], stop: str) -> None:
         """Remove the directories left empty by deleting ``paths``, up to ``stop``."""
@@ -185,6 +211,19 @@ class StoreBase:
     def put(self, path: str, data: bytes) -> None:
         raise NotImplementedError
 
+    def name_problem(self, path: str) -> str | None:
+        try:
+            size = len(path.encode())
+        except UnicodeEncodeError:
+            return "is not Unicode text (it holds a lone surrogate)"
+        limit = self.max_key_bytes
+        if limit is not None and size - len(path.partition("/")[0]) - 1 > limit:
+            return f"makes a key longer than the store keeps ({limit} bytes)"
+        return None
+
+    def kind(self, path: str) -> str:
+        return "unknown"
+
     def create(self, path: str) -> tuple[pa.NativeFile, Finish]:
         """A buffer, put as the file ``path`` in one request when finished."""
         buffer = pa.BufferOutputStream()
@@ -239,17 +278,58 @@ class LocalStore(StoreBase):
 
     _counts_listing = False
 
-    def read(self, path: str) -> bytes | None:
+    def read(self, path: str, limit: int | None = None) -> bytes | None:
+        """One ``open`` with ``O_NOFOLLOW`` (and ``O_NONBLOCK``: a pipe never blocks), then
+        the opened file checked to be a regular one before a byte is read."""
         try:
-            with open(path, "rb") as f:
-                return f.read()
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         except FileNotFoundError:
             return None
+        except OSError as err:
+            raise _refused(path, err) from None
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or (limit is not None and info.st_size > limit):
+            os.close(fd)
+            if stat.S_ISREG(info.st_mode):
+                raise NotAPlainFile(f"{path} holds more than {limit} bytes; not read")
+            kind = "a directory" if os.path.isdir(path) else "not a regular file"
+            raise NotAPlainFile(f"{path} is {kind}; not read")
+        with os.fdopen(fd, "rb") as f:
+            data = f.read() if limit is None else f.read(limit + 1)
+        if limit is not None and len(data) > limit:
+            raise NotAPlainFile(f"{path} holds more than {limit} bytes; not read past them")
+        return data
+
+    def name_problem(self, path: str) -> str | None:
+        """As the OS encodes it (``os.fsencode``: a name listed with undecodable bytes
+        comes back as the same bytes; any other lone surrogate cannot be encoded)."""
+        try:
+            raw = os.fsencode(path)
+        except UnicodeEncodeError:
+            return "is not Unicode text (it holds a lone surrogate)"
+        if len(raw) > MAX_LOCAL_PATH_BYTES:
+            return f"is longer than a local path can be ({MAX_LOCAL_PATH_BYTES} bytes)"
+        if len(max(raw.split(b"/"), key=len)) > MAX_LOCAL_NAME_BYTES:
+            return f"has a name longer than a local file's can be ({MAX_LOCAL_NAME_BYTES} bytes)"
+        return None
+
+    def kind(self, path: str) -> str:
+        try:
+            mode = os.lstat(path).st_mode
+        except FileNotFoundError:
+            return "absent"
+        except OSError:  # a segment is a file, a name too long: nothing there to act on
+            return "absent"
+        if stat.S_ISLNK(mode):
+            return "link"
+        if stat.S_ISREG(mode):
+            return "file"
+        return "dir" if stat.S_ISDIR(mode) else "other"
 
     def put(self, path: str, data: bytes) -> None:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "wb") as f:
-            f.write(data)
+        """Atomic (:meth:`put_atomic`): whatever is at ``path`` (a link among them) is
+        replaced by the rename, never written through; a directory there is refused."""
+        self.put_atomic(path, data)
 
     def put_if_absent(self, path: str, data: bytes) -> bool | None:
         os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -265,8 +345,9 @@ class LocalStore(StoreBase):
         return True  # O_EXCL
 
     def last_modified(self, path: str) -> float | None:
+        """The file's own time (``lstat``: a link's, never its target's)."""
         try:
-            return os.stat(path).st_mtime
+            return os.lstat(path).st_mtime
         except FileNotFoundError:
             return None
 
@@ -275,30 +356,52 @@ class LocalStore(StoreBase):
         return f"{os.path.realpath(head or '/').rstrip('/')}/{name}"
 
     def put_atomic(self, path: str, data: bytes) -> None:
+        """A new file beside ``path`` (``O_EXCL``: no link followed), renamed onto it: the
+        name is replaced, whatever it was (a link's target is never touched)."""
+        if self.kind(path) == "dir":
+            raise NotAPlainFile(f"{path} is a directory; not replaced")
         os.makedirs(os.path.dirname(path), exist_ok=True)
         tmp = f"{path}.{uuid.uuid4().hex}.tmp"
-        with open(tmp, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
+        fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, 0o666)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.replace(tmp, path)
+        except BaseException:
+            try:
+                os.remove(tmp)
+            except OSError:
+                pass
+            raise
 
     def create(self, path: str) -> tuple[pa.NativeFile, Finish]:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         return pa.OSFile(path, "wb"), lambda: (os.path.getsize(path), None)
 
     def publish(self, pairs: Sequence[tuple[str, str]]) -> None:
+        """Renames; a source or destination that is a link, directory or other
+        non-regular file is refused (:class:`NotAPlainFile`) before any is renamed."""
+        kinds = {path: self.kind(path) for pair in pairs for path in pair}
+        odd = next((p for p, k in kinds.items() if k not in ("absent", "file")), None)
+        if odd is not None:
+            raise NotAPlainFile(f"{odd} is a {_KIND_NAMES[kinds[odd]]}; nothing published")
         for src, dst in pairs:
-            if not os.path.exists(src) and os.path.exists(dst):
+            if kinds[src] == "absent" and kinds[dst] != "absent":
                 continue  # moved by an earlier run of this commit
             os.makedirs(os.path.dirname(dst), exist_ok=True)
             os.replace(src, dst)
             self.metrics.add("renames")
 
     def delete(self, paths: Sequence[str]) -> None:
+        """``unlink`` each (a link is removed, its target untouched); a directory, or a
+        name the OS refuses, is a :class:`NotAPlainFile` naming it."""
         for path in paths:
             try:
-                os.remove(path)
+                os.unlink(path)
             except FileNotFoundError:
                 pass
+            except OSError as err:
+                raise _refused(path, err) from None
 
     def prune_dirs(self, paths: Iterable[str], stop: str) -> None:
         """Remove the directories left empty by deleting ``paths``, up to ``stop``
@@ -320,16 +423,38 @@ class LocalStore(StoreBase):
             pass
 
 
+def _within(path: str, data: bytes, limit: int | None) -> bytes:
+    if limit is not None and len(data) > limit:
+        raise NotAPlainFile(f"{path} holds more than {limit} bytes; not read past them")
+    return data
+
+
+_KIND_NAMES = {"link": "symbolic link", "dir": "directory",
+               "other": "non-regular file (a device, pipe or socket)"}
+
+
+def _refused(path: str, err: OSError) -> NotAPlainFile:
+    """The OS's refusal to open or remove ``path`` as one line naming it."""
+    if err.errno == errno.ELOOP:
+        why = "is a symbolic link, never followed"
+    elif err.errno in (errno.EISDIR, errno.EPERM) and os.path.isdir(path):
+        why = "is a directory"
+    else:
+        why = f"could not be used: {err.strerror or err}"
+    return NotAPlainFile(f"{path} {why}")
+
+
 class FsspecStore(StoreBase):
     """Any other fsspec filesystem, through its generic calls (one request each, as far as
     the filesystem tells); no conditional writes."""
 
-    def read(self, path: str) -> bytes | None:
+    def read(self, path: str, limit: int | None = None) -> bytes | None:
         try:
-            data: bytes = self.fs.cat_file(path)
+            data: bytes = self.fs.cat_file(path, start=0,
+                                           end=None if limit is None else limit + 1)
         except FileNotFoundError:
             return None
-        return data
+        return _within(path, data, limit)
 
     def put(self, path: str, data: bytes) -> None:
         self.metrics.add("put_requests")
@@ -379,18 +504,29 @@ class S3Store(StoreBase):
         self.metrics.add("retries", retry_attempts(resp))
         return resp
 
-    def read(self, path: str) -> bytes | None:
-        """The whole object (one GET), or None when it does not exist."""
+    def read(self, path: str, limit: int | None = None) -> bytes | None:
+        """The whole object (one GET; with ``limit``, of its first ``limit + 1`` bytes),
+        or None when it does not exist."""
         self.metrics.add("get_requests")
         bucket, _, key = path.partition("/")
+        ranged = {} if limit is None else {"Range": f"bytes=0-{limit}"}
         try:
-            resp = s3_call(self.fs, "get_object", Bucket=bucket, Key=key)
-            return bytes(sync(self.fs, resp["Body"].read))
+            resp = s3_call(self.fs, "get_object", Bucket=bucket, Key=key, **ranged)
+            total = str(resp.get("ContentRange") or "").rpartition("/")[2]
+            if limit is not None and total.isdigit() and int(total) > limit:
+                resp["Body"].close()  # the object's size: refused before its body is read
+                raise NotAPlainFile(f"s3://{path} holds more than {limit} bytes; not read")
+            data = bytes(sync(self.fs, resp["Body"].read))
+        except NotAPlainFile:
+            raise
         except Exception as err:  # noqa: BLE001 - classified, never swallowed
             if error_code(err) in ("NoSuchKey", "404"):
                 return None
+            if ranged and error_code(err) in ("InvalidRange", "416"):
+                return b""  # an empty object: no byte in the range
             raise_as(storage_failure("reading", f"s3://{path}", err, settings_of(self.fs),
                                      secrets_of(self.fs)), err)
+        return _within(path, data, limit)
 
     def put(self, path: str, data: bytes) -> None:
         bucket, _, key = path.partition("/")
