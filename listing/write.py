@@ -520,8 +520,8 @@ class WriteJob:
         self.setup_metrics.add("locks_refused", sum(1 for job, _ in refused if job == LOCK_FILE))
         for job, what in refused:
             if job == LOCK_FILE:
-                log.warning("write of job %s to %s goes on, leaving the table's overwrite "
-                            "lock as it is (%s): check it, then delete it by hand",
+                log.warning("write of job %s to %s goes on; the table's overwrite lock was "
+                            "no lock (%s): check it, then delete it by hand",
                             self.job_id, self.url, what)
                 continue
             log.warning("write of job %s to %s goes on, leaving job %s's manifest under "
@@ -1051,10 +1051,13 @@ class WriteJob:
         try:
             holder = _lock_holder(store, lock)
         except NotAPlainFile as err:
-            holder = None
-            done.append((LOCK_FILE, f"refused: the overwrite lock {err}"))
-            log.warning("recover %s: the overwrite lock %s refused, left in place: %s",
-                        table, table.to_url(lock), err)
+            # no job's lock (ours are small plain files): set aside where the store can,
+            # so the next overwrite can take the lock; its content kept for a person
+            holder, aside = None, store.set_aside(lock)
+            kept = (f"set aside as {table.to_url(aside)}" if aside else "left in place")
+            done.append((LOCK_FILE, f"refused: the overwrite lock {err}; {kept}"))
+            log.warning("recover %s: the overwrite lock %s refused, %s: %s",
+                        table, table.to_url(lock), kept, err)
         live = {job_id for job_id, what in done if what == "running"}
         if holder is not None and holder not in live:
             stamp = store.last_modified(lock)

@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from listing.cli import main
-from listing.errors import CommitError, ConcurrentWriteError
+from listing.errors import CommitError
 from listing.write import LOCK_FILE, WriteJob, write_table
 
 OLD = pa.table({"a": pa.array([1, 2], pa.int64())})
@@ -153,25 +153,32 @@ def test_a_manifest_that_is_a_link_is_not_read(table, linked, capsys):
 
 
 @pytest.mark.parametrize("kind", ["link", "directory"])
-def test_a_lock_of_the_wrong_kind_is_refused_and_left(table, kind, capsys):
-    """An overwrite lock that is a link (to a file outside) or a directory: ``recover``
-    refuses it and leaves it, an append goes on, an overwrite is refused naming it; the
-    file outside keeps its bytes. (A stale plain lock is released: test_write_faults.)"""
+def test_a_lock_of_the_wrong_kind_is_refused_and_set_aside(table, kind, capsys):
+    """An overwrite lock that is a link (to a file outside) or a directory is no job's lock:
+    ``recover`` refuses it and renames the entry itself aside (a hidden name beside it, the
+    link's target untouched, the directory whole), so the next overwrite takes the lock and
+    commits. Control: a plain lock a live job holds stops an overwrite (test_write_faults)."""
     url, outside = table
     lock = Path(url, LOCK_FILE)
     if kind == "link":
         lock.symlink_to(outside)
     else:
         lock.mkdir()
+        (lock / "kept").write_bytes(SECRET)
     done = WriteJob.recover(url)
     assert done == [(LOCK_FILE, done[0][1])] and done[0][1].startswith("refused: ")
+    assert "set aside as" in done[0][1] and not os.path.lexists(lock)
+    (aside,) = Path(url).glob(f"{LOCK_FILE}.refused-*")
+    assert aside.is_symlink() if kind == "link" else (aside / "kept").read_bytes() == SECRET
+    lock.mkdir()  # again: the CLI refuses and sets it aside too
     assert main(["recover", url]) == 1
-    assert "error: " in capsys.readouterr().err
+    assert "error: " in capsys.readouterr().err and not os.path.lexists(lock)
+    lock.mkdir()  # and a write's own recovery does
     assert write_table(url, NEW).metrics["locks_refused"] == 1
-    with pytest.raises(ConcurrentWriteError, match=LOCK_FILE):
-        write_table(url, NEW, mode="overwrite")
-    assert outside.read_bytes() == SECRET and os.path.lexists(lock)
-    assert rows(url) == [1, 2, 3]
+    assert write_table(url, NEW, mode="overwrite").rows == len(NEW)
+    assert outside.read_bytes() == SECRET and not os.path.lexists(lock)
+    assert len(list(Path(url).glob(f"{LOCK_FILE}.refused-*"))) == 3
+    assert rows(url) == [3]
 
 
 @pytest.mark.parametrize("linked", [True, False])

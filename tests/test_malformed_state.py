@@ -57,15 +57,18 @@ def test_a_malformed_state_is_refused_and_the_next_write_goes_on(tmp_path, state
     url = str(tmp_path / "t")
     write_table(url, OLD)
     STATES[state](url)
+    # a refused manifest stays in place; a refused lock is set aside, so it is put back
+    again = STATES[state] if state == "lock_is_a_directory" else (lambda url: None)
     done = WriteJob.recover(url)
     assert [what for _, what in done if what.startswith("refused: ")], done
+    again(url)
     assert main(["recover", url]) == 1
     err = capsys.readouterr().err
     assert err.count("error: ") == 1 and "Traceback" not in err
+    again(url)
     appended = write_table(url, OLD)
     assert appended.metrics["manifests_refused"] + appended.metrics["locks_refused"] == 1
-    if state != "lock_is_a_directory":  # an overwrite cannot take a lock of the wrong kind
-        assert write_table(url, OLD, mode="overwrite").rows == 2
+    assert write_table(url, OLD, mode="overwrite").rows == 2
 
 
 def test_an_s3_manifest_over_the_limit_is_refused_unread(s3_server, s3_bucket, monkeypatch):

@@ -107,6 +107,11 @@ class Store(Protocol):
         or ``other`` (a device, pipe, socket) on local files; ``unknown`` on object stores
         (a key is a file; no request sent)."""
 
+    def set_aside(self, path: str) -> str | None:
+        """Rename the entry ``path`` (a link itself, never its target; a directory whole)
+        to a hidden name beside it, returning that name; None where the store cannot (on
+        object stores a key is always a plain file)."""
+
     def put(self, path: str, data: bytes) -> None:
         """Write ``data`` as the file ``path`` (local files: a link or non-regular file at
         ``path`` is replaced, never written through)."""
@@ -224,6 +229,9 @@ class StoreBase:
     def kind(self, path: str) -> str:
         return "unknown"
 
+    def set_aside(self, path: str) -> str | None:
+        return None
+
     def create(self, path: str) -> tuple[pa.NativeFile, Finish]:
         """A buffer, put as the file ``path`` in one request when finished."""
         buffer = pa.BufferOutputStream()
@@ -325,6 +333,16 @@ class LocalStore(StoreBase):
         if stat.S_ISREG(mode):
             return "file"
         return "dir" if stat.S_ISDIR(mode) else "other"
+
+    def set_aside(self, path: str) -> str | None:
+        """``rename`` within ``path``'s own directory (no other directory is entered, no
+        link followed) to ``<name>.refused-<random>``, hidden as ``path`` is."""
+        aside = f"{path}.refused-{uuid.uuid4().hex[:12]}"
+        try:
+            os.rename(path, aside)
+        except OSError as err:
+            raise _refused(path, err) from None
+        return aside
 
     def put(self, path: str, data: bytes) -> None:
         """Atomic (:meth:`put_atomic`): whatever is at ``path`` (a link among them) is
