@@ -286,11 +286,11 @@ class CsvWriter(FileWriter):
         opts = CsvOptions.parse(sink.format.options)
         self.stream = sink.text_stream(out)
         self.out = out
-        write = pacsv.WriteOptions(include_header=False, delimiter=opts.delimiter,
-                                   quoting_style="none" if opts.quote is None else "needed")
         null = opts.null_values[0] if opts.null_values else ""
-        if null:
-            write.null_string = null
+        extra: dict[str, Any] = {"null_string": null} if null else {}
+        write = pacsv.WriteOptions(include_header=False, delimiter=opts.delimiter,
+                                   quoting_style="none" if opts.quote is None else "needed",
+                                   **extra)
         schema = pa.schema([f.with_type(pa.string()) if pa.types.is_floating(f.type) else f
                             for f in sink.schema])
         stream: Any = self.stream

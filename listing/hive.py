@@ -147,7 +147,7 @@ def unescape_path_name(value: str) -> str:
     return "".join(out)
 
 
-def _decode_run(run: bytes) -> str:
+def _decode_run(run: bytes | bytearray) -> str:
     """One run of escaped bytes: UTF-8 when it is valid UTF-8, else a char per byte."""
     try:
         return run.decode("utf-8")
