@@ -67,8 +67,10 @@ from listing.storage import StorageSpec
 #: (name, first character, end character or None for "to the end of the line")
 Layout = list[tuple[str, int, int | None]]
 
-#: types tried, most specific first, when inferring a column from its sampled values
-_CANDIDATES = (pa.int64(), pa.float64(), pa.date32(), pa.timestamp("us"), pa.bool_())
+#: types tried, most specific first, when inferring a column from its sampled values (a
+#: timestamp with a zone, as the writer spells a zoned one, ``…06:00:00.000000Z``, is UTC)
+_CANDIDATES = (pa.int64(), pa.float64(), pa.date32(), pa.timestamp("us"),
+               pa.timestamp("us", "UTC"), pa.bool_())
 
 
 def parse_columns(spec: Any) -> Layout | None:

@@ -34,9 +34,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from listing.errors import FileReadError
+from listing.errors import FileReadError, OptionError
 from listing.files import PartitionedFile
-from listing.formats.base import CorruptFileError, FileSink, FileSource, FileWriter
+from listing.formats.base import (
+    CorruptFileError,
+    FileFormat,
+    FileSink,
+    FileSource,
+    FileWriter,
+)
 from listing.formats.conform import can_widen
 from listing.formats.text import (
     TextFormat,
@@ -271,19 +277,34 @@ CsvFormat.source_class = CsvSource
 # --- writing ------------------------------------------------------------------------------
 
 class CsvWriter(FileWriter):
+    """Writes what :class:`CsvOpener` reads back with the same options: the header spelled
+    as :meth:`CsvOptions.split_fields` splits it (quoted only where it must be, never with
+    quoting off), values quoted with ``"`` where needed or never (``quote`` off), and null
+    as the first of ``null_values``."""
+
     def __init__(self, sink: CsvSink, out: pa.NativeFile) -> None:
         opts = CsvOptions.parse(sink.format.options)
         self.stream = sink.text_stream(out)
         self.out = out
-        write = pacsv.WriteOptions(include_header=opts.header, delimiter=opts.delimiter,
-                                   quoting_style="needed")
+        null = opts.null_values[0] if opts.null_values else ""
+        extra: dict[str, Any] = {"null_string": null} if null else {}
+        write = pacsv.WriteOptions(include_header=False, delimiter=opts.delimiter,
+                                   quoting_style="none" if opts.quote is None else "needed",
+                                   **extra)
         schema = pa.schema([f.with_type(pa.string()) if pa.types.is_floating(f.type) else f
                             for f in sink.schema])
         stream: Any = self.stream
+        if opts.header:
+            stream.write(_header_line(sink.schema.names, opts))
         self.writer = pacsv.CSVWriter(stream, schema, write_options=write)
 
     def write(self, batch: pa.RecordBatch) -> None:
-        self.writer.write_batch(_floats_as_floats(batch))
+        try:
+            self.writer.write_batch(_floats_as_floats(batch))
+        except pa.ArrowInvalid as err:
+            raise OptionError(f"csv: a value cannot be written so that it reads back with "
+                              f"quote off (it holds the delimiter, a quote or a line "
+                              f"break); write with quote='\"': {err}") from None
 
     def close(self) -> None:
         self.writer.close()
@@ -307,9 +328,39 @@ def _floats_as_floats(batch: pa.RecordBatch) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(columns, names=batch.schema.names)
 
 
+def _header_line(names: list[str], opts: CsvOptions) -> bytes:
+    """The header as the reader splits it back into ``names``."""
+    buffer = io.StringIO()
+    writer = pycsv.writer(buffer, delimiter=opts.delimiter, quotechar='"', lineterminator="\n",
+                          quoting=pycsv.QUOTE_NONE if opts.quote is None
+                          else pycsv.QUOTE_MINIMAL)
+    try:
+        writer.writerow(names)
+    except pycsv.Error:
+        raise OptionError(f"csv: column names {names!r} cannot be written with quote off "
+                          "(one holds the delimiter, a quote or a line break)") from None
+    return buffer.getvalue().encode()
+
+
 class CsvSink(FileSink):
-    """CSV with the format's ``header`` (default on) and ``delimiter``; null is an empty
-    field (the reader's default ``null_values``); ``compression`` gzip, bz2 or zstd."""
+    """CSV with the format's ``header`` (default on), ``delimiter`` and ``quote`` (``"`` or
+    off: the writer quotes with ``"`` only); null is the first of ``null_values`` (an empty
+    field by default); ``compression`` gzip, bz2 or zstd. What it writes reads back with the
+    same options."""
+
+    def __init__(self, format: FileFormat, schema: pa.Schema,  # noqa: A002
+                 compression: str | None = None) -> None:
+        super().__init__(format, schema, compression)
+        opts = CsvOptions.parse(format.options)
+        if opts.quote not in (None, '"'):
+            raise OptionError(f"format {format.name!r}: writing with quote={opts.quote!r} is "
+                              "not supported (the writer quotes with '\"'); write with "
+                              "quote='\"' or quote off")
+        if opts.null_values and opts.null_values[0] and not hasattr(
+                pacsv.WriteOptions(), "null_string"):
+            raise OptionError(f"format {format.name!r}: writing null as "
+                              f"{opts.null_values[0]!r} needs a pyarrow whose CSV writer "
+                              "takes null_string")
 
     def open(self, out: pa.NativeFile) -> FileWriter:
         return CsvWriter(self, out)

@@ -3,12 +3,13 @@ inference.
 
 A partitioned key looks like ``date=2026-03-01/region=us/part-0.parquet``. Values are
 percent-escaped by Spark's ``ExternalCatalogUtils.escapePathName`` and null is spelled
-``__HIVE_DEFAULT_PARTITION__``. This module is the one place a partition value is
-spelled: for writes (:func:`partition_path`), for listing prefixes (:func:`spell_value`)
-and for the JVM (:func:`cast_text`). Types are inferred per value (int, long, decimal,
-double, timestamp, date, time, string; a column of nulls only is Spark's ``void``,
-``pa.null()``) and widened across values the way Spark widens them, so a table reads with
-the same schema here as through ``spark.read.parquet``.
+``__HIVE_DEFAULT_PARTITION__``; escapes other engines write for UTF-8 (``z%C3%BCrich``)
+are read as the UTF-8 they meant (:func:`unescape_path_name`). This module is the one
+place a partition value is spelled: for writes (:func:`partition_path`), for listing
+prefixes (:func:`spell_value`) and for the JVM (:func:`cast_text`). Types are inferred per
+value (int, long, decimal, double, timestamp, date, time, string; a column of nulls only is
+Spark's ``void``, ``pa.null()``) and widened across values the way Spark widens them, so
+a table reads with the same schema here as through ``spark.read.parquet``.
 :class:`HiveLayout` is the one place a listed key is decoded into partition values and
 the one place a key that breaks the table's layout is reported.
 """
@@ -118,19 +119,40 @@ def cast_text(value: Any) -> str | None:
 
 
 def unescape_path_name(value: str) -> str:
-    """Undo :func:`escape_path_name`; a ``%`` not followed by two hex digits stays as is."""
+    """Undo :func:`escape_path_name`; a ``%`` not followed by two hex digits stays as is.
+
+    A run of escapes whose bytes form valid UTF-8 is decoded as UTF-8 (``z%C3%BCrich`` is
+    'zürich'), as pyarrow, Polars, DuckDB and pandas meant it when they wrote it; any other
+    run decodes one character per escape, as Spark's ``unescapePathName`` decodes every
+    run (``%E9`` is 'é'). Spark never writes an escape of a byte past 0x7F (it writes
+    UTF-8 raw), so the two agree on every name Spark writes: a deliberate difference from
+    Spark's reader on names other engines wrote (docs/spark.md, "Escaped values")."""
     if "%" not in value:
         return value
-    out, i = [], 0
+    out: list[str] = []
+    run = bytearray()
+    i = 0
     while i < len(value):
-        c = value[i]
-        if c == "%" and _is_hex(value[i + 1 : i + 3]):
-            out.append(chr(int(value[i + 1 : i + 3], 16)))
+        if value[i] == "%" and _is_hex(value[i + 1 : i + 3]):
+            run.append(int(value[i + 1 : i + 3], 16))
             i += 3
-        else:
-            out.append(c)
-            i += 1
+            continue
+        if run:
+            out.append(_decode_run(run))
+            run.clear()
+        out.append(value[i])
+        i += 1
+    if run:
+        out.append(_decode_run(run))
     return "".join(out)
+
+
+def _decode_run(run: bytes | bytearray) -> str:
+    """One run of escaped bytes: UTF-8 when it is valid UTF-8, else a char per byte."""
+    try:
+        return run.decode("utf-8")
+    except UnicodeDecodeError:
+        return run.decode("latin-1")
 
 
 def _is_hex(s: str) -> bool:

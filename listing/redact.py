@@ -9,7 +9,10 @@ from typing import Any
 _SECRET = re.compile(r"secret|token|password|passwd|credential|session|signature|"
                      r"(^|_)key$|key_?id$|access_?key|customer_?key|connection_?string|"
                      r"authorization", re.IGNORECASE)
-_URL_USERINFO = re.compile(r"(?<=://)[^/@\s]+@")
+#: a URL's ``user[:password]@``, except Azure's ``container@account.dfs|blob.core…``
+#: (a container name, no credential: see listing.url)
+_URL_USERINFO = re.compile(
+    r"(?<=://)(?![a-z0-9][a-z0-9-]{1,62}@[a-z0-9]{3,24}\.(?:dfs|blob)\.core\.)[^/@\s]+@")
 
 
 def redact(options: Any) -> Any:
@@ -28,7 +31,8 @@ def redact(options: Any) -> Any:
 
 
 def redact_url(text: str) -> str:
-    """``text`` with any ``user:password@`` part of a URL in it replaced by ``***@``."""
+    """``text`` with any ``user:password@`` part of a URL in it replaced by ``***@``
+    (an Azure container, ``abfss://container@account.dfs.core.windows.net``, is kept)."""
     return _URL_USERINFO.sub("***@", text)
 
 

@@ -147,7 +147,8 @@ class ListingTable:
         opts = ListingOptions.from_dict(listing_opts)
         fmt = formats.get(format, **options)
         try:
-            storage = StorageSpec(table_url.protocol, dict(storage_options or {}), filesystem)
+            storage = StorageSpec(table_url.protocol, table_url.storage_options(storage_options),
+                                  filesystem)
         except StorageConfigError as err:
             raise StorageConfigError(f"cannot open {table_url}: {err}") from None
         counters = Counters()

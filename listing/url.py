@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from listing.errors import ListingError
 from listing.options import compile_glob
@@ -12,6 +16,16 @@ from listing.redact import redact_url
 
 #: protocols fsspec reads files from but cannot list a table under
 NOT_LISTABLE = frozenset({"http", "https"})
+#: Azure's own URL form (Hadoop's ABFS driver, Spark, Databricks, every Azure guide):
+#: ``abfs[s]://container@account.dfs.core.windows.net/path``. The part before ``@`` is the
+#: container (3-63 lower-case letters, digits, ``-``), no credential; the host names the
+#: storage account (3-24 lower-case letters and digits) and its cloud's endpoint suffix.
+AZURE_PROTOCOLS = frozenset({"abfs", "abfss"})
+_AZURE_AUTHORITY = re.compile(
+    r"(?P<container>[a-z0-9][a-z0-9-]{1,62})@(?P<account>[a-z0-9]{3,24})"
+    r"\.(?:dfs|blob)\.(?P<suffix>core\.[a-z0-9.-]+[a-z0-9])")
+#: the public cloud's endpoint suffix, adlfs's default (other clouds need ``account_host``)
+_AZURE_PUBLIC = "core.windows.net"
 
 
 def is_glob(url: str) -> bool:
@@ -39,6 +53,8 @@ class TableUrl:
     glob: str | None = None
     pattern: str | None = None
     folders: tuple[str, ...] | None = None
+    #: storage options the URL itself names (the Azure account of ``container@account…``)
+    url_options: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def parse(cls, url: str, base: str | None = None) -> TableUrl:
@@ -52,8 +68,7 @@ class TableUrl:
         if text.lower().startswith("file:") and not text[5:].startswith("//"):
             text = "file://" + text[5:]  # Hadoop's file:/x, as Spark's catalog writes paths
         if "://" in text and "@" in text.split("://", 1)[1].split("/", 1)[0]:
-            raise ListingError(f"table URL {redact_url(text)!r} carries credentials; pass "
-                               "them as storage options (key/secret/token), never in a URL")
+            return cls._azure(text)
         glob, pattern = None, None
         cut = min((text.find(c) for c in GLOB_WILDCARDS if c in text), default=-1)
         if cut >= 0:
@@ -73,7 +88,8 @@ class TableUrl:
             path = os.path.abspath(os.path.expanduser(text))
             return cls("file", path.rstrip("/") or "/", _abs_glob(glob), pattern)
         protocol, _, rest = text.partition("://")
-        protocol = {"s3a": "s3", "local": "file"}.get(protocol.lower(), protocol.lower())
+        protocol = {"s3a": "s3", "local": "file", "abfss": "abfs"}.get(  # abfss: TLS, as adlfs
+            protocol.lower(), protocol.lower())
         if protocol in NOT_LISTABLE:
             raise ListingError(
                 f"table URL {redact_url(url)!r}: {protocol}:// cannot be listed (a web server "
@@ -88,6 +104,40 @@ class TableUrl:
         elif not root or rest.startswith("/"):
             raise ListingError(f"malformed table URL {url!r}: no bucket after {protocol}://")
         return cls(protocol, root, glob, pattern)
+
+    @classmethod
+    def _azure(cls, text: str) -> TableUrl:
+        """``abfs[s]://container@account.dfs.core.windows.net/path``: root ``container/path``
+        (adlfs's paths), the account (and, outside the public cloud, its blob host) as
+        :attr:`url_options`. Any other ``…@`` before the first ``/`` is refused: a
+        ``user:password@`` (or token) in a URL would reach logs and plans."""
+        protocol, _, rest = text.partition("://")
+        authority, _, path = rest.partition("/")
+        found = _AZURE_AUTHORITY.fullmatch(authority)
+        if protocol.lower() not in AZURE_PROTOCOLS or found is None:
+            azure = (" (an Azure URL is abfs[s]://container@account.dfs.core.windows.net/path:"
+                     " lower-case container and account names)"
+                     if protocol.lower() in AZURE_PROTOCOLS and ":" not in authority else "")
+            raise ListingError(f"table URL {redact_url(text)!r} carries credentials; pass "
+                               "them as storage options (key/secret/token), never in a URL"
+                               + azure)
+        table = cls.parse(f"{protocol}://{found['container']}/{path}")
+        options = [("account_name", found["account"])]
+        if found["suffix"] != _AZURE_PUBLIC:
+            options.append(("account_host", f"{found['account']}.blob.{found['suffix']}"))
+        return dataclasses.replace(table, url_options=tuple(options))
+
+    def storage_options(self, given: Mapping[str, Any] | None) -> dict[str, Any]:
+        """``given`` with the options the URL names (:attr:`url_options`); the same option
+        given otherwise is an error naming both, never a silent choice."""
+        options = dict(given or {})
+        for name, value in self.url_options:
+            if options.get(name, value) != value:
+                raise ListingError(
+                    f"table URL {redact_url(self.to_url(self.root))!r} names {name} "
+                    f"{value!r} but storage option {name} is {options[name]!r}; give one")
+            options[name] = value
+        return options
 
     @classmethod
     def _below_base(cls, text: str, base: str) -> TableUrl:

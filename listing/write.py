@@ -471,7 +471,7 @@ class WriteJob:
         self.partition_overwrite_mode: str = given.get("partition_overwrite_mode", "static")
         self.partition_by = _partition_by(partition_by, schema)
         self.max_records_per_file: int | None = given.get("max_records_per_file")
-        self.storage = StorageSpec(self.url.protocol, dict(storage_options or {}))
+        self.storage = StorageSpec(self.url.protocol, self.url.storage_options(storage_options))
         protocol = _choice("commit_protocol", commit_protocol, COMMIT_PROTOCOLS)
         if protocol == "multipart" and not store_class(self.storage).supports_multipart:
             raise OptionError(f"commit_protocol='multipart' needs S3 (multipart uploads), "
@@ -961,7 +961,7 @@ class WriteJob:
         uploads were aborted; raises :class:`StorageError` where the store cannot list
         uploads."""
         table = TableUrl.parse(url)
-        store = open_store(StorageSpec(table.protocol, dict(storage_options or {})))
+        store = open_store(StorageSpec(table.protocol, table.storage_options(storage_options)))
         listed = _uploads(store, table.prefix)
         if listed is None:
             raise StorageError(
@@ -1000,7 +1000,7 @@ class WriteJob:
         write to that table in progress, or with ``older_than`` beyond the longest
         commit."""
         table = TableUrl.parse(url)
-        spec = StorageSpec(table.protocol, dict(storage_options or {}))
+        spec = StorageSpec(table.protocol, table.storage_options(storage_options))
         store = open_store(spec)
         staging_root = f"{table.prefix}{STAGING_DIR}/"
         done: list[tuple[str, str]] = []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 from decimal import Decimal
 
 import pyarrow as pa
@@ -43,6 +44,28 @@ def test_escape_matches_spark(value: str, spelled: str) -> None:
 
 def test_unescape_leaves_malformed_percent_alone() -> None:
     assert unescape_path_name("50%zz%4") == "50%zz%4"
+
+
+@pytest.mark.parametrize(("raw", "value"), [
+    # other engines (pyarrow, Polars, DuckDB, pandas) escape UTF-8: read as they meant it
+    ("z%C3%BCrich", "zürich"), ("%E6%9D%B1%E4%BA%AC", "東京"), ("%e6%9d%b1%e4%ba%ac", "東京"),
+    ("a%20b", "a b"), ("%41%C3%BC%2F", "Aü/"), ("%F0%9F%98%80!", "😀!"),
+    # not UTF-8: one character per escape, as Spark's unescapePathName
+    ("%E9t%E9", "été"), ("%C3", "Ã"), ("%C3%28", "Ã("), ("%ED%A0%80", "\xed\xa0\x80"),
+    # runs are decoded one by one
+    ("%C3%BC-%E9", "ü-é"),
+])
+def test_unescape_reads_escaped_utf8_as_utf8(raw: str, value: str) -> None:
+    assert unescape_path_name(raw) == value
+
+
+@given(st.text())
+def test_unescape_agrees_with_spark_on_every_name_spark_writes(value: str) -> None:
+    """Spark escapes only ASCII characters, so decoding its names per escape (its rule)
+    and as UTF-8 (ours) agree."""
+    spelled = escape_path_name(value)
+    spark = re.sub(r"%([0-9A-Fa-f]{2})", lambda m: chr(int(m.group(1), 16)), spelled)
+    assert unescape_path_name(spelled) == spark == value
 
 
 @pytest.mark.parametrize(("raw", "expected"), [

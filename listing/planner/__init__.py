@@ -15,17 +15,22 @@ planner turns the partition filter into the cheapest requests it can justify:
 - **flat**: list everything below a prefix, 1000 keys a page.
 
 A prefix is built from a value's spelling, so enumerating and narrowing assume that each
-value has one spelling on disk: Spark's (``escape_path_name``). Other writers may escape
-needlessly (``city=%41`` for 'A', ``%2f`` for ``%2F``); such a directory decodes to the
-same value but lies outside the canonical prefix. The profile records, per level, whether
-a sampled directory is spelled otherwise (``TableProfile.respelled``), and the chooser
-then neither enumerates nor narrows that level: it walks or lists it, and decodes every
-key. The residual assumption: a level whose sampled page (the table's first keys, taken
-at ``open()`` or, for a fully declared table, by the first scan that lists from the root)
-shows only Spark's spellings has no other spelling further on. Spark itself never
-writes ``%41`` for 'A', and ``%`` sorts before every unescaped character, so a respelled
-directory tends to come first in its parent; a table written by a tool that respells only
-some values, and only past its first page, can still miss them in prefix-pruned scans.
+value has one spelling on disk: Spark's (``escape_path_name``). Only a value of plain ASCII
+letters, digits, ``_``, ``.`` and ``-`` (``hive.spell_value``) is taken as having one: a
+value such as 'zürich' is spelled raw by Spark and ``z%C3%BCrich`` by pyarrow, Polars,
+DuckDB and pandas (both decode to 'zürich'), so an equality on it lists its level and keeps
+the keys whose decoded value matches, rather than listing two prefixes per value. Other
+writers may also escape needlessly (``city=%41`` for 'A', ``%2f`` for ``%2F``); such a
+directory decodes to the same value but lies outside the canonical prefix. The profile
+records, per level, whether a sampled directory is spelled otherwise
+(``TableProfile.respelled``), and the chooser then neither enumerates nor narrows that
+level: it walks or lists it, and decodes every key. The residual assumption: a level whose
+sampled page (the table's first keys, taken at ``open()`` or, for a fully declared table,
+by the first scan that lists from the root) shows only Spark's spellings has no other
+spelling further on. Spark itself never writes ``%41`` for 'A', and ``%`` sorts before
+every unescaped character, so a respelled directory tends to come first in its parent; a
+table written by a tool that respells only some values, and only past its first page, can
+still miss them in prefix-pruned scans.
 
 A plan that lists one prefix lists a subset of the table, so it is taken at once. Any
 other choice depends on the table's size, which nobody knows before listing: the scan
