@@ -195,7 +195,6 @@ def _nodes(plan):
     ("include_file_metadata", "true", "include_file_metadata"),
     ("ignoreCorruptFiles", "true", "ignorecorruptfiles"),
     ("ignore_missing_files", "yes", "ignore_missing_files"),
-    ("list_cache_ttl", "30s", "list_cache_ttl"),
     ("path_glob_filter", "*.parquet", "path_glob_filter"),
 ])
 def test_options_spark_cannot_honour_stay_python(spark, parquet_events, option, value, named):
