@@ -45,6 +45,7 @@ from listing.files import PartitionedFile
 from listing.formats.csv import CsvFormat
 from listing.hive import cast_text
 from listing.pushdown import Pushdown
+from listing.scan import ScanPlan
 from listing.spark.config import SourceConfig
 from listing.spark.filters import from_json
 from listing.spark.source import open_table, session_case_sensitive, with_session_case
@@ -160,6 +161,17 @@ class ListingPlanner:
 
     def _plan(self, options_json: str, schema_json: str,
               filters: list[dict[str, Any]]) -> dict[str, Any]:
+        table, plan, used = self.scan_plan(options_json, schema_json, filters)
+        names = table.partition_names
+        return {"partition_columns": names, "used": used,
+                "list_requests": plan.metrics.get("list_requests", 0),
+                **self._chunked(answer_chunks(plan.planned, names))}
+
+    def scan_plan(self, options_json: str, schema_json: str, filters: list[dict[str, Any]]
+                  ) -> tuple[ListingTable, ScanPlan, list[dict[str, Any]]]:
+        """The table, the plan :meth:`plan` answers with for ``filters`` (JSON filters as
+        the file index sends them) and the filters it pruned with (listing.explain asks
+        for it too)."""
         table, config = self._opened(options_json, schema_json)
         used: list[dict[str, Any]] = []
         where: list[Any] = list(config.where or [])
@@ -173,11 +185,7 @@ class ListingPlanner:
                 continue
             where.append(expr)
             used.append(item)
-        plan = table.scan(where=where or None)
-        names = table.partition_names
-        return {"partition_columns": names, "used": used,
-                "list_requests": plan.metrics.get("list_requests", 0),
-                **self._chunked(answer_chunks(plan.planned, names))}
+        return table, table.scan(where=where or None), used
 
     def _opened(self, options_json: str,
                 schema_json: str) -> tuple[ListingTable, SourceConfig]:

@@ -357,6 +357,17 @@ public final class ListingFileIndex implements FileIndex {
     return lastListRequests;
   }
 
+  /** The relation's options as the planner is given them (JSON; listing.explain re-plans
+   * with them in the driver's Python). */
+  public String optionsJson() {
+    return optionsJson;
+  }
+
+  /** The relation's schema as the planner is given it (Spark's JSON). */
+  public String schemaJson() {
+    return schemaJson;
+  }
+
   // --- asking the planner ----------------------------------------------------------------
 
   private Listing everything() {
@@ -599,7 +610,7 @@ public final class ListingFileIndex implements FileIndex {
    * "left": ..., "right": ...}} above them; null where Spark has no such filter or a column or
    * literal is not a non-null string, integer, boolean or date.
    */
-  static String filter(Expression e) {
+  public static String filter(Expression e) {
     if (!exactText(e)) {
       return null;
     }
