@@ -134,3 +134,31 @@ def test_a_key_range_answers_what_lies_within_it_for_its_ttl():
     cache.store(spec, "t/date=2025-01-1", [], lo, hi)
     cache.invalidate(spec, "t/date=2025-01-12/")  # a commit below it drops it
     assert cache.lookup(spec, "t/date=2025-01-12/", 60) is None
+
+
+def test_native_takes_the_ttl_only_where_the_planner_feeds_spark(spark, tmp_path):
+    """Without the driver's planner (Spark Connect, no callback) Spark's own file index
+    lists, and cannot honour the cache: the scan stays on the Python engine and
+    ``engine=native`` names the option."""
+    from listing.spark.file_index import register_planner, unregister_planner
+    from listing.testing import datasets
+
+    ds = datasets.daily(str(tmp_path / "t"), days=2)
+
+    def read(engine: str):
+        return (spark.read.format("listing").option("engine", engine)
+                .option("list_cache_ttl", "5m").load(ds.root))
+
+    def plan(df) -> str:
+        return df._jdf.queryExecution().executedPlan().toString()
+
+    native = read("native")  # positive control: the planner feeds Spark's reader
+    assert "FileScan parquet" in plan(native) and native.count() == ds.num_rows
+    unregister_planner(spark)
+    try:
+        with pytest.raises(Exception, match="engine=native.*list_cache_ttl"):
+            read("native")
+        auto = read("auto")
+        assert "BatchScan listing" in plan(auto) and auto.count() == ds.num_rows
+    finally:
+        assert register_planner(spark)

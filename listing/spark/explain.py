@@ -26,7 +26,6 @@ from listing.errors import FilterError
 from listing.file_columns import FileColumns
 from listing.spark.config import SourceConfig
 from listing.spark.extension import is_guard_active
-from listing.spark.file_index import _PLANNER
 from listing.spark.filters import from_jvm
 from listing.spark.source import open_table
 
@@ -130,6 +129,8 @@ def _planned_for_spark(location: Any, filters: list[Any], index_filter: Any) -> 
     """What ListingFileIndex's planner lists for ``filters``: each conjunct as the index
     sends it (``index_filter``: ``ListingFileIndex.filter``), planned by the driver's
     planner."""
+    from listing.spark.file_index import _PLANNER  # the driver's planner (imports pyspark)
+
     sent = []
     for conjunct in filters:
         text = index_filter(conjunct)
