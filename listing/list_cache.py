@@ -3,7 +3,10 @@
 Only listings a scan made anyway are kept: filling the cache never costs a request. A flat
 listing of a prefix read to its last page answers a later request for that prefix, or for
 any key range or directory below it, so a pruned query reuses what a wider one listed
-(DataFusion's list cache lists the whole table to fill itself). A directory listing (one
+(DataFusion's list cache lists the whole table to fill itself). A flat listing of a key
+range (``StartAfter`` a key, up to another: what a date range's listing sends) read to its
+end is kept too, with its bounds, and answers any request whose keys all lie within them
+(the same range again, a narrower one, a directory inside it). A directory listing (one
 level, read to its last page) answers the same request again, and the first pages of a
 flat listing that stopped early (the page an ``open()`` samples, the pages a planner read
 before it changed course) answer the start of the same listing again, which goes on from
@@ -33,12 +36,35 @@ from listing.storage.spec import StorageSpec
 MAX_CACHED_KEYS = 2_000_000
 #: directory listings kept at most
 MAX_CACHED_PAGES = 4096
+#: complete flat listings (of a prefix or a key range) kept at most
+MAX_CACHED_LISTINGS = 4096
 
 
 @dataclass(frozen=True)
 class _Entry:
+    """Listed keys, made at ``at``: a flat listing's keys in ``(start_after,
+    stop_after]`` (None: unbounded), or a head's (its first keys)."""
+
     at: float
     files: tuple[ObjectMeta, ...]
+    start_after: str | None = None
+    stop_after: str | None = None
+
+
+def covers(prefix: str, start_after: str | None, stop_after: str | None, want: str,
+           want_after: str | None = None, want_stop: str | None = None) -> bool:
+    """Whether every key a flat listing of ``want`` in ``(want_after, want_stop]`` can
+    return is a key of a flat listing of ``prefix`` in ``(start_after, stop_after]``.
+    A key below ``want`` is at least ``want``, so ``want > start_after`` puts all of them
+    past the start; where ``want`` is not a prefix of ``stop_after``, all of them sort on
+    one side of it (the side ``want`` is on)."""
+    if not want.startswith(prefix):
+        return False
+    low = (start_after is None or want > start_after
+           or (want_after is not None and want_after >= start_after))
+    high = (stop_after is None or (want < stop_after and not stop_after.startswith(want))
+            or (want_stop is not None and want_stop <= stop_after))
+    return low and high
 
 
 @dataclass(frozen=True)
@@ -57,9 +83,14 @@ class ListingCache:
     """Flat listings by (store, prefix), complete or their first keys (a head), bounded
     together by :data:`MAX_CACHED_KEYS`; directory listings by (store, prefix)."""
 
-    def __init__(self, max_keys: int = MAX_CACHED_KEYS) -> None:
+    def __init__(self, max_keys: int = MAX_CACHED_KEYS,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.max_keys = max_keys
-        self._entries: OrderedDict[tuple[str, str], _Entry] = OrderedDict()
+        #: seconds, monotonic: an entry's age is measured from when its listing ended
+        self.clock = clock
+        # (store, prefix, start_after, stop_after) -> its complete flat listing
+        self._entries: OrderedDict[tuple[str, str, str | None, str | None], _Entry] = (
+            OrderedDict())
         self._keys = 0
         self._lock = threading.Lock()
         # (store, prefix) -> its directory listing (every page, one level)
@@ -67,22 +98,34 @@ class ListingCache:
         # (store, prefix) -> the first keys of its flat listing, which goes on after them
         self._heads: OrderedDict[tuple[str, str], _Entry] = OrderedDict()
 
-    def lookup(self, spec: StorageSpec, prefix: str, ttl: float) -> _Entry | None:
-        """A fresh entry whose prefix covers ``prefix``, or None."""
-        store, now = _store_key(spec), time.monotonic()
+    def lookup(self, spec: StorageSpec, prefix: str, ttl: float,
+               start_after: str | None = None, stop_after: str | None = None
+               ) -> _Entry | None:
+        """A fresh complete flat listing holding every key a flat listing of ``prefix``
+        in ``(start_after, stop_after]`` returns (:func:`covers`), or None."""
+        store, now = _store_key(spec), self.clock()
         with self._lock:
-            for (s, p), entry in reversed(self._entries.items()):
-                if s == store and prefix.startswith(p) and now - entry.at < ttl:
+            for (s, p, lo, hi), entry in reversed(self._entries.items()):
+                if (s == store and now - entry.at < ttl
+                        and covers(p, lo, hi, prefix, start_after, stop_after)):
                     return entry
         return None
 
-    def store(self, spec: StorageSpec, prefix: str, files: list[ObjectMeta]) -> None:
+    def store(self, spec: StorageSpec, prefix: str, files: list[ObjectMeta],
+              start_after: str | None = None, stop_after: str | None = None) -> None:
+        """Keep the complete flat listing of ``prefix`` in ``(start_after, stop_after]``."""
+        key = (_store_key(spec), prefix, start_after, stop_after)
         with self._lock:
-            old = self._entries.pop((_store_key(spec), prefix), None)
+            old = self._entries.pop(key, None)
             self._keys -= len(old.files) if old else 0
-            self._entries[(_store_key(spec), prefix)] = _Entry(time.monotonic(), tuple(files))
+            self._entries[key] = _Entry(self.clock(), tuple(files), start_after,
+                                        stop_after)
             self._keys += len(files)
-            self._drop_head((_store_key(spec), prefix))  # the whole listing replaces it
+            if start_after is None and stop_after is None:
+                self._drop_head(key[:2])  # the whole listing replaces its head
+            while len(self._entries) > MAX_CACHED_LISTINGS:
+                _, dropped = self._entries.popitem(last=False)
+                self._keys -= len(dropped.files)
             self._evict()
 
     def head(self, spec: StorageSpec, prefix: str, ttl: float) -> tuple[ObjectMeta, ...]:
@@ -90,7 +133,7 @@ class ListingCache:
         (more follow them), if fresh; else none."""
         with self._lock:
             entry = self._heads.get((_store_key(spec), prefix))
-            if entry is None or time.monotonic() - entry.at >= ttl:
+            if entry is None or self.clock() - entry.at >= ttl:
                 return ()
             return entry.files
 
@@ -103,7 +146,7 @@ class ListingCache:
             if old is not None and len(old.files) >= len(files):
                 return
             self._drop_head(key)
-            self._heads[key] = _Entry(time.monotonic(), tuple(files))
+            self._heads[key] = _Entry(self.clock(), tuple(files))
             self._keys += len(files)
             self._evict()
 
@@ -113,10 +156,10 @@ class ListingCache:
 
     def _evict(self) -> None:
         """The oldest listings go first, heads after whole listings (held under the lock)."""
-        for kept in (self._entries, self._heads):
-            while self._keys > self.max_keys and kept:
-                _, dropped = kept.popitem(last=False)
-                self._keys -= len(dropped.files)
+        while self._keys > self.max_keys and self._entries:
+            self._keys -= len(self._entries.popitem(last=False)[1].files)
+        while self._keys > self.max_keys and self._heads:
+            self._keys -= len(self._heads.popitem(last=False)[1].files)
 
     def directory(self, spec: StorageSpec, prefix: str, ttl: float) -> Page | None:
         """The kept directory listing of exactly ``prefix`` (one page of it all), if fresh."""
@@ -141,7 +184,7 @@ class ListingCache:
               prefix: str, ttl: float) -> Page | None:
         with self._lock:
             entry = kept.get((_store_key(spec), prefix))
-            if entry is None or time.monotonic() - entry.at >= ttl:
+            if entry is None or self.clock() - entry.at >= ttl:
                 return None
             return entry.page
 
@@ -150,7 +193,7 @@ class ListingCache:
         with self._lock:
             key = (_store_key(spec), prefix)
             kept.pop(key, None)
-            kept[key] = _PageEntry(time.monotonic(), page)
+            kept[key] = _PageEntry(self.clock(), page)
             while len(kept) > MAX_CACHED_PAGES:
                 kept.popitem(last=False)
 
@@ -162,8 +205,8 @@ class ListingCache:
             return k[0] == store and (k[1].startswith(prefix) or prefix.startswith(k[1]))
 
         with self._lock:
-            for key in [k for k in self._entries if overlaps(k)]:
-                self._keys -= len(self._entries.pop(key).files)
+            for flat in [k for k in self._entries if overlaps(k[:2])]:
+                self._keys -= len(self._entries.pop(flat).files)
             for key in [k for k in self._dirs if overlaps(k)]:
                 del self._dirs[key]
             for key in [k for k in self._heads if overlaps(k)]:
@@ -211,7 +254,7 @@ class CachedLister(Lister):
 
     def pages(self, prefix: str, *, delimiter: bool, start_after: str | None = None,
               stop_after: str | None = None) -> Iterator[Page]:
-        entry = self.cache.lookup(self.spec, prefix, self.ttl)
+        entry = self.cache.lookup(self.spec, prefix, self.ttl, start_after, stop_after)
         if entry is not None:
             self.counters.add("list_cache_hits")
             yield answer(entry, prefix, delimiter, start_after, stop_after)
@@ -231,18 +274,21 @@ class CachedLister(Lister):
         listed: list[ObjectMeta] = list(head)
         dirs: list[str] = []
         complete = False
+        # a flat listing is kept with its bounds (a head's continuation: as a whole one)
+        bounds = (None, None) if head else (start_after, stop_after)
+        kept_here = whole or not delimiter
         try:
             for page in super().pages(prefix, delimiter=delimiter, start_after=start_after,
                                       stop_after=stop_after):
-                if whole:
+                if kept_here:
                     listed += page.files
                     dirs += page.dirs
                 complete = not page.truncated
-                if whole and complete:  # the last page: the listing is complete
+                if kept_here and complete:  # the last page: the listing is complete
                     if delimiter:
                         self.cache.store_directory(self.spec, prefix, Page(listed, dirs))
                     else:
-                        self.cache.store(self.spec, prefix, listed)
+                        self.cache.store(self.spec, prefix, listed, *bounds)
                 yield page
         finally:  # stopped before its end (the planner changed course): its start is kept
             if whole and not delimiter and not complete and len(listed) > len(head):

@@ -114,7 +114,9 @@ def test_explain_names_the_engine(spark, events):
         # the relation's columns (Spark prunes them later, in the FileScan), its filters
         assert lines[2] == "  columns: " + ", ".join(read(spark, events).columns)
         assert lines[3] == "  filters given to Spark: (date = DATE '2025-01-02')"
-        assert lines[4].startswith("  files: from the listing planner (ListingFileIndex)")
+        assert lines[4].startswith("  listed by: the listing planner (ListingFileIndex)")
+        day = [f for f in events.files if str(f.partition_values["date"]) == "2025-01-02"]
+        assert f"\n  files: {len(day)}, " in text and "\n  partitions: 2\n" in text
     df = q(read(spark, events, "python"))
     plan = physical(df)
     assert "BatchScan listing" in plan and "FileScan" not in plan
@@ -195,7 +197,6 @@ def _nodes(plan):
     ("include_file_metadata", "true", "include_file_metadata"),
     ("ignoreCorruptFiles", "true", "ignorecorruptfiles"),
     ("ignore_missing_files", "yes", "ignore_missing_files"),
-    ("list_cache_ttl", "30s", "list_cache_ttl"),
     ("path_glob_filter", "*.parquet", "path_glob_filter"),
 ])
 def test_options_spark_cannot_honour_stay_python(spark, parquet_events, option, value, named):

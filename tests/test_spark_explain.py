@@ -7,6 +7,7 @@ import uuid
 
 import fsspec
 import pytest
+from pyspark.sql import functions as F
 
 import listing
 from listing.testing import datasets
@@ -156,3 +157,31 @@ def test_a_small_listing_table_is_broadcast_in_a_join(spark, s3_server, events):
         assert "BroadcastHashJoin" not in plan.toString()
     finally:
         spark.conf.unset("spark.sql.autoBroadcastJoinThreshold")
+
+
+@pytest.mark.parametrize("engine", ["python", "native"])
+def test_both_engines_say_what_the_scan_listed_and_read(spark, s3_server, events, engine):
+    """The same account on both engines: on native (S3A reads the files) the listing
+    planner that feeds Spark's reader is asked, in the driver, what it lists for the
+    query's filters: files, partitions, bytes, the listing plan and its requests."""
+    df = (spark.read.format("listing").option("engine", engine)
+          .option("storage_options", json.dumps(events.storage_options)).load(events.root))
+    q = df.where("date = '2025-01-02'").select("id")
+    (text,) = listing.explain(q, show=False)
+    assert text.startswith(f"engine: {engine} ")
+    day = [f for f in events.files if str(f.partition_values["date"]) == "2025-01-02"]
+    fs = fsspec.filesystem("s3", **events.storage_options)
+    prefix = events.root.removeprefix("s3://") + "/"
+    assert _listing_plan(text) == [f"list '{prefix}date=2025-01-02/' (est. 1 requests)"]
+    files = _field(text, "files")
+    assert files.split(",")[0].split(" ")[0] == str(len(day))
+    assert files.endswith(f", {sum(fs.size(f.path) for f in day):,} bytes")
+    assert _field(text, "partitions") == "2"  # us and eu of that day
+    assert _field(text, "partition filter (exact)") == "date = DATE '2025-01-02'"
+    metrics = _metrics(text)
+    assert (metrics["list_requests"], metrics["files_matched"]) == (1, len(day))
+    if engine == "native":  # the files Spark reads are the ones explain names
+        read = {r.p for r in df.where("date = '2025-01-02'")
+                .select(F.col("_metadata.file_path").alias("p")).collect()}
+        assert sorted(p.removeprefix("s3a://") for p in read) == sorted(
+            f.path.removeprefix("s3://") for f in day)

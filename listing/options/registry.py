@@ -175,8 +175,8 @@ OPTIONS: tuple[Option, ...] = (
     _listing("include_file_metadata", "bool", "add Spark's _metadata column",
              native="false_only",
              why="(Spark's own reader has a _metadata column: select it instead)"),
-    _listing("list_cache_ttl", "duration", "seconds a listing is reused", native="python",
-             why="(the listing cache) is the Python engine's"),
+    _listing("list_cache_ttl", "duration", "seconds a listing is reused (on native: by the "
+             "listing planner that feeds Spark's reader)", native="planner"),
     _listing("max_concurrent_requests", "int", "LIST requests in flight at once"),
     _listing("key_grouped", "bool", "pack tasks by partition value", native="false_only",
              why="(Spark's file source reports a partitioning for bucketed tables only)"),

@@ -8,16 +8,22 @@ returns each :meth:`ScanPlan.explain` text, request counts included. Re-planning
 again: explain costs what the scan's planning costs.
 
 Each text starts with the engine that reads the scan. A scan handed to Spark's own file
-source (``engine=auto|native``, the extension's ListingNativeEngine) is not planned by us:
-its text says so, names Spark's reader and the columns and filters Spark was given, and
-points at the ``FileScan`` line of ``df.explain()``, where Spark shows its own pruning.
+source (``engine=auto|native``, the extension's ListingNativeEngine) names Spark's reader and
+the columns and filters Spark was given; when our listing planner feeds it
+(``ListingFileIndex``), the text also holds what that planner lists for the query, as the
+index asks it (the same filters, translated by the index itself; the same planner, in this
+driver): its partition filter, listing plan, files, partitions, bytes and requests. Spark
+reads those files and shows its own pruning in the ``FileScan`` line of ``df.explain()``.
+Both engines' texts end with the same ``files``, ``partitions`` and ``metrics`` lines.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from listing.errors import FilterError
+from listing.file_columns import FileColumns
 from listing.spark.config import SourceConfig
 from listing.spark.extension import is_guard_active
 from listing.spark.filters import from_jvm
@@ -53,7 +59,9 @@ def explain(df: Any, *, show: bool = True) -> list[str]:
     translate = getattr(getattr(package, "DataSourceStrategy$"), "MODULE$").translateFilter
     why = _python_reason(df.sparkSession)
     unpushed = _why_no_pushdown(df.sparkSession)
-    texts = [_explain_scan(node, cond, translate, why, unpushed)
+    # the native hand-off's file index translates its filters for our planner so
+    index_filter = df.sparkSession._jvm.io.github.listing.ListingFileIndex.filter
+    texts = [_explain_scan(node, cond, translate, why, unpushed, index_filter)
              for (node, _), cond in zip(scans, filters, strict=True)]
     if show:
         print("\n\n".join(texts) if texts else "(no listing scan in this plan)")
@@ -95,9 +103,10 @@ def _native_format(node: Any) -> str | None:
     return str(mark.get()).removeprefix("native ").strip()
 
 
-def _explain_native(node: Any, fmt: str, filters: list[Any]) -> str:
+def _explain_native(node: Any, fmt: str, filters: list[Any], index_filter: Any) -> str:
     relation = node.relation()
-    roots = relation.location().rootPaths()
+    location = relation.location()
+    roots = location.rootPaths()
     root = ", ".join(str(roots.apply(i).toString()) for i in range(roots.size()))
     output = node.output()
     columns = [str(output.apply(i).name()) for i in range(output.size())]
@@ -106,15 +115,48 @@ def _explain_native(node: Any, fmt: str, filters: list[Any]) -> str:
              f"  columns: {', '.join(columns)}"]
     if filters:
         lines.append(f"  filters given to Spark: {'; '.join(str(c.sql()) for c in filters)}")
-    if relation.location().getClass().getSimpleName() == "ListingFileIndex":
-        lines.append("  files: from the listing planner (ListingFileIndex), which lists only "
-                     "the partitions Spark's partition filters keep; Spark reads them: the "
-                     "FileScan line of df.explain() shows its PartitionFilters and "
-                     "PushedFilters")
-    else:
+    if location.getClass().getSimpleName() != "ListingFileIndex":
         lines.append("  Spark lists, prunes and reads these files itself: the FileScan line "
                      "of df.explain() shows its PartitionFilters and PushedFilters")
-    return "\n".join(lines)
+        return "\n".join(lines)
+    lines.append("  listed by: the listing planner (ListingFileIndex), which lists only the "
+                 "partitions Spark's partition filters keep; Spark reads the files: the "
+                 "FileScan line of df.explain() shows its PartitionFilters and PushedFilters")
+    return "\n".join(lines + _planned_for_spark(location, filters, index_filter))
+
+
+def _planned_for_spark(location: Any, filters: list[Any], index_filter: Any) -> list[str]:
+    """What ListingFileIndex's planner lists for ``filters``: each conjunct as the index
+    sends it (``index_filter``: ``ListingFileIndex.filter``), planned by the driver's
+    planner."""
+    from listing.spark.file_index import _PLANNER  # the driver's planner (imports pyspark)
+
+    sent = []
+    for conjunct in filters:
+        text = index_filter(conjunct)
+        if text is not None:
+            sent.append(json.loads(str(text)))
+    table, plan, _ = _PLANNER.scan_plan(str(location.optionsJson()),
+                                        str(location.schemaJson()), sent)
+    lines = [line for line in plan.explain().splitlines()
+             if line.startswith(("  partition filter (exact): ", "  listing plan:", "    ",
+                                 "  metrics: "))
+             and not line.startswith("    group ") and not line.startswith("    … ")]
+    at = next(i for i, line in enumerate(lines) if line.startswith("  metrics: "))
+    lines.insert(at, f"  files: {plan.file_count}, {plan.metrics['bytes']:,} bytes")
+    lines.insert(at + 1, f"  partitions: {_partitions(plan, table.partition_names)}")
+    return lines
+
+
+def _partitions(plan: Any, names: list[str]) -> int:
+    """How many partitions (sets of partition values) the plan's files lie in."""
+    planned = plan.planned
+    if isinstance(planned, FileColumns):  # a run's files share its values
+        values: Any = (v for run, v in zip(planned.runs, planned.values, strict=True)
+                       if len(run))
+    else:
+        values = (f.partition_values for f in planned)
+    return len({tuple(repr(v.get(n)) for n in names) for v in values})
 
 
 def _relation(node: Any) -> Any:
@@ -166,10 +208,10 @@ def _filter_rule_on(spark: Any) -> bool:
 
 
 def _explain_scan(node: Any, filters: list[Any], translate: Any, why: Any,
-                  unpushed: str | None) -> str:
+                  unpushed: str | None, index_filter: Any) -> str:
     fmt = _native_format(node)
     if fmt is not None:
-        return _explain_native(node, fmt, filters)
+        return _explain_native(node, fmt, filters, index_filter)
     java_options = _relation(node).options().asCaseSensitiveMap()
     reason = why(java_options)
     options = dict(java_options)
@@ -200,4 +242,7 @@ def _explain_scan(node: Any, filters: list[Any], translate: Any, why: Any,
     head = "engine: python (the listing reader)"
     if reason:  # names options, never their values (ListingNativeEngine.NotNative)
         head += f"\n  not Spark's reader: {reason}"
-    return head + "\n" + plan.explain() + note
+    text = plan.explain()
+    cut = text.rindex("\n  metrics: ")
+    partitions = f"\n  partitions: {_partitions(plan, table.partition_names)}"
+    return head + "\n" + text[:cut] + partitions + text[cut:] + note

@@ -13,6 +13,10 @@ The files cross as directories (:func:`files_answer`): per directory its URL, it
 values once and its files' names joined by ``/`` (which no name holds), and every file's
 size and modification time as one base64 array each, read straight from a plan's
 columns (:class:`~listing.file_columns.FileColumns`) without a Python object per file.
+A plan crosses in chunks (:func:`answer_chunks`) of at most :data:`CHUNK_FILES` files and
+:data:`CHUNK_CHARS` characters: the first in the answer to ``plan``, the others one per
+``more`` call, so that no string and no callback grows with the table (Spark's Jackson
+refuses a string past 20,000,000 characters, a table of 1.9 M files' sizes as one).
 
 Only the driver's classic session has a py4j gateway: Spark Connect servers and sessions
 without the callback keep Spark's own file index (the fallback in ListingNativeEngine).
@@ -24,11 +28,12 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
+import itertools
 import json
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -40,6 +45,7 @@ from listing.files import PartitionedFile
 from listing.formats.csv import CsvFormat
 from listing.hive import cast_text
 from listing.pushdown import Pushdown
+from listing.scan import ScanPlan
 from listing.spark.config import SourceConfig
 from listing.spark.filters import from_json
 from listing.spark.source import open_table, session_case_sensitive, with_session_case
@@ -51,6 +57,15 @@ log = logging.getLogger("listing.spark")
 FILE_INDEX_CLASS = "io.github.listing.ListingFileIndex"
 #: tables kept open between calls (each holds its sampled layout profile, no file list)
 _MAX_TABLES = 32
+#: files one chunk of a plan's answer holds at most (its sizes and times: 8 bytes each,
+#: as base64 about 1.07 M characters a string at this bound)
+CHUNK_FILES = 100_000
+#: characters of URLs, values and names one chunk holds at most, bounding its longest
+#: string (a directory's names joined) far below Jackson's 20,000,000 (``\uXXXX``
+#: escapes lengthen the JSON text, not the strings the JVM reads)
+CHUNK_CHARS = 4_000_000
+#: answers of more than one chunk kept for ``more`` at once (the oldest go first)
+_MAX_PENDING = 8
 
 
 class ListingPlanner:
@@ -63,6 +78,9 @@ class ListingPlanner:
         self._tables: OrderedDict[tuple[str, str], tuple[ListingTable, SourceConfig]] = (
             OrderedDict())
         self._lock = threading.Lock()  # callbacks may come from several JVM threads
+        #: answers whose later chunks the JVM has still to ask for (``more``)
+        self._pending: OrderedDict[int, Iterator[dict[str, Any]]] = OrderedDict()
+        self._ids = itertools.count(1)
         #: the registering session's spark.sql.caseSensitive (the source's default too)
         self.case_sensitive: bool | None = None
 
@@ -102,8 +120,58 @@ class ListingPlanner:
         return self._answer(lambda: self._plan(options_json, schema_json,
                                                json.loads(filters_json or "[]")))
 
+    def more(self, answer_id: int) -> str:
+        """The next chunk of answer ``answer_id`` (``plan``'s ``more``): ``{"dirs",
+        "sizes", "mtimes", "more"}``, ``more`` null on the last one."""
+        return self._answer(lambda: self._next_chunk(int(answer_id)))
+
+    def release(self, answer_id: int) -> None:
+        """Forget answer ``answer_id`` before its last chunk (the JVM stopped reading)."""
+        with self._lock:
+            self._pending.pop(int(answer_id), None)
+
+    def _chunked(self, chunks: Iterator[dict[str, Any]]) -> dict[str, Any]:
+        """The first of ``chunks``, with ``more``: the id to ask the rest with (null:
+        none); the rest kept for :meth:`more`."""
+        first = next(chunks)
+        nxt = next(chunks, None)
+        if nxt is None:
+            return {**first, "more": None}
+        with self._lock:
+            answer_id = next(self._ids)
+            self._pending[answer_id] = itertools.chain([nxt], chunks)
+            while len(self._pending) > _MAX_PENDING:
+                self._pending.popitem(last=False)
+        return {**first, "more": answer_id}
+
+    def _next_chunk(self, answer_id: int) -> dict[str, Any]:
+        with self._lock:
+            chunks = self._pending.get(answer_id)
+        if chunks is None:
+            raise LookupError(f"answer {answer_id} is no longer kept (at most "
+                              f"{_MAX_PENDING} answers wait for their chunks)")
+        chunk = next(chunks)
+        last = next(chunks, None)
+        with self._lock:
+            if last is None:
+                self._pending.pop(answer_id, None)
+            else:
+                self._pending[answer_id] = itertools.chain([last], chunks)
+        return {**chunk, "more": None if last is None else answer_id}
+
     def _plan(self, options_json: str, schema_json: str,
               filters: list[dict[str, Any]]) -> dict[str, Any]:
+        table, plan, used = self.scan_plan(options_json, schema_json, filters)
+        names = table.partition_names
+        return {"partition_columns": names, "used": used,
+                "list_requests": plan.metrics.get("list_requests", 0),
+                **self._chunked(answer_chunks(plan.planned, names))}
+
+    def scan_plan(self, options_json: str, schema_json: str, filters: list[dict[str, Any]]
+                  ) -> tuple[ListingTable, ScanPlan, list[dict[str, Any]]]:
+        """The table, the plan :meth:`plan` answers with for ``filters`` (JSON filters as
+        the file index sends them) and the filters it pruned with (listing.explain asks
+        for it too)."""
         table, config = self._opened(options_json, schema_json)
         used: list[dict[str, Any]] = []
         where: list[Any] = list(config.where or [])
@@ -117,11 +185,7 @@ class ListingPlanner:
                 continue
             where.append(expr)
             used.append(item)
-        plan = table.scan(where=where or None)
-        names = table.partition_names
-        return {"partition_columns": names, "used": used,
-                "list_requests": plan.metrics.get("list_requests", 0),
-                **files_answer(plan.planned, names)}
+        return table, table.scan(where=where or None), used
 
     def _opened(self, options_json: str,
                 schema_json: str) -> tuple[ListingTable, SourceConfig]:
@@ -200,58 +264,108 @@ def files_answer(planned: Sequence[PartitionedFile] | FileColumns,
     its files' names joined by "/"]``; ``sizes`` and ``mtimes`` (milliseconds since the
     epoch, 0: unknown), every file's in the order of ``dirs``, as base64 of little-endian
     int64s. A directory holds a run of consecutive files with one URL and one set of
-    values (one directory may come as several runs); ``url + name`` is a file's path."""
+    values (one directory may come as several runs); ``url + name`` is a file's path.
+    Unbounded: what crosses to the JVM is this answer in chunks (:func:`answer_chunks`)."""
+    return next(answer_chunks(planned, names, 2**62, 2**62))
+
+
+def answer_chunks(planned: Sequence[PartitionedFile] | FileColumns, names: Sequence[str],
+                  max_files: int | None = None, max_chars: int | None = None
+                  ) -> Iterator[dict[str, Any]]:
+    """:func:`files_answer` cut into chunks (at least one), in plan order, each an answer
+    of that form of its own files: at most ``max_files`` files (default
+    :data:`CHUNK_FILES`) and ``max_chars`` characters of URLs, values and names (default
+    :data:`CHUNK_CHARS`; a single file longer than that comes alone). A directory's
+    files may be cut between two chunks, each then holding a run of that directory.
+    Every chunk is made when asked for, from the plan's columns."""
+    max_files = CHUNK_FILES if max_files is None else max_files
+    max_chars = CHUNK_CHARS if max_chars is None else max_chars
+    if max_files < 1 or max_chars < 1:
+        raise ValueError("a chunk holds at least one file")
+    sizes, millis = _sizes_millis(planned)
+    runs: list[list[Any]] = []
+    start = files = chars = 0  # the chunk's first file; its files and characters so far
+    for url, texts, run_names in _dir_runs(planned, names):
+        fixed = len(url) + sum(len(t) for t in texts if t is not None)
+        # characters up to and with each name (with its separator)
+        ends = np.cumsum(np.fromiter(map(len, run_names), np.int64, len(run_names)) + 1)
+        i = 0
+        while i < len(run_names):
+            before = int(ends[i - 1]) if i else 0
+            room = max_chars - chars - fixed
+            # names i..j-1 fit the room (at least one, in an empty chunk)
+            j = int(np.searchsorted(ends, before + room, "right"))
+            j = min(j, i + max_files - files, len(run_names))
+            if j <= i:
+                if files:  # the chunk is full: the next starts with this name
+                    yield _chunk(runs, sizes[start:start + files], millis[start:start + files])
+                    start, files, chars, runs = start + files, 0, 0, []
+                    continue
+                j = i + 1
+            runs.append([url, texts, "/".join(run_names[i:j])])
+            chars += fixed + int(ends[j - 1]) - before
+            files += j - i
+            i = j
+    yield _chunk(runs, sizes[start:start + files], millis[start:start + files])
+
+
+def _chunk(runs: list[list[Any]], sizes: np.ndarray, millis: np.ndarray) -> dict[str, Any]:
+    return {"dirs": runs, "sizes": _b64(sizes), "mtimes": _b64(millis)}
+
+
+def _dir_runs(planned: Sequence[PartitionedFile] | FileColumns, names: Sequence[str]
+              ) -> Iterator[tuple[str, list[str | None], list[str]]]:
+    """(URL, partition values as text, file names) of each run of consecutive files with
+    one parent URL and one set of values, in plan order; no name holds a slash."""
     if isinstance(planned, FileColumns):
-        dirs, mtimes = _column_dirs(planned, names)
-        sizes = planned.sizes
+        yield from _column_runs(planned, names)
     else:
-        dirs, sizes, mtimes = _row_dirs(planned, names)
-    return {"dirs": dirs, "sizes": _b64(sizes), "mtimes": _b64(mtimes)}
+        yield from _row_runs(planned, names)
 
 
-def _column_dirs(cols: FileColumns, names: Sequence[str]) -> tuple[list[list[Any]], np.ndarray]:
-    """``dirs`` of a plan's runs (a local or an S3 listing's), and every file's
-    modification time in milliseconds, from the runs' columns."""
-    dirs: list[list[Any]] = []
+def _sizes_millis(planned: Sequence[PartitionedFile] | FileColumns
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """Every file's size and modification time (milliseconds, 0: unknown), in plan order."""
+    if isinstance(planned, FileColumns):
+        micros = [run_micros(run) for run in planned.runs]
+        return planned.sizes, _micros_to_millis(np.concatenate(micros) if micros
+                                                else np.zeros(0, np.int64))
+    return (np.fromiter((f.size for f in planned), np.int64, len(planned)),
+            np.fromiter((_millis(f.last_modified) for f in planned), np.int64, len(planned)))
+
+
+def _column_runs(cols: FileColumns, names: Sequence[str]
+                 ) -> Iterator[tuple[str, list[str | None], list[str]]]:
+    """:func:`_dir_runs` of a plan's runs (a local or an S3 listing's), from its columns."""
     for head, run, values in zip(cols.heads, cols.runs, cols.values, strict=True):
         if not len(run):
             continue
         texts = [cast_text(values.get(n)) for n in names]
         run_names = run.names
-        joined = "/".join(run_names)
-        if joined.count("/") == len(run_names) - 1:
-            dirs.append([head, texts, joined])
+        if "".join(run_names).find("/") < 0:
+            yield head, texts, run_names
             continue
         for name in run_names:  # a name holds a slash: what precedes it joins the URL
             cut = name.rfind("/") + 1
-            dirs.append([head + name[:cut], texts, name[cut:]])
-    micros = [run_micros(run) for run in cols.runs]
-    return dirs, _micros_to_millis(np.concatenate(micros) if micros
-                                   else np.zeros(0, np.int64))
+            yield head + name[:cut], texts, [name[cut:]]
 
 
-def _row_dirs(files: Sequence[PartitionedFile], names: Sequence[str]
-              ) -> tuple[list[list[Any]], np.ndarray, np.ndarray]:
-    """``dirs``, sizes and modification times (milliseconds) of a plan of rows: a
-    directory per run of files with one parent URL and one set of values."""
-    dirs: list[list[Any]] = []
-    sizes: list[int] = []
-    mtimes: list[int] = []
-    last: list[Any] = [None, None, []]
+def _row_runs(files: Sequence[PartitionedFile], names: Sequence[str]
+              ) -> Iterator[tuple[str, list[str | None], list[str]]]:
+    """:func:`_dir_runs` of a plan of rows."""
+    last: tuple[str, list[str | None], list[str]] | None = None
     for f in files:
         path = f.path
         cut = path.rfind("/") + 1
         head = path[:cut]
         texts = [cast_text(f.partition_values.get(n)) for n in names]
-        if head != last[0] or texts != last[1]:
-            last = [head, texts, []]
-            dirs.append(last)
+        if last is None or head != last[0] or texts != last[1]:
+            if last is not None:
+                yield last
+            last = (head, texts, [])
         last[2].append(path[cut:])
-        sizes.append(f.size)
-        mtimes.append(_millis(f.last_modified))
-    for d in dirs:
-        d[2] = "/".join(d[2])
-    return dirs, np.array(sizes, np.int64), np.array(mtimes, np.int64)
+    if last is not None:
+        yield last
 
 
 def _millis(when: dt.datetime | None) -> int:

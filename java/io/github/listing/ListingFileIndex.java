@@ -98,16 +98,28 @@ public final class ListingFileIndex implements FileIndex {
     String describe(String optionsJson, String schemaJson);
 
     /**
-     * {@code {"partition_columns", "dirs": [[url, [values], names]], "sizes", "mtimes",
-     * "used": [filter], "list_requests"}} for partition filters given as a JSON list of
-     * conjuncts, each a data source filter as JSON ({@link #filter}); {@code used}: those
-     * it pruned with. The files, in the planner's order, come a directory at a time: its
-     * URL (with its slash), its partition values as text (null: the Hive null) and its
+     * {@code {"partition_columns", "used": [filter], "list_requests", "dirs": [[url,
+     * [values], names]], "sizes", "mtimes", "more"}} for partition filters given as a JSON
+     * list of conjuncts, each a data source filter as JSON ({@link #filter}); {@code used}:
+     * those it pruned with. The files, in the planner's order, come a directory at a time:
+     * its URL (with its slash), its partition values as text (null: the Hive null) and its
      * files' names joined by {@code /}, a file's path being {@code url + name};
      * {@code sizes} and {@code mtimes} (milliseconds) hold every file's, in that order, as
-     * base64 of little-endian int64s ({@code listing.spark.file_index.files_answer}).
+     * base64 of little-endian int64s ({@code listing.spark.file_index.answer_chunks}).
+     * That is the first chunk of the files: {@code more}, when not null, is the id to ask
+     * {@link #more} the next one with.
      */
     String plan(String optionsJson, String schemaJson, String filtersJson);
+
+    /**
+     * The next chunk of a {@link #plan} answer: {@code {"dirs", "sizes", "mtimes", "more"}}
+     * as there, {@code more} null on the last. Every chunk is bounded (a number of files
+     * and of characters), so no string grows with the table.
+     */
+    String more(long answerId);
+
+    /** Forget a {@link #plan} answer whose chunks are no longer wanted. */
+    void release(long answerId);
 
     /**
      * {@code {"path": first data file or null, "header": its CSV header's column names, or
@@ -345,6 +357,17 @@ public final class ListingFileIndex implements FileIndex {
     return lastListRequests;
   }
 
+  /** The relation's options as the planner is given them (JSON; listing.explain re-plans
+   * with them in the driver's Python). */
+  public String optionsJson() {
+    return optionsJson;
+  }
+
+  /** The relation's schema as the planner is given it (Spark's JSON). */
+  public String schemaJson() {
+    return schemaJson;
+  }
+
   // --- asking the planner ----------------------------------------------------------------
 
   private Listing everything() {
@@ -366,10 +389,49 @@ public final class ListingFileIndex implements FileIndex {
     for (int i = 0; i < position.length; i++) {
       position[i] = names.indexOf(partitionSchema.fields()[i].name().toLowerCase(Locale.ROOT));
     }
-    long[] sizes = longs(answer.path("sizes").asText());
-    long[] mtimes = longs(answer.path("mtimes").asText());
+    answer.path("used").forEach(s -> listing.used.add(s.toString()));
+    listing.listRequests = answer.path("list_requests").asLong();
+    JsonNode chunk = answer;
+    long more = 0;  // the answer's id while chunks remain to be asked for
+    try {
+      while (true) {
+        addChunk(listing, chunk, position);
+        JsonNode next = chunk.path("more");
+        if (!next.canConvertToLong()) {
+          more = 0;
+          break;
+        }
+        more = next.asLong();
+        chunk = answer(planner.more(more));
+      }
+    } finally {
+      if (more != 0) {  // stopped before the last chunk: the planner forgets the rest
+        try {
+          planner.release(more);
+        } catch (RuntimeException e) {
+          // the error being raised says more; the planner keeps only a few answers
+        }
+      }
+    }
+    lastSent = List.copyOf(filters);
+    lastUsed = List.copyOf(listing.used);
+    lastListRequests = listing.listRequests;
+    return listing;
+  }
+
+  /**
+   * The files of one chunk of the planner's answer, added to {@code listing}: its
+   * directories, each with its share of the chunk's sizes and times, in order.
+   */
+  private static void addChunk(Listing listing, JsonNode chunk, int[] position) {
+    long[] sizes = longs(chunk.path("sizes").asText());
+    long[] mtimes = longs(chunk.path("mtimes").asText());
+    if (sizes.length != mtimes.length) {
+      throw new IllegalStateException("listing planner: " + sizes.length + " sizes but "
+          + mtimes.length + " modification times in a chunk");
+    }
     int file = 0;
-    for (JsonNode dir : answer.path("dirs")) {
+    for (JsonNode dir : chunk.path("dirs")) {
       String url = dir.path(0).asText();
       JsonNode texts = dir.path(1);
       List<String> values = new ArrayList<>();
@@ -378,8 +440,9 @@ public final class ListingFileIndex implements FileIndex {
         values.add(v == null || v.isNull() ? null : v.asText());
       }
       String[] files = dir.path(2).asText().split("/", -1);
-      if (file + files.length > sizes.length || sizes.length != mtimes.length) {
-        throw new IllegalStateException("listing planner: more files than sizes and times");
+      if (file + files.length > sizes.length) {
+        throw new IllegalStateException("listing planner: more files than sizes and times "
+            + "in a chunk (" + sizes.length + " sizes)");
       }
       int from = file;
       int kept = 0;
@@ -400,14 +463,9 @@ public final class ListingFileIndex implements FileIndex {
       }
     }
     if (file != sizes.length) {
-      throw new IllegalStateException("listing planner: fewer files than sizes and times");
+      throw new IllegalStateException("listing planner: " + file + " files but "
+          + sizes.length + " sizes and times in a chunk");
     }
-    answer.path("used").forEach(s -> listing.used.add(s.toString()));
-    listing.listRequests = answer.path("list_requests").asLong();
-    lastSent = List.copyOf(filters);
-    lastUsed = List.copyOf(listing.used);
-    lastListRequests = listing.listRequests;
-    return listing;
   }
 
   /** The little-endian int64s of base64 {@code text}. */
@@ -419,17 +477,42 @@ public final class ListingFileIndex implements FileIndex {
     return out;
   }
 
-  private static JsonNode answer(String text) {
+  /** Characters of an answer an error quotes at most. */
+  static final int QUOTED_CHARS = 200;
+
+  /**
+   * The planner's answer {@code text} read as JSON; its {@code error}, or a text that is
+   * not JSON, raised. The error is short whatever the answer's length: it quotes at most
+   * {@link #QUOTED_CHARS} characters of it (file URLs and values, which hold no secret: the
+   * planner refuses a table URL with credentials), and keeps the parser's exception as its
+   * cause.
+   */
+  static JsonNode answer(String text) {
     JsonNode node;
     try {
       node = JSON.readTree(text);
     } catch (Exception e) {
-      throw new IllegalStateException("listing planner: not JSON: " + text);
+      String why = String.valueOf(e.getMessage()).split("\n", 2)[0];
+      throw new IllegalStateException("listing planner: its answer is not JSON ("
+          + quoted(why) + "); it begins: " + quoted(text), e);
+    }
+    if (node == null || !node.isObject()) {
+      throw new IllegalStateException("listing planner: its answer is not a JSON object; "
+          + "it begins: " + quoted(text));
     }
     if (node.hasNonNull("error")) {
       throw new IllegalStateException("listing planner: " + node.get("error").asText());
     }
     return node;
+  }
+
+  /** {@code text}, cut to {@link #QUOTED_CHARS} characters (then saying how long it was). */
+  static String quoted(String text) {
+    if (text == null) {
+      return "null";
+    }
+    return text.length() <= QUOTED_CHARS ? text
+        : text.substring(0, QUOTED_CHARS) + "… (" + text.length() + " characters)";
   }
 
   /**
@@ -527,7 +610,7 @@ public final class ListingFileIndex implements FileIndex {
    * "left": ..., "right": ...}} above them; null where Spark has no such filter or a column or
    * literal is not a non-null string, integer, boolean or date.
    */
-  static String filter(Expression e) {
+  public static String filter(Expression e) {
     if (!exactText(e)) {
       return null;
     }

@@ -248,6 +248,10 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
     ListingFileIndex.Planner planner = ListingFileIndex.planner();
     if (planner != null) {  // our listing feeds Spark's reader: Spark lists nothing
       base = fedRelation(planner, ds, target, schema, options);
+    } else if (target.source.containsKey("list_cache_ttl")) {
+      throw new NotNative("option list_cache_ttl (the listing cache) needs the listing "
+          + "planner to feed Spark's reader, and this session has none (a classic PySpark "
+          + "session registers it)");
     } else {
       try {
         base = SparkShim.resolveRelation(ds);
