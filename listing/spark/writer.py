@@ -34,9 +34,11 @@ from pyspark.sql.types import StructType
 from listing.errors import OptionError
 from listing.options import registry
 from listing.options.registry import STORAGE_PREFIX
+from listing.spark.config import CATALOG_OPTIONS
 from listing.spark.option_values import json_object, storage_value
 from listing.spark.types import arrow_schema
-from listing.write import TaskCommit, WriteJob, WriteResult
+from listing.metrics import Counters
+from listing.write import TaskCommit, WriteJob, WriteResult, target_partition_by
 
 log = logging.getLogger("listing.spark")
 
@@ -77,6 +79,8 @@ def write_options(options: dict[str, str]) -> dict[str, Any]:
             f"the listing source does not take Spark's .partitionBy({names!r}): Spark does "
             "not pass it to Python data sources. Drop .partitionBy and give "
             f".option('partition_by', {names!r})")
+    for key in _read_options_stored(opts):
+        del opts[key]
     for key, instead in READ_ONLY.items():
         if key in opts:
             hint = f"; use option {instead!r}" if instead else ""
@@ -106,6 +110,20 @@ def write_options(options: dict[str, str]) -> dict[str, Any]:
     return kwargs
 
 
+def _read_options_stored(opts: dict[str, str]) -> list[str]:
+    """The options of ``opts`` (lower-cased; its :data:`CATALOG_OPTIONS` entry removed) that
+    a catalog table stored for its reads: ``CREATE TABLE … OPTIONS (where …, engine …)``
+    shapes its reads, not an ``INSERT`` into it. Storage, format and write options apply."""
+    stored = {k.strip().lower() for k in opts.pop(CATALOG_OPTIONS, "").split(",")}
+    out = []
+    for key in sorted(stored & set(opts)):
+        option = registry.lookup(key)
+        if (option is not None and option.on_write != "take" and option.scope != "format"
+                and key not in ("storage_options", "location")):
+            out.append(key)
+    return out
+
+
 @dataclasses.dataclass
 class ListingCommitMessage(WriterCommitMessage):
     """One task's staged files, sent back to the driver."""
@@ -120,11 +138,18 @@ class ListingWriter(DataSourceArrowWriter):
                  session_conf: dict[str, str] | None = None) -> None:
         kwargs = write_options(options)
         session_mode = (session_conf or {}).get(PARTITION_OVERWRITE_CONF, "static")
-        self.job = WriteJob(kwargs["url"], arrow_schema(schema), format=kwargs["format"],
-                            partition_by=kwargs.get("partition_by") or (),
-                            mode="overwrite" if overwrite else "append",
-                            partition_overwrite_mode=kwargs.get("partition_overwrite_mode",
-                                                                session_mode),
+        mode = "overwrite" if overwrite else "append"
+        overwrite_mode = kwargs.get("partition_overwrite_mode", session_mode)
+        data = arrow_schema(schema)
+        looked = Counters()
+        # an existing table's own partition columns when none are given (insertInto's)
+        partition_by = target_partition_by(
+            kwargs["url"], data, kwargs.get("partition_by") or (), mode=mode,
+            partition_overwrite_mode=overwrite_mode,
+            storage_options=kwargs["storage_options"], counters=looked)
+        self.job = WriteJob(kwargs["url"], data, format=kwargs["format"],
+                            partition_by=partition_by, mode=mode,
+                            partition_overwrite_mode=overwrite_mode,
                             storage_options=kwargs["storage_options"],
                             max_records_per_file=kwargs.get("max_records_per_file"),
                             compression=kwargs.get("compression"),
@@ -132,6 +157,7 @@ class ListingWriter(DataSourceArrowWriter):
                             part_size=kwargs.get("part_size"),
                             overwrite_without_lock=kwargs.get("overwrite_without_lock", False),
                             **kwargs["format_options"])
+        self.job.setup_metrics.add_all(looked)
         self.job.setup()
         self.result: WriteResult | None = None
 
