@@ -15,7 +15,14 @@ session, so the extension puts the session's mode among the write's options
 (``ListingWriteOverwriteMode.java``); without the extension, the mode when the source was
 registered is followed (``listing.register(spark)`` again after changing it).
 Spark does not hand ``.partitionBy(...)`` columns to Python sources: partitioning is the
-``partition_by`` option, and a ``.partitionBy`` is refused by name.
+``partition_by`` option, and a ``.partitionBy`` is refused by name. Without it, a write to an
+existing table partitions by the table's own columns
+(:func:`~listing.write.target_partition_by`).
+
+SQL writes to a catalog table (``INSERT INTO t``, ``df.writeTo("t")``) arrive with the
+table's stored options, put among the write's options by the extension
+(``ListingCatalogOptions.java``), which names them in :data:`CATALOG_OPTIONS`: those that
+shape only reads are dropped here, not refused.
 """
 
 from __future__ import annotations
@@ -32,12 +39,12 @@ from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
 from listing.errors import OptionError
+from listing.metrics import Counters
 from listing.options import registry
 from listing.options.registry import STORAGE_PREFIX
 from listing.spark.config import CATALOG_OPTIONS
 from listing.spark.option_values import json_object, storage_value
 from listing.spark.types import arrow_schema
-from listing.metrics import Counters
 from listing.write import TaskCommit, WriteJob, WriteResult, target_partition_by
 
 log = logging.getLogger("listing.spark")
@@ -87,7 +94,9 @@ def write_options(options: dict[str, str]) -> dict[str, Any]:
             raise OptionError(f"option {key!r} is for reads, not writes{hint}")
     url = opts.pop("path", None) or opts.pop("location", None)
     if not url:
-        raise OptionError("a listing write needs a path: .save('s3://bucket/prefix/')")
+        raise OptionError("a listing write needs a path: .save('s3://bucket/prefix/'); in "
+                          "SQL, the table's OPTIONS (path '…'), which reach its writes "
+                          "through the listing extension (listing.session())")
     kwargs: dict[str, Any] = {"url": url,
                               "format": opts.pop("format", registry.option("format").default)}
     storage: dict[str, Any] = {}
