@@ -77,17 +77,24 @@ from listing.errors import (
     CommitError,
     ConcurrentWriteError,
     OptionError,
+    PartitionLayoutError,
     PartitionValueError,
     StorageError,
     TableExistsError,
 )
 from listing.formats.base import FileFormat, FileSink, FileWriter
-from listing.hive import escape_path_name, is_hidden, is_hidden_below, partition_path
+from listing.hive import (
+    discover_columns,
+    escape_path_name,
+    is_hidden,
+    is_hidden_below,
+    partition_path,
+)
 from listing.list_cache import CACHE
 from listing.metrics import Counters, CountersView
 from listing.options import registry
 from listing.storage import multipart
-from listing.storage.lister import ObjectMeta
+from listing.storage.lister import Lister, ObjectMeta
 from listing.storage.spec import StorageSpec
 from listing.storage.store import (
     MAX_S3_KEY_BYTES,
@@ -100,7 +107,7 @@ from listing.storage.store import (
 from listing.url import TableUrl
 
 __all__ = ["MODES", "PARTITION_OVERWRITE_MODES", "ManifestRefused", "StagedFile", "TaskCommit",
-           "WriteJob", "WriteResult", "partition_path", "write_table"]
+           "WriteJob", "WriteResult", "partition_path", "target_partition_by", "write_table"]
 
 log = logging.getLogger("listing.write")
 
@@ -439,7 +446,8 @@ class _OpenFile:
 class WriteJob:
     """One write job: ``setup()`` on the driver, ``write_task()`` in each task,
     ``commit(tasks)`` or ``abort()`` on the driver. Plain metadata, picklable (Spark ships it
-    to tasks); filesystems are rebuilt where used."""
+    to tasks); filesystems are rebuilt where used. ``partition_by`` is taken as given: the
+    entry points resolve it against the table first (:func:`target_partition_by`)."""
 
     def __init__(self, url: str, schema: pa.Schema, *, format: str | FileFormat = "parquet",  # noqa: A002
                  partition_by: Sequence[str] = (), mode: str = "append",
@@ -1117,7 +1125,8 @@ def write_table(url: str, data: pa.Table | pa.RecordBatch | Iterable[pa.RecordBa
                 storage_options: dict[str, Any] | None = None,
                 max_records_per_file: int | None = None, compression: str | None = None,
                 **format_options: Any) -> WriteResult:
-    """Write ``data`` to the table at ``url``, Hive-partitioned by ``partition_by``.
+    """Write ``data`` to the table at ``url``, Hive-partitioned by ``partition_by`` (by
+    default, an existing table's own partition columns: :func:`target_partition_by`).
 
     ``mode``: ``append`` (default), ``overwrite`` (``partition_overwrite_mode`` ``static``:
     the whole table; ``dynamic``: only the partitions written), ``error`` (fail if the table
@@ -1126,10 +1135,15 @@ def write_table(url: str, data: pa.Table | pa.RecordBatch | Iterable[pa.RecordBa
     before it deletes the staged files and leaves the table as it was.
     """
     schema, batches = _schema_and_batches(data)
+    looked = Counters()
+    partition_by = target_partition_by(url, schema, partition_by, mode=mode,
+                                       partition_overwrite_mode=partition_overwrite_mode,
+                                       storage_options=storage_options, counters=looked)
     job = WriteJob(url, schema, format=format, partition_by=partition_by, mode=mode,
                    partition_overwrite_mode=partition_overwrite_mode,
                    storage_options=storage_options, max_records_per_file=max_records_per_file,
                    compression=compression, **format_options)
+    job.setup_metrics.add_all(looked)
     job.setup()
     try:
         task = job.write_task(batches)
@@ -1203,3 +1217,70 @@ def _partition_by(columns: Sequence[str] | str, schema: pa.Schema) -> list[str]:
     if out and len(out) == len(schema.names):
         raise OptionError("partition_by cannot name every column: the files would hold none")
     return out
+
+
+# --- the target's layout, before a job starts ------------------------------------------------
+
+def target_partition_by(url: str, schema: pa.Schema, partition_by: Sequence[str] | str = (),
+                        *, mode: str = "append", partition_overwrite_mode: str = "static",
+                        storage_options: dict[str, Any] | None = None,
+                        counters: Counters | None = None) -> list[str]:
+    """The partition columns a write of ``schema`` to ``url`` must use, so that reads see
+    every row it writes and every row the table held (Spark's ``insertInto``).
+
+    The table's layout is discovered as reads discover it (:func:`listing.hive.
+    discover_columns` on the first page of the flat listing: one LIST, counted in
+    ``counters``); only ``append`` and ``overwrite`` look (``error``/``ignore`` write to an
+    empty table or not at all). Invariants, where the table holds visible files:
+
+    - partitioned by ``P``: no ``partition_by`` means ``P`` (an append would otherwise put
+      its files at the root, which reads skip beside partition directories); one other
+      than ``P`` is an :class:`OptionError` naming both, as is data without a column of
+      ``P``; except a static overwrite, which replaces every file (the layout given wins);
+    - not partitioned (files at its root): a ``partition_by`` is refused unless the write
+      is a static overwrite, since its directories would hide the root files from reads;
+    - a layout reads cannot determine (:class:`PartitionLayoutError`) refuses the write.
+    """
+    given = _partition_by(partition_by, schema)
+    mode = _choice("mode", mode, MODES)
+    if mode not in ("append", "overwrite"):
+        return given
+    replaces_all = mode == "overwrite" and str(partition_overwrite_mode).lower() != "dynamic"
+    table = TableUrl.parse(url)
+    if table.glob is not None:
+        return given  # WriteJob refuses it, naming the glob
+    lister = Lister(StorageSpec(table.protocol, dict(storage_options or {})), counters)
+    page = next(iter(lister.pages(table.prefix, delimiter=False)), None)
+    paths = [m.path for m in page.files] if page is not None else []
+    visible = [p for p in paths if not is_hidden_below(table.prefix, p)]
+    if not visible:
+        return given  # a new or empty table takes the layout given
+    try:
+        existing = [n for n, _ in discover_columns(table.prefix, visible, None, table.to_url)]
+    except PartitionLayoutError as err:
+        raise OptionError(f"cannot write to {table}: its partition layout cannot be "
+                          f"determined ({err}); nothing was written") from None
+    if replaces_all and (given or not all(n in schema.names for n in existing)):
+        return given  # every old file goes: nothing the write leaves is hidden
+    if not existing:
+        if given and not replaces_all:
+            raise OptionError(
+                f"{table} is not partitioned (its files sit at its root) but the write has "
+                f"partition_by={given}: reads would skip its root files beside the new "
+                "partition directories; write without partition_by, or overwrite the whole "
+                "table (mode='overwrite', partition_overwrite_mode='static')")
+        return given
+    if not given:
+        missing = [n for n in existing if n not in schema.names]
+        if missing:
+            raise OptionError(
+                f"{table} is partitioned by {existing} but the data has no column "
+                f"{', '.join(map(repr, missing))} (columns: {', '.join(schema.names)}); "
+                "files written without them would sit where reads skip them")
+        return _partition_by(existing, schema)
+    if given != existing:
+        raise OptionError(
+            f"partition_by={given} disagrees with the partition columns of {table}, "
+            f"{existing}: reads would skip one of the two layouts; give "
+            f"partition_by={existing} (or none)")
+    return given

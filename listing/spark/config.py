@@ -22,6 +22,10 @@ from listing.spark.option_values import json_object, storage_value
 from listing.table import ListingTable
 from listing.url import is_glob
 
+#: the option naming which of a write's options the catalog table stored (set by the
+#: extension's ListingCatalogOptions.java): those only reads take are not the write's
+CATALOG_OPTIONS = "listing.catalog_options"
+
 #: session conf the extension reads the option registry from (OptionRegistry.java); not a
 #: ``spark.*`` name, which Spark would copy into every task's properties
 REGISTRY_CONF = "listing.optionRegistry"
@@ -80,6 +84,7 @@ class SourceConfig:
     def parse(cls, options: dict[str, str]) -> SourceConfig:
         opts = {k.lower(): v for k, v in options.items()}
         spark_filters = decode_filters(opts.pop(FILTERS_OPTION, None))
+        opts.pop(CATALOG_OPTIONS, None)  # a write's (listing.spark.writer.write_options)
         for key in [k for k in opts if k.startswith(CATALOG_COPY_PREFIX)]:  # catalog copies
             opts.setdefault(key[len(CATALOG_COPY_PREFIX):], opts.pop(key))
         if not opts.get("path") and opts.get("location"):
@@ -103,8 +108,13 @@ class SourceConfig:
                               "reads Hive-partitioned tables and infers their partitions")
         url = opts.get("path")
         if not url:
-            raise OptionError("the listing source needs a path: .load('s3://bucket/prefix/') or "
-                              ".option('path', …)")
+            raise OptionError(
+                "the listing source needs a path: .load('s3://bucket/prefix/'), "
+                ".save(…) or .option('path', …); in SQL, the table's OPTIONS (path '…') "
+                "(CREATE TABLE t USING listing OPTIONS (path 's3://bucket/prefix/')), which "
+                "reach its reads and writes through the listing extension "
+                "(listing.session(), or spark.sql.extensions="
+                "io.github.listing.ListingSparkExtensions)")
         where: list[Any] = [opts["where"]] if opts.get("where") else []
         base_path = None
         folders: list[str] | None = None

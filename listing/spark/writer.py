@@ -15,7 +15,14 @@ session, so the extension puts the session's mode among the write's options
 (``ListingWriteOverwriteMode.java``); without the extension, the mode when the source was
 registered is followed (``listing.register(spark)`` again after changing it).
 Spark does not hand ``.partitionBy(...)`` columns to Python sources: partitioning is the
-``partition_by`` option, and a ``.partitionBy`` is refused by name.
+``partition_by`` option, and a ``.partitionBy`` is refused by name. Without it, a write to an
+existing table partitions by the table's own columns
+(:func:`~listing.write.target_partition_by`).
+
+SQL writes to a catalog table (``INSERT INTO t``, ``df.writeTo("t")``) arrive with the
+table's stored options, put among the write's options by the extension
+(``ListingCatalogOptions.java``), which names them in :data:`CATALOG_OPTIONS`: those that
+shape only reads are dropped here, not refused.
 """
 
 from __future__ import annotations
@@ -32,11 +39,13 @@ from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
 from listing.errors import OptionError
+from listing.metrics import Counters
 from listing.options import registry
 from listing.options.registry import STORAGE_PREFIX
+from listing.spark.config import CATALOG_OPTIONS
 from listing.spark.option_values import json_object, storage_value
 from listing.spark.types import arrow_schema
-from listing.write import TaskCommit, WriteJob, WriteResult
+from listing.write import TaskCommit, WriteJob, WriteResult, target_partition_by
 
 log = logging.getLogger("listing.spark")
 
@@ -77,13 +86,17 @@ def write_options(options: dict[str, str]) -> dict[str, Any]:
             f"the listing source does not take Spark's .partitionBy({names!r}): Spark does "
             "not pass it to Python data sources. Drop .partitionBy and give "
             f".option('partition_by', {names!r})")
+    for key in _read_options_stored(opts):
+        del opts[key]
     for key, instead in READ_ONLY.items():
         if key in opts:
             hint = f"; use option {instead!r}" if instead else ""
             raise OptionError(f"option {key!r} is for reads, not writes{hint}")
     url = opts.pop("path", None) or opts.pop("location", None)
     if not url:
-        raise OptionError("a listing write needs a path: .save('s3://bucket/prefix/')")
+        raise OptionError("a listing write needs a path: .save('s3://bucket/prefix/'); in "
+                          "SQL, the table's OPTIONS (path '…'), which reach its writes "
+                          "through the listing extension (listing.session())")
     kwargs: dict[str, Any] = {"url": url,
                               "format": opts.pop("format", registry.option("format").default)}
     storage: dict[str, Any] = {}
@@ -106,6 +119,20 @@ def write_options(options: dict[str, str]) -> dict[str, Any]:
     return kwargs
 
 
+def _read_options_stored(opts: dict[str, str]) -> list[str]:
+    """The options of ``opts`` (lower-cased; its :data:`CATALOG_OPTIONS` entry removed) that
+    a catalog table stored for its reads: ``CREATE TABLE … OPTIONS (where …, engine …)``
+    shapes its reads, not an ``INSERT`` into it. Storage, format and write options apply."""
+    stored = {k.strip().lower() for k in opts.pop(CATALOG_OPTIONS, "").split(",")}
+    out = []
+    for key in sorted(stored & set(opts)):
+        option = registry.lookup(key)
+        if (option is not None and option.on_write != "take" and option.scope != "format"
+                and key not in ("storage_options", "location")):
+            out.append(key)
+    return out
+
+
 @dataclasses.dataclass
 class ListingCommitMessage(WriterCommitMessage):
     """One task's staged files, sent back to the driver."""
@@ -120,11 +147,18 @@ class ListingWriter(DataSourceArrowWriter):
                  session_conf: dict[str, str] | None = None) -> None:
         kwargs = write_options(options)
         session_mode = (session_conf or {}).get(PARTITION_OVERWRITE_CONF, "static")
-        self.job = WriteJob(kwargs["url"], arrow_schema(schema), format=kwargs["format"],
-                            partition_by=kwargs.get("partition_by") or (),
-                            mode="overwrite" if overwrite else "append",
-                            partition_overwrite_mode=kwargs.get("partition_overwrite_mode",
-                                                                session_mode),
+        mode = "overwrite" if overwrite else "append"
+        overwrite_mode = kwargs.get("partition_overwrite_mode", session_mode)
+        data = arrow_schema(schema)
+        looked = Counters()
+        # an existing table's own partition columns when none are given (insertInto's)
+        partition_by = target_partition_by(
+            kwargs["url"], data, kwargs.get("partition_by") or (), mode=mode,
+            partition_overwrite_mode=overwrite_mode,
+            storage_options=kwargs["storage_options"], counters=looked)
+        self.job = WriteJob(kwargs["url"], data, format=kwargs["format"],
+                            partition_by=partition_by, mode=mode,
+                            partition_overwrite_mode=overwrite_mode,
                             storage_options=kwargs["storage_options"],
                             max_records_per_file=kwargs.get("max_records_per_file"),
                             compression=kwargs.get("compression"),
@@ -132,6 +166,7 @@ class ListingWriter(DataSourceArrowWriter):
                             part_size=kwargs.get("part_size"),
                             overwrite_without_lock=kwargs.get("overwrite_without_lock", False),
                             **kwargs["format_options"])
+        self.job.setup_metrics.add_all(looked)
         self.job.setup()
         self.result: WriteResult | None = None
 

@@ -10,7 +10,8 @@ import scala.runtime.BoxedUnit;
 
 /**
  * {@code spark.sql.extensions} entry point installing the listing rules: {@link
- * ListingNativeEngine} (analysis), then {@link ListingCatalogOptions}, {@link
+ * ListingNativeEngine} (analysis), {@link ListingWriteOverwriteMode#dynamicOverwrites} (post-hoc
+ * resolution), then {@link ListingCatalogOptions}, {@link
  * ListingTableSpecRedaction}, {@link ListingWriteOverwriteMode}, {@link ListingColumnPruning},
  * {@link ListingCountPushdown}, {@link ListingFilterOption} and {@link StalePushdownGuard}
  * (pre-CBO).
@@ -39,6 +40,14 @@ public final class ListingSparkExtensions
           @Override
           public Rule<LogicalPlan> apply(SparkSession session) {
             return new ListingNativeEngine(session);
+          }
+        });
+    // a dynamic overwrite of a listing table, before Spark's capability check refuses it
+    extensions.injectPostHocResolutionRule(
+        new AbstractFunction1<SparkSession, Rule<LogicalPlan>>() {
+          @Override
+          public Rule<LogicalPlan> apply(SparkSession session) {
+            return ListingWriteOverwriteMode.dynamicOverwrites(session);
           }
         });
     // catalog options first (a relation must know its table before anything reads it), then

@@ -1,12 +1,17 @@
 package io.github.listing;
 
+import java.lang.reflect.Method;
+import java.lang.reflect.Modifier;
 import java.util.HashMap;
 import java.util.Locale;
 import java.util.Map;
 
 import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.expressions.Literal;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.plans.logical.OverwriteByExpression;
+import org.apache.spark.sql.catalyst.plans.logical.OverwritePartitionsDynamic;
 import org.apache.spark.sql.catalyst.rules.Rule;
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation;
 import org.apache.spark.sql.execution.datasources.v2.python.PythonTable;
@@ -25,6 +30,14 @@ import scala.jdk.javaapi.CollectionConverters;
  * A Python data source's writer is built in a Python worker from the write's options alone and
  * cannot see the session. This rule runs before {@code V2Writes} builds the write from those
  * options.
+ *
+ * <p>Dynamic overwrites planned by Spark itself: with the session's mode {@code dynamic}, {@code
+ * INSERT OVERWRITE t} (and {@code df.writeTo("t").overwritePartitions()}) plan an {@code
+ * OverwritePartitionsDynamic}, which Spark's capability check refuses for a Python table
+ * ("does not support dynamic overwrite"): a Python data source cannot declare it. {@link
+ * #dynamicAsOption} turns such a write to a {@code listing} table into the overwrite Python
+ * sources do support, with {@code partition_overwrite_mode=dynamic}: the writer then replaces
+ * only the partitions it writes. It runs as a post-hoc resolution rule, before that check.
  */
 public final class ListingWriteOverwriteMode extends Rule<LogicalPlan> {
 
@@ -43,19 +56,94 @@ public final class ListingWriteOverwriteMode extends Rule<LogicalPlan> {
     return plan.transformUp(fill);
   }
 
+  /** The post-hoc resolution rule: {@link #dynamicAsOption} on every node. */
+  static Rule<LogicalPlan> dynamicOverwrites(SparkSession session) {
+    ListingWriteOverwriteMode rule = new ListingWriteOverwriteMode(session);
+    NodeRewrite rewrite = new NodeRewrite(rule::dynamicAsOption);
+    return new Rule<LogicalPlan>() {
+      @Override
+      public LogicalPlan apply(LogicalPlan plan) {
+        return plan.transformUp(rewrite);
+      }
+    };
+  }
+
+  /**
+   * A dynamic overwrite of a {@code listing} table as an overwrite of the whole table whose
+   * option {@code partition_overwrite_mode=dynamic} narrows it to the partitions written, or
+   * null. Built with {@code OverwriteByExpression}'s own {@code byName}/{@code byPosition}
+   * (found by name, their trailing arguments at Spark's defaults: their number differs
+   * between Spark lines).
+   */
+  LogicalPlan dynamicAsOption(LogicalPlan plan) {
+    if (!(plan instanceof OverwritePartitionsDynamic)) {
+      return null;
+    }
+    OverwritePartitionsDynamic write = (OverwritePartitionsDynamic) plan;
+    if (listingRelation(write.table()) == null) {
+      return null;
+    }
+    Map<String, String> options = new HashMap<>(CollectionConverters.asJava(write.writeOptions()));
+    options.keySet().removeIf(this::namesTheOption);  // overwritePartitions() is dynamic
+    options.put(OPTION, "dynamic");
+    String factory = write.isByName() ? "byName" : "byPosition";
+    try {
+      for (Method m : OverwriteByExpression.class.getMethods()) {
+        Class<?>[] params = m.getParameterTypes();
+        if (!m.getName().equals(factory) || !Modifier.isStatic(m.getModifiers())
+            || params.length < 4 || params[2] != Expression.class) {
+          continue;
+        }
+        Object[] args = new Object[params.length];
+        args[0] = write.table();
+        args[1] = write.query();
+        args[2] = Literal.TrueLiteral();
+        args[3] = scala.collection.immutable.Map$.MODULE$.from(
+            CollectionConverters.asScala(options));
+        for (int i = 4; i < args.length; i++) {
+          args[i] = OverwriteByExpression.class.getMethod(factory + "$default$" + (i + 1))
+              .invoke(null);
+        }
+        return (LogicalPlan) m.invoke(null, args);
+      }
+    } catch (ReflectiveOperationException e) {
+      log().warn("listing: cannot plan a dynamic overwrite as an option", e);
+    }
+    return null;  // Spark's own error then says dynamic overwrite is not supported
+  }
+
+  /** The listing (or listing_table) relation {@code table} is, or null. */
+  private static DataSourceV2Relation listingRelation(Object table) {
+    if (!(table instanceof DataSourceV2Relation)) {
+      return null;
+    }
+    DataSourceV2Relation rel = (DataSourceV2Relation) table;
+    if (!(rel.table() instanceof PythonTable)
+        || !((PythonTable) rel.table()).name().toLowerCase(Locale.ROOT).startsWith(
+            ListingColumnPruning.SOURCE)) {
+      return null;
+    }
+    return rel;
+  }
+
+  /** Whether {@code key} is a spelling of {@link #OPTION} (with no registry: ours only). */
+  private boolean namesTheOption(String key) {
+    try {
+      OptionRegistry.Option known = OptionRegistry.of(session).lookup(key);
+      return known != null && known.name.equals(OPTION);
+    } catch (ListingNativeEngine.NotNative e) {
+      return key.equalsIgnoreCase(OPTION) || key.equalsIgnoreCase("partitionOverwriteMode");
+    }
+  }
+
   /** The overwrite with the session's mode as its option, or null. */
   private LogicalPlan withSessionMode(LogicalPlan plan) {
     if (!(plan instanceof OverwriteByExpression)) {
       return null;
     }
     OverwriteByExpression write = (OverwriteByExpression) plan;
-    if (!(write.table() instanceof DataSourceV2Relation)) {
-      return null;
-    }
-    DataSourceV2Relation rel = (DataSourceV2Relation) write.table();
-    if (!(rel.table() instanceof PythonTable)
-        || !((PythonTable) rel.table()).name().toLowerCase(Locale.ROOT).startsWith(
-            ListingColumnPruning.SOURCE)) {
+    DataSourceV2Relation rel = listingRelation(write.table());
+    if (rel == null) {
       return null;  // listing and listing_table only
     }
     OptionRegistry registry;
