@@ -34,7 +34,8 @@ def open_parquet(fs: Any, file: PartitionedFile, *, data: bool = True) -> pq.Par
     only the footer is fetched (a schema, row counts)."""
     try:
         handle = open_input(fs, file, whole_if_small=data)
-        return pq.ParquetFile(handle, pre_buffer=True)
+        # INT96 in microseconds, Spark's unit: nanoseconds overflow before 1677 and after 2262
+        return pq.ParquetFile(handle, pre_buffer=True, coerce_int96_timestamp_unit="us")
     except Exception as err:  # noqa: BLE001 - classified, never swallowed
         raise_as(read_failure(file.path, err, "not a readable Parquet file"), err)
 
@@ -116,16 +117,47 @@ class ParquetFormat(FileFormat):
         fs = storage.filesystem()
 
         def footer(f: PartitionedFile) -> tuple[str, pa.Schema]:
-            return f.path, open_parquet(fs, f, data=False).schema_arrow.remove_metadata()
+            return f.path, arrow_schema(open_parquet(fs, f, data=False))
 
         if not self.options["merge_schema"] or len(files) == 1:
             pf = open_parquet(fs, files[0], data=False)
-            return Inferred(pf.schema_arrow.remove_metadata(), column_bytes(pf.metadata))
+            return Inferred(arrow_schema(pf), column_bytes(pf.metadata))
         with ThreadPoolExecutor(max_workers=16) as pool:
             return Inferred(unify_schemas(list(pool.map(footer, files))))
 
     def supports_filter(self, expr: Expr) -> Pushdown:
         return Pushdown.INEXACT
+
+
+def arrow_schema(pf: pq.ParquetFile) -> pa.Schema:
+    """A file's columns as Spark's Parquet reader types them. pyarrow reads an INT96
+    timestamp (Spark's default ``outputTimestampType``, Hive's and Impala's) without a zone;
+    an INT96 is an instant in UTC, which Spark types ``timestamp``, not ``timestamp_ntz``.
+    INT64 timestamps follow their ``isAdjustedToUTC`` flag, as pyarrow and Spark read them."""
+    schema = pf.schema_arrow.remove_metadata()
+    int96 = int96_columns(pf.metadata)
+    if not int96:
+        return schema
+    return pa.schema([f.with_type(pa.timestamp("us", tz="UTC")) if f.name in int96 else f
+                      for f in schema])
+
+
+def int96_columns(md: pq.FileMetaData) -> frozenset[str]:
+    """Top-level columns stored as INT96 timestamps (a nested one is read as pyarrow reads
+    it, without a zone)."""
+    schema = md.schema
+    return frozenset(schema.column(i).path for i in range(md.num_columns)
+                     if schema.column(i).physical_type == "INT96"
+                     and "." not in schema.column(i).path)
+
+
+def _as_utc(batch: pa.RecordBatch, int96: frozenset[str]) -> pa.RecordBatch:
+    """``batch`` with its INT96 columns typed as instants in UTC (:func:`arrow_schema`)."""
+    if not int96.intersection(batch.schema.names):
+        return batch
+    arrays = [a.cast(pa.timestamp("us", tz="UTC")) if n in int96 else a
+              for n, a in zip(batch.schema.names, batch.columns, strict=True)]
+    return pa.RecordBatch.from_arrays(arrays, names=batch.schema.names)
 
 
 def column_bytes(md: pq.FileMetaData) -> dict[str, int]:
@@ -165,9 +197,11 @@ class ParquetOpener(FileOpener):
         # one row group per call: pre_buffer caches every row group it is given for the
         # reader's lifetime, so one call for the whole file held the whole file in memory
         assert pf is not None  # columns are read: the file was opened
+        int96 = int96_columns(md)
         for rg in groups:
-            yield from pf.iter_batches(batch_size=src.batch_size, row_groups=[rg],
-                                       columns=columns, use_threads=False)
+            for batch in pf.iter_batches(batch_size=src.batch_size, row_groups=[rg],
+                                         columns=columns, use_threads=False):
+                yield _as_utc(batch, int96)
 
     def _row_groups(self, md: pq.FileMetaData, file: PartitionedFile,
                     present: set[str]) -> list[int]:

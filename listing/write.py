@@ -85,7 +85,7 @@ from listing.formats.base import FileFormat, FileSink, FileWriter
 from listing.hive import escape_path_name, is_hidden, is_hidden_below, partition_path
 from listing.list_cache import CACHE
 from listing.metrics import Counters, CountersView
-from listing.options import registry
+from listing.options import parse_time_zone, registry
 from listing.storage import multipart
 from listing.storage.lister import ObjectMeta
 from listing.storage.spec import StorageSpec
@@ -366,9 +366,11 @@ class WriteJob:
                  max_records_per_file: int | str | None = None, compression: str | None = None,
                  job_id: str | None = None, recover_after: float = RECOVER_AFTER,
                  commit_protocol: str = "auto", part_size: int | str | None = None,
-                 overwrite_without_lock: bool | str = False,
+                 overwrite_without_lock: bool | str = False, time_zone: str = "UTC",
                  **format_options: Any) -> None:
         self.recover_after = recover_after
+        #: the zone a timestamp partition value is spelled in (Spark's session time zone)
+        self.time_zone = parse_time_zone(time_zone, "time_zone")
         # Spark's maxRecordsPerFile 0: no limit; part_size "": the default
         given = registry.parse({
             "overwrite_without_lock": overwrite_without_lock,
@@ -572,7 +574,7 @@ class WriteJob:
                     raise PartitionValueError(
                         f"partition column {name!r} holds a value with a NUL byte "
                         f"({value!r}): no store keeps it in a path; nothing was written")
-            path = partition_path(pairs)
+            path = partition_path(pairs, self.time_zone)
             if key_room is not None and len(path.encode()) > key_room:
                 raise PartitionValueError(
                     f"partition {path.rstrip('/')!r} makes S3 keys under {self.url} longer "
