@@ -27,7 +27,7 @@ from typing import Any
 import pyarrow as pa
 
 from listing.errors import OptionError, PartitionLayoutError, PartitionValueError
-from listing.options import parse_time_zone, zone_info
+from listing.options import zone_info
 
 log = logging.getLogger("listing")
 
@@ -333,10 +333,9 @@ def _parse_timestamp(value: str, time_zone: str | None = "UTC") -> dt.datetime:
 def in_time_zone(columns: PartitionColumns, time_zone: str) -> list[tuple[str, pa.DataType]]:
     """``columns`` with each timestamp's zone set to ``time_zone``, the zone its values are
     read in (:func:`parse_value`); a timestamp without a zone (Spark's ``timestamp_ntz``)
-    stays one."""
-    zone = parse_time_zone(time_zone, "time_zone")
-    return [(n, pa.timestamp(t.unit, tz=zone) if pa.types.is_timestamp(t) and t.tz is not None
-             and t.tz != zone else t) for n, t in columns]
+    stays one. ``time_zone`` is spelled as the option ``time_zone`` spells it."""
+    return [(n, pa.timestamp(t.unit, tz=time_zone) if pa.types.is_timestamp(t)
+             and t.tz is not None and t.tz != time_zone else t) for n, t in columns]
 
 
 def parse_value(raw: str, type_: pa.DataType, *, column: str, path: str) -> Any:

@@ -85,7 +85,7 @@ from listing.formats.base import FileFormat, FileSink, FileWriter
 from listing.hive import escape_path_name, is_hidden, is_hidden_below, partition_path
 from listing.list_cache import CACHE
 from listing.metrics import Counters, CountersView
-from listing.options import parse_time_zone, registry
+from listing.options import registry
 from listing.storage import multipart
 from listing.storage.lister import ObjectMeta
 from listing.storage.spec import StorageSpec
@@ -370,7 +370,7 @@ class WriteJob:
                  **format_options: Any) -> None:
         self.recover_after = recover_after
         #: the zone a timestamp partition value is spelled in (Spark's session time zone)
-        self.time_zone = parse_time_zone(time_zone, "time_zone")
+        self.time_zone: str = registry.parse({"time_zone": time_zone}, "listing")["time_zone"]
         # Spark's maxRecordsPerFile 0: no limit; part_size "": the default
         given = registry.parse({
             "overwrite_without_lock": overwrite_without_lock,

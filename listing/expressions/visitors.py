@@ -27,7 +27,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from listing.errors import FilterError
-from listing.options import zone_info
 from listing.expressions.model import (
     MAX_DEPTH,
     UNKNOWN,
@@ -48,6 +47,7 @@ from listing.expressions.model import (
     conjuncts,
     flatten,
 )
+from listing.options import zone_info
 
 TRUE, FALSE, NULL = True, False, None
 ANY: frozenset = frozenset({TRUE, FALSE, NULL})
