@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
@@ -9,8 +11,10 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from listing.errors import FileReadError
 from listing.expressions import UNKNOWN, Domain, Expr, Known, ValueRange, may_be_true
 from listing.files import PartitionedFile
 from listing.formats.base import (
@@ -151,6 +155,54 @@ def int96_columns(md: pq.FileMetaData) -> frozenset[str]:
                      and "." not in schema.column(i).path)
 
 
+#: Spark's footer keys of a file written in its LEGACY calendar mode
+#: (``spark.sql.parquet.datetimeRebaseModeInWrite``/``int96RebaseModeInWrite``): its dates
+#: and timestamps are Julian-calendar values, which Spark's reader rebases back
+_LEGACY_KEYS = {b"org.apache.spark.legacyDateTime": "date",
+                b"org.apache.spark.legacyINT96": "int96"}
+_SPARK_VERSION = b"org.apache.spark.version"
+#: the first day both calendars agree on; a timestamp earlier than 1900 may be rebased in a
+#: zone's local mean time
+_GREGORIAN_START = dt.date(1582, 10, 15)
+_REBASED_BEFORE = dt.datetime(1900, 1, 1, tzinfo=dt.UTC)
+
+
+def legacy_calendar(md: pq.FileMetaData) -> frozenset[str]:
+    """Which values (``date``: dates and INT64 timestamps, ``int96``) of a file Spark
+    rebases from the Julian calendar when it reads it, by Spark's rule: written by Spark in
+    LEGACY mode, or by Spark before 3.0 (3.1 for INT96)."""
+    kv = md.metadata or {}
+    kinds = {kind for key, kind in _LEGACY_KEYS.items() if key in kv}
+    version = kv.get(_SPARK_VERSION)
+    if version is not None:
+        parts = tuple(int(p) for p in re.findall(rb"\d+", version)[:2])
+        kinds |= {"date", "int96"} if parts < (3, 0) else {"int96"} if parts < (3, 1) else set()
+    return frozenset(kinds)
+
+
+def check_calendar(batch: pa.RecordBatch, legacy: frozenset[str], int96: frozenset[str],
+                   path: str) -> None:
+    """Refuse a legacy-calendar value (:func:`legacy_calendar`) this reader would read
+    otherwise than Spark: dates before the Gregorian calendar's start, timestamps before
+    1900 (Spark's reader rebases them; pyarrow does not)."""
+    for name, array in zip(batch.schema.names, batch.columns, strict=True):
+        t = array.type
+        kind = "int96" if name in int96 else "date"
+        if kind not in legacy or not (pa.types.is_date(t) or pa.types.is_timestamp(t)):
+            continue
+        low = pc.min(array).as_py()
+        if low is None:
+            continue
+        limit: Any = _GREGORIAN_START if pa.types.is_date(t) else (
+            _REBASED_BEFORE if t.tz is not None else _REBASED_BEFORE.replace(tzinfo=None))
+        if low < limit:
+            raise FileReadError(
+                f"column {name!r} of {path} holds {low}, written by Spark in its LEGACY "
+                "(Julian) calendar mode, which Spark's reader rebases and this reader does "
+                "not: read this table with engine=native, or rewrite it in Spark's "
+                "default CORRECTED mode")
+
+
 def _as_utc(batch: pa.RecordBatch, int96: frozenset[str]) -> pa.RecordBatch:
     """``batch`` with its INT96 columns typed as instants in UTC (:func:`arrow_schema`)."""
     if not int96.intersection(batch.schema.names):
@@ -198,9 +250,12 @@ class ParquetOpener(FileOpener):
         # reader's lifetime, so one call for the whole file held the whole file in memory
         assert pf is not None  # columns are read: the file was opened
         int96 = int96_columns(md)
+        legacy = legacy_calendar(md)
         for rg in groups:
             for batch in pf.iter_batches(batch_size=src.batch_size, row_groups=[rg],
                                          columns=columns, use_threads=False):
+                if legacy:
+                    check_calendar(batch, legacy, int96, file.path)
                 yield _as_utc(batch, int96)
 
     def _row_groups(self, md: pq.FileMetaData, file: PartitionedFile,

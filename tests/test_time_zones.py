@@ -20,6 +20,7 @@ import pyarrow as pa
 import pytest
 
 from listing import ListingTable
+from listing.errors import FileReadError
 from listing.write import write_table
 
 #: session zones: UTC, one with daylight saving, a half-hour offset, a 45-minute one
@@ -202,3 +203,35 @@ def utc_rows() -> list[tuple[int, dt.datetime | None]]:
         out.append((int(id_), None if ts == "NULL"
                     else dt.datetime.fromisoformat(text).replace(tzinfo=dt.UTC)))
     return out
+
+
+REBASE_CONFS = ("spark.sql.parquet.datetimeRebaseModeInWrite",
+                "spark.sql.parquet.int96RebaseModeInWrite")
+
+
+def test_legacy_calendar_files_are_refused_not_misread(spark, tmp_path):
+    """A file Spark wrote in its LEGACY calendar mode holds Julian-calendar values that
+    Spark's reader rebases: the native engine (Spark's reader) reads them as Spark does,
+    the Python engine and API refuse them, naming the column and the way out, rather than
+    read other dates."""
+    root = str(tmp_path / "legacy")
+    former = {name: spark.conf.get(name) for name in REBASE_CONFS}
+    with session_zone(spark, "UTC"):
+        try:
+            for name in REBASE_CONFS:
+                spark.conf.set(name, "LEGACY")
+            spark.sql("SELECT 1 AS id, DATE '1000-01-01' AS d, "
+                      "TIMESTAMP '1000-01-01 12:00:00' AS t").write.parquet(root)
+        finally:
+            for name, value in former.items():
+                spark.conf.set(name, value)
+        shown = ("id", "cast(d AS string)", "cast(t AS string)")
+        want = spark.read.parquet(root).selectExpr(*shown).collect()
+        assert [tuple(r) for r in want] == [(1, "1000-01-01", "1000-01-01 12:00:00")]
+        native = spark.read.format("listing").option("engine", "native").load(root)
+        assert native.selectExpr(*shown).collect() == want
+        python = spark.read.format("listing").option("engine", "python").load(root)
+        with pytest.raises(Exception, match="LEGACY .*engine=native"):
+            python.selectExpr(*shown).collect()
+    with pytest.raises(FileReadError, match="column 'd' .* LEGACY"):
+        ListingTable.open(root).to_arrow(columns=["d"])
