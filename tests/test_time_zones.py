@@ -235,3 +235,42 @@ def test_legacy_calendar_files_are_refused_not_misread(spark, tmp_path):
             python.selectExpr(*shown).collect()
     with pytest.raises(FileReadError, match="column 'd' .* LEGACY"):
         ListingTable.open(root).to_arrow(columns=["d"])
+
+
+def test_time_zone_spellings_as_spark_takes_them(tmp_path):
+    """The option takes what spark.sql.session.timeZone takes: regions, UTC, offsets."""
+    from listing.errors import OptionError
+    from listing.options import registry
+
+    def zone(text):
+        return registry.parse({"time_zone": text}, "listing")["time_zone"]
+    assert [zone(z) for z in ("Z", "UTC", "GMT+8", "UTC-03:30", "+05:30", "Pacific/Chatham")
+            ] == ["UTC", "UTC", "+08:00", "-03:30", "+05:30", "Pacific/Chatham"]
+    with pytest.raises(OptionError, match="time_zone='Mars/Base'"):
+        zone("Mars/Base")
+    # an offset zone types the column with it
+    t = ListingTable.open(_one_partition(str(tmp_path)), time_zone="GMT+5:30")
+    assert t.schema.field("ts").type == pa.timestamp("us", tz="+05:30")
+    assert micros(t.to_arrow().column("ts")[0].as_py()) == micros(
+        dt.datetime(2026, 1, 1, 0, 30, tzinfo=dt.UTC))
+
+
+def _one_partition(root: str) -> str:
+    import pyarrow.parquet as pq
+
+    os.makedirs(f"{root}/ts=2026-01-01 06%3A00%3A00")
+    pq.write_table(pa.table({"id": [1]}), f"{root}/ts=2026-01-01 06%3A00%3A00/p.parquet")
+    return root
+
+
+def test_skipped_and_repeated_local_times_read_as_sparks_cast():
+    """A local time the clock skips is read one gap later, a repeated one as its earlier
+    instant (Java's LocalDateTime.atZone, which Spark's Cast uses)."""
+    from listing.hive import parse_value
+
+    la = pa.timestamp("us", tz="America/Los_Angeles")
+
+    def read(raw):
+        return parse_value(raw, la, column="ts", path="p")
+    assert read("2026-03-08 02%3A30%3A00") == dt.datetime(2026, 3, 8, 10, 30, tzinfo=dt.UTC)
+    assert read("2026-11-01 01%3A30%3A00") == dt.datetime(2026, 11, 1, 8, 30, tzinfo=dt.UTC)
