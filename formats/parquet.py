@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
@@ -9,8 +11,10 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from listing.errors import FileReadError
 from listing.expressions import UNKNOWN, Domain, Expr, Known, ValueRange, may_be_true
 from listing.files import PartitionedFile
 from listing.formats.base import (
@@ -34,7 +38,8 @@ def open_parquet(fs: Any, file: PartitionedFile, *, data: bool = True) -> pq.Par
     only the footer is fetched (a schema, row counts)."""
     try:
         handle = open_input(fs, file, whole_if_small=data)
-        return pq.ParquetFile(handle, pre_buffer=True)
+        # INT96 in microseconds, Spark's unit: nanoseconds overflow before 1677 and after 2262
+        return pq.ParquetFile(handle, pre_buffer=True, coerce_int96_timestamp_unit="us")
     except Exception as err:  # noqa: BLE001 - classified, never swallowed
         raise_as(read_failure(file.path, err, "not a readable Parquet file"), err)
 
@@ -116,16 +121,95 @@ class ParquetFormat(FileFormat):
         fs = storage.filesystem()
 
         def footer(f: PartitionedFile) -> tuple[str, pa.Schema]:
-            return f.path, open_parquet(fs, f, data=False).schema_arrow.remove_metadata()
+            return f.path, arrow_schema(open_parquet(fs, f, data=False))
 
         if not self.options["merge_schema"] or len(files) == 1:
             pf = open_parquet(fs, files[0], data=False)
-            return Inferred(pf.schema_arrow.remove_metadata(), column_bytes(pf.metadata))
+            return Inferred(arrow_schema(pf), column_bytes(pf.metadata))
         with ThreadPoolExecutor(max_workers=16) as pool:
             return Inferred(unify_schemas(list(pool.map(footer, files))))
 
     def supports_filter(self, expr: Expr) -> Pushdown:
         return Pushdown.INEXACT
+
+
+def arrow_schema(pf: pq.ParquetFile) -> pa.Schema:
+    """A file's columns as Spark's Parquet reader types them. pyarrow reads an INT96
+    timestamp (Spark's default ``outputTimestampType``, Hive's and Impala's) without a zone;
+    an INT96 is an instant in UTC, which Spark types ``timestamp``, not ``timestamp_ntz``.
+    INT64 timestamps follow their ``isAdjustedToUTC`` flag, as pyarrow and Spark read them."""
+    schema = pf.schema_arrow.remove_metadata()
+    int96 = int96_columns(pf.metadata)
+    if not int96:
+        return schema
+    return pa.schema([f.with_type(pa.timestamp("us", tz="UTC")) if f.name in int96 else f
+                      for f in schema])
+
+
+def int96_columns(md: pq.FileMetaData) -> frozenset[str]:
+    """Top-level columns stored as INT96 timestamps (a nested one is read as pyarrow reads
+    it, without a zone)."""
+    schema = md.schema
+    return frozenset(schema.column(i).path for i in range(md.num_columns)
+                     if schema.column(i).physical_type == "INT96"
+                     and "." not in schema.column(i).path)
+
+
+#: Spark's footer keys of a file written in its LEGACY calendar mode
+#: (``spark.sql.parquet.datetimeRebaseModeInWrite``/``int96RebaseModeInWrite``): its dates
+#: and timestamps are Julian-calendar values, which Spark's reader rebases back
+_LEGACY_KEYS = {b"org.apache.spark.legacyDateTime": "date",
+                b"org.apache.spark.legacyINT96": "int96"}
+_SPARK_VERSION = b"org.apache.spark.version"
+#: the first day both calendars agree on; a timestamp earlier than 1900 may be rebased in a
+#: zone's local mean time
+_GREGORIAN_START = dt.date(1582, 10, 15)
+_REBASED_BEFORE = dt.datetime(1900, 1, 1, tzinfo=dt.UTC)
+
+
+def legacy_calendar(md: pq.FileMetaData) -> frozenset[str]:
+    """Which values (``date``: dates and INT64 timestamps, ``int96``) of a file Spark
+    rebases from the Julian calendar when it reads it, by Spark's rule: written by Spark in
+    LEGACY mode, or by Spark before 3.0 (3.1 for INT96)."""
+    kv = md.metadata or {}
+    kinds = {kind for key, kind in _LEGACY_KEYS.items() if key in kv}
+    version = kv.get(_SPARK_VERSION)
+    if version is not None:
+        parts = tuple(int(p) for p in re.findall(rb"\d+", version)[:2])
+        kinds |= {"date", "int96"} if parts < (3, 0) else {"int96"} if parts < (3, 1) else set()
+    return frozenset(kinds)
+
+
+def check_calendar(batch: pa.RecordBatch, legacy: frozenset[str], int96: frozenset[str],
+                   path: str) -> None:
+    """Refuse a legacy-calendar value (:func:`legacy_calendar`) this reader would read
+    otherwise than Spark: dates before the Gregorian calendar's start, timestamps before
+    1900 (Spark's reader rebases them; pyarrow does not)."""
+    for name, array in zip(batch.schema.names, batch.columns, strict=True):
+        t = array.type
+        kind = "int96" if name in int96 else "date"
+        if kind not in legacy or not (pa.types.is_date(t) or pa.types.is_timestamp(t)):
+            continue
+        low = pc.min(array).as_py()
+        if low is None:
+            continue
+        limit: Any = _GREGORIAN_START if pa.types.is_date(t) else (
+            _REBASED_BEFORE if t.tz is not None else _REBASED_BEFORE.replace(tzinfo=None))
+        if low < limit:
+            raise FileReadError(
+                f"column {name!r} of {path} holds {low}, written by Spark in its LEGACY "
+                "(Julian) calendar mode, which Spark's reader rebases and this reader does "
+                "not: read this table with engine=native, or rewrite it in Spark's "
+                "default CORRECTED mode")
+
+
+def _as_utc(batch: pa.RecordBatch, int96: frozenset[str]) -> pa.RecordBatch:
+    """``batch`` with its INT96 columns typed as instants in UTC (:func:`arrow_schema`)."""
+    if not int96.intersection(batch.schema.names):
+        return batch
+    arrays = [a.cast(pa.timestamp("us", tz="UTC")) if n in int96 else a
+              for n, a in zip(batch.schema.names, batch.columns, strict=True)]
+    return pa.RecordBatch.from_arrays(arrays, names=batch.schema.names)
 
 
 def column_bytes(md: pq.FileMetaData) -> dict[str, int]:
@@ -165,9 +249,14 @@ class ParquetOpener(FileOpener):
         # one row group per call: pre_buffer caches every row group it is given for the
         # reader's lifetime, so one call for the whole file held the whole file in memory
         assert pf is not None  # columns are read: the file was opened
+        int96 = int96_columns(md)
+        legacy = legacy_calendar(md)
         for rg in groups:
-            yield from pf.iter_batches(batch_size=src.batch_size, row_groups=[rg],
-                                       columns=columns, use_threads=False)
+            for batch in pf.iter_batches(batch_size=src.batch_size, row_groups=[rg],
+                                         columns=columns, use_threads=False):
+                if legacy:
+                    check_calendar(batch, legacy, int96, file.path)
+                yield _as_utc(batch, int96)
 
     def _row_groups(self, md: pq.FileMetaData, file: PartitionedFile,
                     present: set[str]) -> list[int]:

@@ -28,6 +28,7 @@ from typing import Any
 import pyarrow as pa
 
 from listing.errors import OptionError, PartitionLayoutError, PartitionValueError
+from listing.options import zone_info
 
 log = logging.getLogger("listing")
 
@@ -64,21 +65,22 @@ def escape_path_name(value: str) -> str:
     return "".join(f"%{ord(c):02X}" if c in _ESCAPED else c for c in value)
 
 
-def value_text(value: Any) -> str | None:
+def value_text(value: Any, time_zone: str = "UTC") -> str | None:
     """The unescaped text Spark writes for a partition value; None for the Hive null
-    (None, and ``""``, which Spark writes as null too). Timestamps are written in UTC,
-    without the offset and without trailing zeros of the fraction."""
+    (None, and ``""``, which Spark writes as null too). A timestamp is written as its
+    local time in ``time_zone`` (Spark's session time zone), without the offset and
+    without trailing zeros of the fraction."""
     if value is None or value == "":
         return None
-    return _text(value)
+    return _text(value, time_zone)
 
 
-def _text(value: Any) -> str:
+def _text(value: Any, time_zone: str = "UTC") -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, dt.datetime):
         if value.tzinfo is not None:
-            value = value.astimezone(dt.UTC).replace(tzinfo=None)
+            value = value.astimezone(zone_info(time_zone)).replace(tzinfo=None)
         text = value.strftime("%Y-%m-%d %H:%M:%S")
         return text + (f".{value.microsecond:06d}".rstrip("0") if value.microsecond else "")
     if isinstance(value, dt.date):
@@ -101,10 +103,14 @@ def partition_segment(name: str, value: Any,
     return f"{escape_path_name(name)}={spelled}"
 
 
-def partition_path(values: Sequence[tuple[str, Any]]) -> str:
+def partition_path(values: Sequence[tuple[str, Any]], time_zone: str = "UTC") -> str:
     """``k1=v1/k2=v2/`` for ``[(k1, v1), (k2, v2)]``, each segment as
-    :func:`partition_segment` spells it: what the reader and Spark decode back."""
-    return "".join(partition_segment(name, value) + "/" for name, value in values)
+    :func:`partition_segment` spells it (timestamps in ``time_zone``): what the reader and
+    Spark (in a session of that time zone) decode back."""
+    def text(value: Any) -> str | None:
+        return value_text(value, time_zone)
+
+    return "".join(partition_segment(name, value, text) + "/" for name, value in values)
 
 
 def cast_text(value: Any) -> str | None:
@@ -335,9 +341,23 @@ def infer_column_type(raws: list[str]) -> pa.DataType:
 
 # --- typed values ----------------------------------------------------------------------
 
-def _parse_timestamp(value: str) -> dt.datetime:
+def _parse_timestamp(value: str, time_zone: str | None = "UTC") -> dt.datetime:
+    """The instant a timestamp partition value names: its local time in ``time_zone`` (as
+    Spark casts it in the session time zone; a time a clock skips, in a gap of daylight
+    saving, is read one gap later and a repeated one as its earlier instant, as Java's
+    ``LocalDateTime.atZone``)."""
     parsed = dt.datetime.fromisoformat(value.replace(" ", "T"))
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.UTC)
+    if parsed.tzinfo:
+        return parsed
+    return parsed.replace(tzinfo=zone_info(time_zone or "UTC")).astimezone(dt.UTC)
+
+
+def in_time_zone(columns: PartitionColumns, time_zone: str) -> list[tuple[str, pa.DataType]]:
+    """``columns`` with each timestamp's zone set to ``time_zone``, the zone its values are
+    read in (:func:`parse_value`); a timestamp without a zone (Spark's ``timestamp_ntz``)
+    stays one. ``time_zone`` is spelled as the option ``time_zone`` spells it."""
+    return [(n, pa.timestamp(t.unit, tz=time_zone) if pa.types.is_timestamp(t)
+             and t.tz is not None and t.tz != time_zone else t) for n, t in columns]
 
 
 def parse_value(raw: str, type_: pa.DataType, *, column: str, path: str) -> Any:
@@ -380,7 +400,7 @@ def _convert(value: str, type_: pa.DataType) -> Any:
     if pa.types.is_timestamp(type_):
         if not (_TIMESTAMP_CAST.fullmatch(value) or _DATE.fullmatch(value)):
             raise ValueError(value)
-        return _parse_timestamp(value)
+        return _parse_timestamp(value, type_.tz)
     if pa.types.is_time(type_):
         if not _TIME_CAST.fullmatch(value):
             raise ValueError(value)

@@ -39,7 +39,13 @@ from listing.file_stream import ReadSpec
 from listing.files import FILE_METADATA, FILE_METADATA_FIELD, PartitionedFile, whole_file
 from listing.formats.base import FileFormat, Inferred
 from listing.gc_pause import gc_paused
-from listing.hive import discover_columns, is_hidden_below, partition_type, respelled_names
+from listing.hive import (
+    discover_columns,
+    in_time_zone,
+    is_hidden_below,
+    partition_type,
+    respelled_names,
+)
 from listing.list_cache import CACHE, CachedLister
 from listing.metrics import Counters, CountersView
 from listing.options import ListingOptions
@@ -97,7 +103,8 @@ class ListingTable:
         self.column_bytes = column_bytes
         self.storage = storage
         self.format = fmt
-        self.partition_cols = partition_cols
+        #: timestamps typed in the zone their values are read in (options.time_zone)
+        self.partition_cols = in_time_zone(partition_cols, options.time_zone)
         self.file_schema = file_schema
         self.options = options
         #: what ``open()`` cost: ``list_requests``, ``data_files_opened``
@@ -106,7 +113,8 @@ class ListingTable:
         # has listed a key (every listed key is checked); until then an empty scan checks
         self._learned = _Learned(profile, layout_checked=profile is not None)
         extra = [FILE_METADATA_FIELD] if options.include_file_metadata else []
-        self.schema = pa.schema(list(file_schema) + [pa.field(n, t) for n, t in partition_cols]
+        self.schema = pa.schema(list(file_schema)
+                                + [pa.field(n, t) for n, t in self.partition_cols]
                                 + extra)
 
     def __repr__(self) -> str:
@@ -214,7 +222,8 @@ class ListingTable:
         items = [where] if isinstance(where, str | Expr | Bound) else list(where)
         out: list[Bound] = []
         for item in items:
-            bound = bind(parse_predicate(item) if isinstance(item, str) else item, self.schema)
+            bound = bind(parse_predicate(item) if isinstance(item, str) else item, self.schema,
+                         self.options.time_zone)
             out += [Bound(c, self.schema) for c in conjuncts(bound.expr)]
         return out
 

@@ -456,9 +456,11 @@ class WriteJob:
                  max_records_per_file: int | str | None = None, compression: str | None = None,
                  job_id: str | None = None, recover_after: float = RECOVER_AFTER,
                  commit_protocol: str = "auto", part_size: int | str | None = None,
-                 overwrite_without_lock: bool | str = False,
+                 overwrite_without_lock: bool | str = False, time_zone: str = "UTC",
                  **format_options: Any) -> None:
         self.recover_after = recover_after
+        #: the zone a timestamp partition value is spelled in (Spark's session time zone)
+        self.time_zone: str = registry.parse({"time_zone": time_zone}, "listing")["time_zone"]
         # Spark's maxRecordsPerFile 0: no limit; part_size "": the default
         given = registry.parse({
             "overwrite_without_lock": overwrite_without_lock,
@@ -669,7 +671,7 @@ class WriteJob:
                     raise PartitionValueError(
                         f"partition column {name!r} holds a value with a NUL byte "
                         f"({value!r}): no store keeps it in a path; nothing was written")
-            path = partition_path(pairs)
+            path = partition_path(pairs, self.time_zone)
             if key_room is not None and len(path.encode()) > key_room:
                 raise PartitionValueError(
                     f"partition {path.rstrip('/')!r} makes S3 keys under {self.url} longer "

@@ -425,7 +425,8 @@ def test_a_scan_binds_its_filter_once_and_leaves_the_plan_a_value(tmp_path, monk
     assert table.profile is None  # all declared: open() listed nothing
     calls: list[object] = []
     real_bind = table_module.bind
-    monkeypatch.setattr(table_module, "bind", lambda e, s: calls.append(e) or real_bind(e, s))
+    monkeypatch.setattr(table_module, "bind",
+                        lambda e, s, *z: calls.append(e) or real_bind(e, s, *z))
     plan = table.scan(where="date = DATE '2024-01-02' AND id > 1")
     assert len(calls) == 1
     assert str(plan.partition_filter) == "date = DATE '2024-01-02'"

@@ -47,6 +47,7 @@ from listing.expressions.model import (
     conjuncts,
     flatten,
 )
+from listing.options import zone_info
 
 TRUE, FALSE, NULL = True, False, None
 ANY: frozenset = frozenset({TRUE, FALSE, NULL})
@@ -55,8 +56,9 @@ ANY: frozenset = frozenset({TRUE, FALSE, NULL})
 # --- binding ------------------------------------------------------------------------------
 
 class _Binder(ExprVisitor[Expr]):
-    def __init__(self, schema: pa.Schema) -> None:
+    def __init__(self, schema: pa.Schema, time_zone: str | None = None) -> None:
         self.schema = schema
+        self.time_zone = time_zone
         self.by_lower: dict[str, pa.Field] = {}
         for f in schema:
             self.by_lower.setdefault(f.name.lower(), f)
@@ -75,11 +77,11 @@ class _Binder(ExprVisitor[Expr]):
 
     def visit_compare(self, e: Compare) -> Expr:
         f = self.resolve(e.column)
-        return Compare(f.name, e.op, coerce_literal(e.value, f))
+        return Compare(f.name, e.op, coerce_literal(e.value, f, self.time_zone))
 
     def visit_in(self, e: In) -> Expr:
         f = self.resolve(e.column)
-        return In(f.name, tuple(coerce_literal(v, f) for v in e.values))
+        return In(f.name, tuple(coerce_literal(v, f, self.time_zone) for v in e.values))
 
     def visit_isnull(self, e: IsNull) -> Expr:
         return IsNull(self.resolve(e.column).name)
@@ -100,10 +102,12 @@ class _Binder(ExprVisitor[Expr]):
         return Or(tuple(self.visit(c) for c in e.children))
 
 
-def bind(expr: Expr | Bound, schema: pa.Schema) -> Bound:
+def bind(expr: Expr | Bound, schema: pa.Schema, time_zone: str | None = None) -> Bound:
     """Resolve column names (case-insensitively, as Spark does) and coerce literals to each
     column's type, so evaluation compares like with like. Unknown names are errors. A
-    predicate already bound to an equal schema is returned as it is."""
+    predicate already bound to an equal schema is returned as it is. A timestamp literal
+    without a zone, for a column with one, is a local time in ``time_zone`` (Spark's
+    session time zone), else in the column's zone."""
     if isinstance(expr, Bound):
         if expr.schema.equals(schema):
             return expr
@@ -114,7 +118,7 @@ def bind(expr: Expr | Bound, schema: pa.Schema) -> Bound:
     if depth > MAX_DEPTH:
         raise too_deep(depth)
     try:
-        return Bound(_Binder(schema).visit(expr), schema)
+        return Bound(_Binder(schema, time_zone).visit(expr), schema)
     except RecursionError:
         raise too_deep(depth) from None
 
@@ -125,8 +129,10 @@ def too_deep(depth: int | None = None) -> FilterError:
                        "NOT/AND/OR/parentheses after flattening chains of AND and of OR")
 
 
-def coerce_literal(value: Any, field: pa.Field) -> Any:
-    """Convert a literal to the Python type of ``field`` or raise naming both."""
+def coerce_literal(value: Any, field: pa.Field, time_zone: str | None = None) -> Any:
+    """Convert a literal to the Python type of ``field`` or raise naming both (a timestamp
+    without a zone, for a column with one: a local time in ``time_zone``, by default the
+    column's)."""
     t = field.type
     if value is None:
         return None
@@ -164,8 +170,8 @@ def coerce_literal(value: Any, field: pa.Field) -> Any:
                 ts = dt.datetime(value.year, value.month, value.day)
             else:
                 ts = dt.datetime.fromisoformat(str(value).strip().replace(" ", "T"))
-            if t.tz is not None and ts.tzinfo is None:
-                ts = ts.replace(tzinfo=dt.UTC)
+            if t.tz is not None and ts.tzinfo is None:  # a local time
+                ts = ts.replace(tzinfo=zone_info(time_zone or t.tz)).astimezone(dt.UTC)
             if t.tz is None and ts.tzinfo is not None:
                 ts = ts.astimezone(dt.UTC).replace(tzinfo=None)
             return ts

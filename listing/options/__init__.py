@@ -13,6 +13,7 @@ import datetime as dt
 import difflib
 import functools
 import re
+import zoneinfo
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields
 from typing import Any
@@ -108,6 +109,43 @@ def parse_timestamp(value: Any, name: str = "option") -> dt.datetime:
             raise OptionError(f"option {name}={value!r} must be an ISO timestamp "
                               "(e.g. 2026-03-01T10:00:00)") from None
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.UTC)
+
+
+_OFFSET = re.compile(r"(?:GMT|UTC|UT)?([+-])(\d{1,2})(?::?(\d{2}))?")
+
+
+def parse_time_zone(value: Any, name: str = "option") -> str:
+    """A time zone as Spark's ``spark.sql.session.timeZone`` takes it: a region name
+    (``America/Los_Angeles``), ``UTC``/``Z``, or an offset (``+05:30``, ``GMT+8``,
+    ``UTC-03:00``); returned as pyarrow spells a zone (the region name, or ``+HH:MM``)."""
+    text = str(value).strip()
+    if text in ("Z", "UTC", "GMT", "UT"):
+        return "UTC"
+    offset = _OFFSET.fullmatch(text)
+    if offset:
+        sign, hours, minutes = offset.group(1), int(offset.group(2)), int(offset.group(3) or 0)
+        if hours <= 18 and minutes < 60:
+            return f"{sign}{hours:02d}:{minutes:02d}"
+    else:
+        try:
+            zoneinfo.ZoneInfo(text)
+            return text
+        except (ValueError, zoneinfo.ZoneInfoNotFoundError):
+            pass
+    raise OptionError(f"option {name}={value!r} is not a time zone: give a region name "
+                      "(America/Los_Angeles), UTC, or an offset (+05:30)")
+
+
+@functools.lru_cache(maxsize=64)
+def zone_info(zone: str) -> dt.tzinfo:
+    """The tzinfo of a zone as :func:`parse_time_zone` spells it."""
+    zone = parse_time_zone(zone, "time_zone")
+    if zone == "UTC":
+        return dt.UTC
+    if zone[0] in "+-":
+        sign = -1 if zone[0] == "-" else 1
+        return dt.timezone(sign * dt.timedelta(hours=int(zone[1:3]), minutes=int(zone[4:6])))
+    return zoneinfo.ZoneInfo(zone)
 
 
 def parse_char(value: Any, name: str = "option", *, allow_none: bool = False) -> str | None:
@@ -259,6 +297,7 @@ KINDS: dict[str, Callable[[Any, str], Any]] = {
     "list": _list,
     "int or duration": parse_count_or_duration,
     "start": parse_start,
+    "time zone": parse_time_zone,
 }
 
 
@@ -296,6 +335,9 @@ class ListingOptions:
     # partition column names in directories match ignoring case (A=2/ and a=1/ are one
     # column), as under Spark's default spark.sql.caseSensitive=false
     case_sensitive: bool = False
+    # the zone a timestamp partition value (``ts=2026-01-01 06%3A00%3A00``) is read and
+    # written in: Spark's session time zone (the Spark source passes the session's)
+    time_zone: str = "UTC"
 
     @classmethod
     def names(cls) -> set[str]:

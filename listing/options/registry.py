@@ -183,6 +183,9 @@ OPTIONS: tuple[Option, ...] = (
     _listing("case_sensitive", "bool", "partition directory names match column names "
              "with their case (Spark's spark.sql.caseSensitive; the Spark source takes the "
              "session's)", native="planner"),
+    _listing("time_zone", "time zone", "the zone timestamp partition values are read and "
+             "written in (Spark's spark.sql.session.timeZone; the Spark source takes the "
+             "session's)", spark=("timeZone",), native="planner", on_write="take"),
     # --- streaming (listing.discovery.DiscoverySettings) ----------------------------------
     _o("max_files_per_trigger", "stream", "int", "files per micro-batch",
        spark=("maxFilesPerTrigger",), minimum=1),

@@ -91,8 +91,13 @@ def _python_filter(f: Any, kind: str) -> Any:
 
 def _value(v: Any) -> Any:
     """A filter literal from the JVM: py4j converts numbers and strings; dates, timestamps
-    and decimals arrive as objects whose text our binding coerces to the column's type."""
-    return v if v is None or isinstance(v, bool | int | float | str) else str(v.toString())
+    and decimals arrive as objects whose text our binding coerces to the column's type (a
+    timestamp as its instant in UTC, ``2026-01-01T14:00:00Z``)."""
+    if v is None or isinstance(v, bool | int | float | str):
+        return v
+    if v.getClass().getName() == "java.sql.Timestamp":  # an instant; its text is the JVM zone's
+        return str(v.toInstant().toString())
+    return str(v.toString())
 
 
 FILTERS_OPTION = "listing.filters"

@@ -165,6 +165,7 @@ class ListingWriter(DataSourceArrowWriter):
                             commit_protocol=kwargs.get("commit_protocol", "auto"),
                             part_size=kwargs.get("part_size"),
                             overwrite_without_lock=kwargs.get("overwrite_without_lock", False),
+                            time_zone=kwargs.get("time_zone", "UTC"),
                             **kwargs["format_options"])
         self.job.setup_metrics.add_all(looked)
         self.job.setup()

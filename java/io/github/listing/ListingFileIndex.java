@@ -212,7 +212,8 @@ public final class ListingFileIndex implements FileIndex {
       String root) throws ListingNativeEngine.NotNative {
     String optionsJson;
     try {
-      optionsJson = JSON.writeValueAsString(options);
+      // timestamp partition values are read in the session's zone, as Spark reads them
+      optionsJson = JSON.writeValueAsString(SessionTimeZone.withZone(options));
     } catch (Exception e) {
       throw new ListingNativeEngine.NotNative("options are not JSON: " + e.getMessage());
     }

@@ -147,6 +147,9 @@ public final class ListingFilterOption extends Rule<LogicalPlan> {
       double d = ((Number) v).doubleValue();
       return Double.isFinite(d) ? v.toString() : null;
     }
+    if (v instanceof java.sql.Timestamp) {  // an instant: its text in the JVM's zone is not
+      return string(((java.sql.Timestamp) v).toInstant().toString());
+    }
     return string(v.toString());
   }
 

@@ -8,6 +8,7 @@ import org.apache.spark.sql.connector.catalog.Table;
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation;
 import org.apache.spark.sql.execution.datasources.v2.python.PythonDataSourceV2;
 import org.apache.spark.sql.execution.datasources.v2.python.PythonTable;
+import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
 
 /**
@@ -69,15 +70,22 @@ public final class StalePushdownGuard extends Rule<LogicalPlan> {
       return null;
     }
     DataSourceV2Relation rel = (DataSourceV2Relation) plan;
-    // options ListingFilterOption added must reach Python: the data source is created anew
+    boolean listing = ListingColumnPruning.SOURCE.equalsIgnoreCase(shared.name());
+    // a listing scan reads timestamp partition values in the session's time zone (Python
+    // workers cannot see the session): that zone as the relation's option, unless it is UTC,
+    // the source's default, or the relation names a zone itself
+    CaseInsensitiveStringMap options = listing
+        ? SessionTimeZone.withZone(rel.options(), true) : rel.options();
+    // options ListingFilterOption (or the zone) added must reach Python: the data source is
+    // created anew
     PythonDataSourceV2 fresh = copyOf(shared,
-        !rel.options().containsKey(ListingFilterOption.OPTION));
+        !options.containsKey(ListingFilterOption.OPTION) && options == rel.options());
     // listing scans also say what they prune (DescribedPythonTable); others stay plain
-    PythonTable isolated = ListingColumnPruning.SOURCE.equalsIgnoreCase(shared.name())
+    PythonTable isolated = listing
         ? new DescribedPythonTable(fresh, shared.name(), shared.schema(),
             DescribedPythonTable.fullSchemaOf(shared))
         : new PythonTable(fresh, shared.name(), shared.schema());
-    return SparkShim.copyRelation(rel, isolated, rel.output(), rel.options());
+    return SparkShim.copyRelation(rel, isolated, rel.output(), options);
   }
 
   @Override
