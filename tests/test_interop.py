@@ -229,7 +229,6 @@ LISTING_READ = {"parquet": {}, "parquet_micros": {}, "csv": {"format": "csv"},
 #: tables also read with the declared schema on both sides (``<name>_declared``): the
 #: rows compared where the inferred types differ (the xfails below say how)
 DECLARED = ("csv", "json")
-INT96 = pytest.mark.xfail(strict=True, reason="INT96 typing: issue 45 item 2")
 INFERENCE = {
     "csv": pytest.mark.xfail(strict=True, reason=(
         "CSV inference: listing types integers that fit in 32 bits bigint, Spark's "
@@ -289,7 +288,7 @@ def _listing_read(spark: Any, name: str, path: str, engine: str) -> Any:
     return reader.load(path)
 
 
-SPARK_TABLES = [pytest.param("parquet", marks=INT96), "parquet_micros",
+SPARK_TABLES = ["parquet", "parquet_micros",
                 pytest.param("csv", marks=INFERENCE["csv"]), "csv_declared",
                 pytest.param("json", marks=INFERENCE["json"]), "json_declared"]
 
@@ -309,7 +308,7 @@ def test_spark_written_tables_read_as_spark_reads_them(
     assert (Path(path) / "region=zürich").is_dir()
 
 
-@pytest.mark.parametrize("name", [pytest.param("parquet", marks=INT96), "parquet_micros",
+@pytest.mark.parametrize("name", ["parquet", "parquet_micros",
                                   pytest.param("csv", marks=INFERENCE["csv"]),
                                   pytest.param("json", marks=INFERENCE["json"])])
 def test_python_api_reads_spark_written_tables(spark: Any, spark_written: dict[str, str],
