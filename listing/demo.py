@@ -92,8 +92,8 @@ def run(days: int, where: str) -> None:
         with server.log.capture() as cap:
             texts = listing.explain(df)
         if texts and texts[0].startswith("engine: native"):
-            cost = ("Spark's reader read it, fed by our listing: explain names the hand-off "
-                    "and plans nothing")
+            cost = ("Spark's reader read it, fed by our listing: explain asked the driver's "
+                    "planner what that scan lists, so it listed again")
         else:
             cost = "explain opened and planned the scan again in the driver: it listed again"
         print(f"   server saw: {_counts(cap)} ({cost})")

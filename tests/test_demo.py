@@ -36,8 +36,9 @@ def test_demo_prints_rows_plan_and_request_counts():
         assert "Location: ListingFileIndex" in out
         assert "engine: native (Spark's parquet reader)" in tail
         assert "filters given to Spark: (date >= DATE '2026-03-01')" in tail
-        # explaining costs no request, and the demo says why
-        assert "server saw: LIST=0, GET=0, HEAD=0 (Spark's reader read it" in tail
+        # explain plans the scan's listing again in the driver (files and requests shown)
+        assert "list 'lake/events/date=2026-03-0' from" in tail and "files: 6," in tail
+        assert "server saw: LIST=1, GET=0, HEAD=0 (Spark's reader read it" in tail
     else:
         assert "== Physical Plan ==" in out and "BatchScan listing" in out
         assert "partition filter (exact): date >= DATE '2026-03-01'" in tail

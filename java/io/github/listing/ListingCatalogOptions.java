@@ -134,8 +134,12 @@ public final class ListingCatalogOptions extends Rule<LogicalPlan> {
       return null;
     }
     @SuppressWarnings("unchecked")
-    Map<String, String> given = CollectionConverters.asJava(
+    Map<String, String> command = CollectionConverters.asJava(
         (scala.collection.immutable.Map<String, String>) node.productElement(field));
+    // SQL's INSERT INTO t WITH (...) carries its options on the relation, not the command,
+    // and V2Writes asserts the two are equal or one is empty: fill the side that has them
+    boolean onRelation = command.isEmpty() && !rel.options().isEmpty();
+    Map<String, String> given = onRelation ? rel.options().asCaseSensitiveMap() : command;
     if (given.keySet().stream().anyMatch(k -> k.equalsIgnoreCase("path"))) {
       return null;  // filled already, or the write's own
     }
@@ -159,9 +163,16 @@ public final class ListingCatalogOptions extends Rule<LogicalPlan> {
     options.put(CATALOG_OPTIONS, String.join(",", stored));
     Object[] args = new Object[node.productArity()];
     for (int i = 0; i < args.length; i++) {
-      args[i] = i == field
-          ? scala.collection.immutable.Map$.MODULE$.from(CollectionConverters.asScala(options))
-          : node.productElement(i);
+      Object arg = node.productElement(i);
+      if (onRelation && arg == rel) {
+        args[i] = SparkShim.copyRelation(rel, rel.table(), rel.output(),
+            new CaseInsensitiveStringMap(options));
+      } else if (!onRelation && i == field) {
+        args[i] = scala.collection.immutable.Map$.MODULE$.from(
+            CollectionConverters.asScala(options));
+      } else {
+        args[i] = arg;
+      }
     }
     return (LogicalPlan) node.makeCopy(args);
   }

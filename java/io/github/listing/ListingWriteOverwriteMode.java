@@ -168,7 +168,13 @@ public final class ListingWriteOverwriteMode extends Rule<LogicalPlan> {
     } catch (ListingNativeEngine.NotNative e) {
       return null;  // the source was never registered here: nothing reads the option
     }
-    Map<String, String> options = new HashMap<>(CollectionConverters.asJava(writeOptions));
+    // Spark's V2Writes asserts a write's options and its relation's are equal or one side is
+    // empty (DataFrame writes carry both, writeTo only the command's, SQL's INSERT ... WITH
+    // only the relation's): the settings go to each side that carries options
+    Map<String, String> command = new HashMap<>(CollectionConverters.asJava(writeOptions));
+    Map<String, String> relOptions = new HashMap<>(rel.options().asCaseSensitiveMap());
+    Map<String, String> options = new HashMap<>(relOptions);
+    options.putAll(command);
     Map<String, String> added = new HashMap<>();
     boolean modeNamed = options.keySet().stream().anyMatch(this::namesTheOption);
     if (plan instanceof OverwriteByExpression && !modeNamed) {
@@ -181,13 +187,13 @@ public final class ListingWriteOverwriteMode extends Rule<LogicalPlan> {
     if (added.isEmpty()) {
       return null;  // the write's own options win (and the rule has run)
     }
-    options.putAll(added);
-    scala.collection.immutable.Map<String, String> updated =
-        scala.collection.immutable.Map$.MODULE$.from(CollectionConverters.asScala(options));
-    // Spark's V2Writes requires a relation's options, when it has any, to equal the write's
+    Object updated = writeOptions;
+    if (!command.isEmpty() || relOptions.isEmpty()) {
+      command.putAll(added);
+      updated = scala.collection.immutable.Map$.MODULE$.from(CollectionConverters.asScala(command));
+    }
     LogicalPlan table = rel;
-    if (!rel.options().isEmpty()) {
-      Map<String, String> relOptions = new HashMap<>(rel.options().asCaseSensitiveMap());
+    if (!relOptions.isEmpty()) {
       relOptions.putAll(added);
       table = replaced(rel, rel.options(), new CaseInsensitiveStringMap(relOptions));
     }
