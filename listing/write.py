@@ -213,10 +213,12 @@ class _Manifest:
     created: float
     uploads: list[multipart.Upload] = field(default_factory=list)
 
+    #: the manifest's lists, whose entries :data:`MAX_MANIFEST_ENTRIES` bounds
+    LISTS = ("publish", "remove", "partitions", "uploads")
+
     @property
     def entries(self) -> int:
-        return (len(self.publish) + len(self.remove) + len(self.uploads)
-                + len(self.partitions))
+        return sum(len(getattr(self, name)) for name in self.LISTS)
 
     def dumps(self) -> bytes:
         """The manifest as written; :class:`CommitError` when it is over the limits a
@@ -241,11 +243,10 @@ class _Manifest:
             raw = json.loads(data)
             if not isinstance(raw, dict):
                 raise TypeError("not a JSON object")
-            for name in ("publish", "remove", "partitions", "uploads"):
+            for name in cls.LISTS:
                 if not isinstance(raw.get(name, []), list):
                     raise TypeError(f"its {name} is not a list")
-            if sum(len(raw.get(name, [])) for name in ("publish", "remove", "partitions",
-                                                       "uploads")) > MAX_MANIFEST_ENTRIES:
+            if sum(len(raw.get(name, [])) for name in cls.LISTS) > MAX_MANIFEST_ENTRIES:
                 raise ManifestRefused(f"it holds more than {MAX_MANIFEST_ENTRIES} entries")
             raw["publish"] = [(src, dst) for src, dst in raw["publish"]]
             raw["uploads"] = [(path, upload_id, [(n, etag) for n, etag in parts])
