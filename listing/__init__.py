@@ -22,6 +22,7 @@ from listing.errors import (
     OptionError,
     PartitionLayoutError,
     PartitionValueError,
+    SparkSetupError,
     StorageConfigError,
     StorageError,
     TableExistsError,
@@ -37,9 +38,9 @@ __all__ = [
     "CommitError", "ConcurrentWriteError", "CorruptFileError", "Expr", "FileChangedError",
     "FileGroup", "FileReadError", "FilterError", "ListingError", "ListingTable",
     "MissingFileError", "OptionError", "PartitionLayoutError", "PartitionValueError",
-    "PartitionedFile", "Pushdown", "ScanPlan", "StorageConfigError", "StorageError",
-    "TableExistsError", "TableNotFoundError", "WriteJob", "WriteResult", "col", "explain",
-    "register", "session", "skipped_files", "to_spark", "write_table",
+    "PartitionedFile", "Pushdown", "ScanPlan", "SparkSetupError", "StorageConfigError",
+    "StorageError", "TableExistsError", "TableNotFoundError", "WriteJob", "WriteResult", "col",
+    "explain", "register", "session", "skipped_files", "to_spark", "write_table",
 ]
 
 

@@ -68,3 +68,10 @@ class CommitError(ListingError):
 class ConcurrentWriteError(CommitError):
     """Another overwrite of the same table is committing: this job's commit did not start
     (nothing visible changed). Names the job holding the table's lock."""
+
+
+class SparkSetupError(ListingError, RuntimeError):
+    """Spark cannot be set up for this toolkit: a Spark outside the supported lines, the
+    extension jar missing and not compilable, the S3A connector not fetchable. Names what is
+    missing and how to provide it. Also a :class:`RuntimeError`, as these errors were before
+    they joined this hierarchy (code catching that keeps working)."""

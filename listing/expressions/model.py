@@ -13,6 +13,7 @@ schema once and returns a :class:`Bound`, which is what planning and reading acc
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -214,6 +215,15 @@ def sql_literal(value: Any) -> str:
     if isinstance(value, dt.date):
         return f"DATE '{value.isoformat()}'"
     return str(value)
+
+
+def parse_number(text: str) -> int | float:
+    """A number's text as a value: ``int`` when it is digits with an optional sign, else
+    ``float`` (``1e3``, ``1.5``, ``nan``); :class:`ValueError` when it is neither. The one
+    reading of a number for SQL literals and for literals coerced to a numeric column."""
+    if re.fullmatch(r"[+-]?\d+", text):
+        return int(text)
+    return float(text)
 
 
 # --- the col() builder --------------------------------------------------------------------

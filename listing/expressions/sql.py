@@ -27,6 +27,7 @@ from listing.expressions.model import (
     Like,
     Not,
     Or,
+    parse_number,
 )
 
 _COMPARE: dict[type, str] = {
@@ -153,7 +154,7 @@ class _Converter:
         if isinstance(node, exp.Literal):
             if node.is_string:
                 return node.this
-            return _number(node.this)
+            return parse_number(node.this)
         if isinstance(node, exp.Cast) and isinstance(node.this, exp.Literal):
             target = node.to.this
             text = node.this.this
@@ -196,10 +197,3 @@ def _chain(node: exp.Expression, kind: type[exp.Expression]) -> list[exp.Express
 
 def _is_column(node: exp.Expression) -> bool:
     return isinstance(node, exp.Column) and not node.table
-
-
-def _number(text: str) -> int | float:
-    try:
-        return int(text)
-    except ValueError:
-        return float(text)

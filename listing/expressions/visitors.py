@@ -46,6 +46,7 @@ from listing.expressions.model import (
     ValueRange,
     conjuncts,
     flatten,
+    parse_number,
 )
 from listing.options import zone_info
 
@@ -144,7 +145,7 @@ def coerce_literal(value: Any, field: pa.Field, time_zone: str | None = None) ->
         if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
             if isinstance(value, bool):
                 raise ValueError
-            number = _number(value.strip()) if isinstance(value, str) else value
+            number = parse_number(value.strip()) if isinstance(value, str) else value
             if not isinstance(number, int | float | Decimal):
                 raise ValueError
             if pa.types.is_integer(t) and isinstance(number, int):
@@ -206,13 +207,6 @@ def _check_int_range(value: int, field: pa.Field) -> None:
 
 
 _DATEISH = re.compile(r"\d{4}-\d{2}-\d{2}( 00:00(:00(\.0+)?)?)?")
-
-
-def _number(text: str) -> int | float | Decimal:
-    if re.fullmatch(r"[+-]?\d+", text):
-        return int(text)
-    return float(text)
-
 
 
 # --- three-valued evaluation --------------------------------------------------------------

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 import pyspark
 
+from listing.errors import SparkSetupError
 from listing.spark.javac import JavacError, compile_jar, jar_spark_version
 from listing.spark.lines import (
     SparkClasspathError,
@@ -76,7 +77,7 @@ _JDK_HINT = "install a JDK 17 (e.g. apt-get install openjdk-17-jdk-headless) or 
 _SPARK_JAR = re.compile(r"^spark-core_[\d.]+-(\d+\.\d+\.\d+[^/]*)\.jar$")
 
 
-class ExtensionBuildError(RuntimeError):
+class ExtensionBuildError(SparkSetupError):
     """No usable extension jar: none shipped and the Java sources could not be compiled."""
 
 

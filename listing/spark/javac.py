@@ -1,10 +1,11 @@
 """Compile the listing Spark extension's Java sources into a jar (standard library only).
 
 Used twice: by the wheel build (``build_support/listing_build.py`` loads this file by path,
-before the package's dependencies exist) to ship one jar per Spark line
-(:mod:`listing.spark.lines`), and by :func:`listing.spark.extension.build_extension_jar` in a
-source checkout. The jar's manifest records the Spark version whose jars it was compiled
-against (``Listing-Spark-Version``).
+before the package's dependencies exist; its :class:`JavacError` is then a plain
+:class:`RuntimeError`, installed a :class:`~listing.errors.SparkSetupError`) to ship one jar
+per Spark line (:mod:`listing.spark.lines`), and by
+:func:`listing.spark.extension.build_extension_jar` in a source checkout. The jar's manifest
+records the Spark version whose jars it was compiled against (``Listing-Spark-Version``).
 """
 
 from __future__ import annotations
@@ -16,12 +17,17 @@ import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 
+try:
+    from listing.errors import SparkSetupError
+except ImportError:  # loaded by path by the wheel build (see above): no package there
+    SparkSetupError = RuntimeError  # type: ignore[misc,assignment]
+
 __all__ = ["SPARK_VERSION_ATTRIBUTE", "JavacError", "compile_jar", "jar_spark_version"]
 
 SPARK_VERSION_ATTRIBUTE = "Listing-Spark-Version"
 
 
-class JavacError(RuntimeError):
+class JavacError(SparkSetupError):
     """``javac`` or ``jar`` failed, or the sources are missing."""
 
 

@@ -1,7 +1,8 @@
 """The Spark lines the listing extension supports, and what each jar is compiled from.
 
 Standard library only: the wheel's build backend (``build_support/listing_build.py``) loads
-this file by path, before the package's dependencies exist.
+this file by path, before the package's dependencies exist (its errors are then plain
+:class:`RuntimeError`; installed, they are :class:`~listing.errors.SparkSetupError`).
 
 One source tree: ``java/io/`` holds the sources every line shares, ``java/shims/<folder>/`` the
 few calls whose signatures differ (one ``SparkShim`` class per folder). A line's jar is the
@@ -21,6 +22,11 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+
+try:
+    from listing.errors import SparkSetupError
+except ImportError:  # loaded by path by the wheel build (see above): no package there
+    SparkSetupError = RuntimeError  # type: ignore[misc,assignment]
 
 __all__ = [
     "LINES",
@@ -55,11 +61,11 @@ SUPPORTED = ", ".join(f"{line.minor}.x" for line in LINES)
 """The supported lines, as error messages name them."""
 
 
-class UnsupportedSparkError(RuntimeError):
+class UnsupportedSparkError(SparkSetupError):
     """The running Spark is not one of :data:`LINES`."""
 
 
-class SparkClasspathError(RuntimeError):
+class SparkClasspathError(SparkSetupError):
     """A line's Spark artifacts could not be resolved with Maven."""
 
 

@@ -26,6 +26,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from listing.errors import SparkSetupError
 from listing.spark.extension import DEFAULT_CACHE_DIR, pyspark_jars_dir
 
 __all__ = ["CONNECTOR_POM", "S3AFetchError", "cache_dir", "connector_jars", "fetch"]
@@ -39,7 +40,7 @@ _POM_HADOOP = re.search(r"<hadoop.version>([^<]+)</hadoop.version>",
                         CONNECTOR_POM.read_text()).group(1)  # type: ignore[union-attr]
 
 
-class S3AFetchError(RuntimeError):
+class S3AFetchError(SparkSetupError):
     """The connector could not be fetched: no ``mvn``, no network, or a jar clash."""
 
 

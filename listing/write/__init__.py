@@ -77,9 +77,9 @@ from listing.write.api import target_partition_by, write_table
 from listing.write.job import WriteJob
 from listing.write.lock import LOCK_FILE as LOCK_FILE  # for `listing recover`'s report
 from listing.write.manifest import MAX_MANIFEST_BYTES as MAX_MANIFEST_BYTES
-from listing.write.manifest import ManifestRefused
+from listing.write.manifest import ManifestRefusedError
 from listing.write.parsing import MODES, PARTITION_OVERWRITE_MODES
 from listing.write.results import StagedFile, TaskCommit, WriteResult
 
-__all__ = ["MODES", "PARTITION_OVERWRITE_MODES", "ManifestRefused", "StagedFile", "TaskCommit",
+__all__ = ["MODES", "PARTITION_OVERWRITE_MODES", "ManifestRefusedError", "StagedFile", "TaskCommit",
            "WriteJob", "WriteResult", "partition_path", "target_partition_by", "write_table"]

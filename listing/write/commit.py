@@ -21,7 +21,13 @@ from listing.storage.spec import StorageSpec
 from listing.storage.store import NotAPlainFile, Store, open_store
 from listing.url import TableUrl
 from listing.write.lock import lock_path, release_lock, release_lock_quietly, take_lock
-from listing.write.manifest import PUBLISHED, PUBLISHING, Manifest, ManifestRefused, read_manifest
+from listing.write.manifest import (
+    PUBLISHED,
+    PUBLISHING,
+    Manifest,
+    ManifestRefusedError,
+    read_manifest,
+)
 from listing.write.paths import (
     JOB_ID,
     KINDS,
@@ -228,7 +234,7 @@ class JobCommit:
         store = open_store(self.storage, metrics)
         try:
             manifest = self._read_manifest(store)
-        except ManifestRefused as refused:
+        except ManifestRefusedError as refused:
             log.warning("abort of job %s on %s: its manifest %s is refused, left in place "
                         "and not followed: %s", self.job_id, self.url,
                         self.url.to_url(self.manifest_path), refused)
@@ -254,16 +260,16 @@ class JobCommit:
         return read_manifest(store, self.manifest_path, self.prefix, self.job_id)
 
     def _check_staging(self, store: Store) -> None:
-        """Raise :class:`ManifestRefused` unless the job's staging directory is a job's
+        """Raise :class:`ManifestRefusedError` unless the job's staging directory is a job's
         (its name a job id) and lies in the table: no link leads out of it, and neither it
         nor ``_temporary`` is a link or a file (local files)."""
         if not JOB_ID.fullmatch(self.job_id):
-            raise ManifestRefused(f"the directory name {short(self.job_id)} is not a job id")
+            raise ManifestRefusedError(f"the directory name {short(self.job_id)} is not a job id")
         why = outside(store, f"{self.staging}x", self.prefix)
         for directory in (f"{self.prefix}{STAGING_DIR}", self.staging.rstrip("/")):
             kind = store.kind(directory) if why is None else "dir"
             if kind not in ("absent", "dir", "unknown"):
                 why = f"is not a directory ({directory} is {KINDS.get(kind, 'a file')})"
         if why is not None:
-            raise ManifestRefused(f"the staging directory {short(self.staging)} {why}")
+            raise ManifestRefusedError(f"the staging directory {short(self.staging)} {why}")
 

@@ -28,7 +28,7 @@ from listing.url import TableUrl
 from listing.write import recovery
 from listing.write.commit import JobCommit
 from listing.write.lock import LOCK_FILE, check_isolation
-from listing.write.manifest import ManifestRefused
+from listing.write.manifest import ManifestRefusedError
 from listing.write.parsing import COMMIT_PROTOCOLS, MODES, _choice, _partition_by
 from listing.write.paths import JOB_ID, STAGING_DIR, list_files
 from listing.write.results import StagedFile, TaskCommit
@@ -145,7 +145,7 @@ class WriteJob(JobCommit):
         store = open_store(self.storage, self.setup_metrics)
         try:
             self._check_staging(store)
-        except ManifestRefused as err:
+        except ManifestRefusedError as err:
             raise CommitError(f"cannot write to {self.url}: {err}; nothing was written "
                               "(remove the link)") from None
         if self.mode == "overwrite":

@@ -23,7 +23,7 @@ from listing.storage.store import NotAPlainFile, Store, open_store
 from listing.url import TableUrl
 from listing.write.commit import JobCommit
 from listing.write.lock import LOCK_FILE, lock_holder, lock_path
-from listing.write.manifest import PUBLISHED, Manifest, ManifestRefused
+from listing.write.manifest import PUBLISHED, Manifest, ManifestRefusedError
 from listing.write.paths import STAGING_DIR, job_of, list_uploads, outside
 
 log = logging.getLogger("listing.write")
@@ -87,7 +87,7 @@ class _Recovery:
         try:
             job._check_staging(self.store)
             manifest = job._read_manifest(self.store) if listed is not None else None
-        except ManifestRefused as refused:
+        except ManifestRefusedError as refused:
             log.warning("recover %s: job manifest %s refused, left in place and not "
                         "followed: %s", self.table, self.table.to_url(job.manifest_path),
                         refused)
