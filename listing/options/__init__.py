@@ -17,6 +17,7 @@ import zoneinfo
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields
 from typing import Any
+from urllib.parse import urlsplit
 
 from listing.errors import OptionError
 
@@ -230,6 +231,18 @@ def compile_glob(pattern: str, name: str = "glob", *, file_name: bool = False) -
         raise bad(str(err)) from None
 
 
+def parse_url(value: Any, name: str = "option") -> str:
+    """An ``http://`` or ``https://`` URL with a host (an S3-compatible endpoint), kept as
+    given."""
+    try:
+        parts = urlsplit(str(value))
+    except ValueError:  # an unclosed [ of an IPv6 address
+        parts = None
+    if parts is None or parts.scheme.lower() not in ("http", "https") or not parts.netloc:
+        raise OptionError(f"option {name}={value!r} must be an http:// or https:// URL")
+    return str(value)
+
+
 def parse_glob(value: Any, name: str = "option") -> str:
     """A file-name glob (``path_glob_filter``), checked now (see :func:`compile_glob`)."""
     text = str(value)
@@ -263,6 +276,49 @@ def parse_start(value: Any, name: str = "option") -> str | dt.datetime:
                           "such as 2026-03-01T00:00:00") from None
 
 
+#: a write's modes, as Spark's DataFrameWriter names them
+WRITE_MODES = ("append", "overwrite", "error", "ignore")
+#: Spark's other spellings of a write mode
+_WRITE_MODE_ALIASES = {"errorifexists": "error", "default": "error"}
+
+
+def parse_write_mode(value: Any, name: str = "mode") -> str:
+    """One of :data:`WRITE_MODES` (any case, spaces around), or Spark's aliases of
+    ``error`` (``errorifexists``, ``default``)."""
+    text = str(value).strip().lower()
+    text = _WRITE_MODE_ALIASES.get(text, text)
+    if text not in WRITE_MODES:
+        raise OptionError(f"{name}={value!r} must be one of {', '.join(WRITE_MODES)}")
+    return text
+
+
+def parse_column_names(value: Any, name: str = "option") -> list[str]:
+    """Column names: a list or tuple kept as given, or a comma-separated string (how
+    Spark passes ``partitionBy``) with spaces around each name and empty names dropped."""
+    if isinstance(value, str):
+        return [c.strip() for c in value.split(",") if c.strip()]
+    return list(value)
+
+
+def parse_partition_cols(value: Any, name: str = "option"
+                         ) -> list[tuple[str, str | None]] | list[Any] | None:
+    """Declared partition columns: ``"date:date, region:string"`` or ``"date,region"`` (a
+    type left out is inferred), spaces around each name and type dropped; an empty name is
+    an error, an empty string declares none (None). A list (the Python API's names or
+    ``(name, type)`` pairs) is kept as given."""
+    if not isinstance(value, str):
+        return list(value)
+    if not value:
+        return None
+    out: list[tuple[str, str | None]] = []
+    for item in value.split(","):
+        col, _, type_ = item.strip().partition(":")
+        if not col.strip():
+            raise OptionError(f"option {name}={value!r}: empty column name")
+        out.append((col.strip(), type_.strip() or None))
+    return out
+
+
 def _as_given(value: Any, name: str = "option") -> Any:
     return value
 
@@ -292,12 +348,16 @@ KINDS: dict[str, Callable[[Any, str], Any]] = {
     "duration": parse_duration,
     "timestamp": parse_timestamp,
     "glob": parse_glob,
+    "url": parse_url,
     "char": parse_char,
     "char or off": _char_or_off,
     "list": _list,
     "int or duration": parse_count_or_duration,
     "start": parse_start,
     "time zone": parse_time_zone,
+    "write mode": parse_write_mode,
+    "column names": parse_column_names,
+    "partition columns": parse_partition_cols,
 }
 
 

@@ -27,6 +27,8 @@ from typing import Any, Literal
 
 from listing.errors import OptionError
 from listing.options import (
+    _DURATION,
+    _DURATION_UNITS,
     _FALSE,
     _TRUE,
     KINDS,
@@ -135,7 +137,8 @@ OPTIONS: tuple[Option, ...] = (
        native="planner", on_write="ignore", listed=False),
     _o("format", "source", "string", "a registered format name", default="parquet",
        native="planner", on_write="take"),
-    _o("partition_cols", "source", "string", "partition columns, 'date:date,region'",
+    _o("partition_cols", "source", "partition columns", "partition columns, "
+       "'date:date,region'",
        on_write="refuse", instead="partition_by"),
     _o("storage_options", "source", "json", "storage options as one JSON object",
        native="planner", on_write="take"),
@@ -200,15 +203,17 @@ OPTIONS: tuple[Option, ...] = (
     _o("max_file_age", "stream", "duration", "files older than the newest by more are "
        "forgotten", spark=("maxFileAge",), default=7 * 86400.0),
     # --- writes (listing.spark.writer) ----------------------------------------------------
-    _o("partition_by", "write", "list", "partition columns of the written table",
+    _o("partition_by", "write", "column names", "partition columns of the written table",
        spark=("partitionBy",), on_write="take"),
     _o("partition_overwrite_mode", "write", "choice", "static or dynamic",
        spark=("partitionOverwriteMode",), choices=("static", "dynamic"), on_write="take"),
     _o("max_records_per_file", "write", "int", "rows per written file",
        spark=("maxRecordsPerFile",), on_write="take", minimum=1),
     _o("compression", "write", "string", "the written files' compression", on_write="take"),
-    _o("commit_protocol", "write", "string", "how a write publishes its files",
-       default="auto", on_write="take"),
+    _o("commit_protocol", "write", "choice", "how a write publishes its files: as S3 "
+       "multipart uploads to the final keys, by copying staged files, or auto (multipart "
+       "where the store has it)", default="auto", choices=("auto", "multipart", "copy"),
+       on_write="take"),
     _o("part_size", "write", "size", "bytes per multipart upload part", on_write="take"),
     _o("overwrite_without_lock", "write", "bool", "overwrite on a store that does not "
        "honour conditional PUT (If-None-Match), where the overwrite lock cannot isolate it: "
@@ -335,6 +340,7 @@ def as_json_data() -> dict[str, Any]:
         "glob_wildcards": GLOB_WILDCARDS,
         "partition_marks": dict(PARTITION_MARKS),
         "booleans": {"true": sorted(_TRUE), "false": sorted(_FALSE)},
+        "durations": {"pattern": _DURATION.pattern, "units": dict(_DURATION_UNITS)},
         "native_formats": dict(NATIVE_FORMATS),
         "options": [
             {"name": o.name, "scope": o.scope, "kind": o.kind, "spellings": list(o.spellings),
