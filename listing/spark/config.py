@@ -101,8 +101,8 @@ class SourceConfig:
         if len(several) > 1:  # partition folders of one table: its root, and their union
             opts["path"] = opts["basepath"]
         # the source's own options with a value (an empty one is none), typed
-        own = registry.parse({k: opts[k] for k in ("limit", "engine", "recursivefilelookup")
-                              if opts.get(k)}, "source")
+        own = registry.parse({k: opts[k] for k in ("limit", "engine", "recursivefilelookup",
+                                                   "partition_cols") if opts.get(k)}, "source")
         if own.get("recursivefilelookup"):
             raise OptionError("recursiveFileLookup is not supported: the listing source "
                               "reads Hive-partitioned tables and infers their partitions")
@@ -147,7 +147,7 @@ class SourceConfig:
                 listing[option.name] = value
             # the source's own (read above), a write's, a catalog property: not the table's
         fmt = opts.get("format", registry.option("format").default)
-        cols: list[Any] | None = _partition_cols(opts.get("partition_cols"))
+        cols: list[Any] | None = own.get("partition_cols")
         schema, sizes, filesystem, spec = None, None, None, None
         if "table_spec" in opts:  # written by ListingTable.to_spark: data, never code
             spec = TableSpec.parse(opts["table_spec"])
@@ -266,16 +266,3 @@ def _union_under_base_path(paths: list[str], base: str) -> Expr:
         raise OptionError(f"paths include basePath {base!r} itself, which holds the others: "
                           "give the partition folders, or only the base")
     return Or(tuple(part for part in parts if part is not None))
-
-
-def _partition_cols(value: str | None) -> list[tuple[str, str | None]] | None:
-    """``"date:date, region:string"`` or ``"date,region"`` (types inferred)."""
-    if not value:
-        return None
-    out: list[tuple[str, str | None]] = []
-    for item in value.split(","):
-        name, _, type_ = item.strip().partition(":")
-        if not name:
-            raise OptionError(f"option partition_cols={value!r}: empty column name")
-        out.append((name.strip(), type_.strip() or None))
-    return out
