@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from listing.errors import OptionError, StorageConfigError
-from listing.options import KINDS, did_you_mean
+from listing.options.kinds import KINDS, did_you_mean
 
 Kind = Literal["string", "url", "int", "bool", "duration", "choice", "object"]
 #: how an s3 option reaches Hadoop's S3A connector (Spark's own reader, the native engine):
