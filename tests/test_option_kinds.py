@@ -83,3 +83,24 @@ def test_commit_protocol_is_a_choice() -> None:
     with pytest.raises(OptionError, match="commit_protocol='rename' must be one of auto, "
                                           "multipart, copy"):
         registry.option("commit_protocol").parse("rename")
+
+
+def test_the_spark_source_hands_the_table_its_options_typed(tmp_path: Any) -> None:
+    """SourceConfig types the listing options and the format's once; the table takes them
+    as they are (no merge into keyword arguments it would sort again)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from listing import ListingTable
+    from listing.options import ListingOptions
+
+    (tmp_path / "d=1").mkdir()
+    pq.write_table(pa.table({"x": [1, 2]}), tmp_path / "d=1" / "a.parquet")
+    config = SourceConfig.parse({"path": str(tmp_path), "maxPartitionBytes": "1k",
+                                 "mergeSchema": "yes"})
+    assert config.listing_options == ListingOptions(max_partition_bytes=1024)
+    assert config.file_format.options["merge_schema"] is True
+    table = config.open()
+    assert table.options is config.listing_options and table.format is config.file_format
+    with pytest.raises(OptionError, match="batch_size given beside listing_options"):
+        ListingTable.open(str(tmp_path), listing_options=ListingOptions(), batch_size=5)

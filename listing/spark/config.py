@@ -12,8 +12,9 @@ import pyarrow as pa
 from listing import formats
 from listing.errors import OptionError
 from listing.expressions import Compare, Expr, IsNull, Or, conjunction
+from listing.formats import FileFormat
 from listing.hive import DEFAULT_PARTITION_NAME, unescape_path_name
-from listing.options import did_you_mean, registry
+from listing.options import ListingOptions, did_you_mean, registry
 from listing.options.registry import CATALOG_COPY_PREFIX, STORAGE_PREFIX
 from listing.redact import redact
 from listing.spark.dataframe import TableSpec
@@ -49,16 +50,20 @@ def hand_registry_to_jvm(spark: Any) -> None:
     spark.conf.set(REGISTRY_CONF, registry_json())
 
 
-@dataclasses.dataclass(repr=False)
+@dataclasses.dataclass(repr=False, kw_only=True)
 class SourceConfig:
-    """Validated options of one ``spark.read.format("listing")`` call."""
+    """Validated options of one ``spark.read.format("listing")`` call, typed once here and
+    handed to the table as they are: the listing options as :class:`ListingOptions`, the
+    format's as the :class:`FileFormat` they configure (never merged into one set of
+    keyword arguments the table would sort again)."""
 
     url: str
     format: str  # a registry name: options never name code
+    #: the format named, with its options typed (FileFormat.option_defaults)
+    file_format: FileFormat
     storage_options: dict[str, Any]
     partition_cols: list[tuple[str, Any]] | None
-    listing_options: dict[str, Any]
-    format_options: dict[str, Any]
+    listing_options: ListingOptions
     where: list[Any] | None = None
     limit: int | None = None
     table_schema: pa.Schema | None = None
@@ -78,7 +83,7 @@ class SourceConfig:
                 f"storage_options={redact(self.storage_options)!r}, "
                 f"partition_cols={self.partition_cols!r}, "
                 f"listing_options={self.listing_options!r}, "
-                f"format_options={redact(self.format_options)!r})")
+                f"format_options={redact(self.file_format.options)!r})")
 
     @classmethod
     def parse(cls, options: dict[str, str]) -> SourceConfig:
@@ -159,8 +164,12 @@ class SourceConfig:
         if spec is not None:
             spec.check_stated(opts)
         engine = own.get("engine", registry.option("engine").default)
-        return cls(url, fmt, storage, cols, listing, fmt_opts, where or None, own.get("limit"),
-                   schema, engine, stream, sizes, filesystem, base_path, folders, spark_filters)
+        return cls(url=url, format=fmt, file_format=formats.get(fmt, **fmt_opts),
+                   storage_options=storage, partition_cols=cols,
+                   listing_options=ListingOptions.from_dict(listing), where=where or None,
+                   limit=own.get("limit"), table_schema=schema, engine=engine,
+                   stream_options=stream, column_bytes=sizes, filesystem=filesystem,
+                   base_path=base_path, folders=folders, spark_filters=spark_filters)
 
     def open(self, data_schema: pa.Schema | None = None,
              filesystems: dict[str, Any] | None = None) -> ListingTable:
@@ -172,14 +181,14 @@ class SourceConfig:
             if factory is None:
                 raise OptionError("option table_spec names a filesystem this session's "
                                   "listing_table source does not carry")
-        table = ListingTable.open(self.url, format=self.format,
+        table = ListingTable.open(self.url, format=self.file_format,
+                                  listing_options=self.listing_options,
                                   storage_options=self.storage_options, filesystem=factory,
                                   partition_cols=self.partition_cols,
                                   base_path=self.base_path, folders=self.folders,
                                   cache_schema=True,  # each query opens the table again
                                   schema=data_schema if data_schema is not None
-                                  else self.table_schema,
-                                  **self.listing_options, **self.format_options)
+                                  else self.table_schema)
         if table.column_bytes is None:
             table.column_bytes = self.column_bytes
         return table
