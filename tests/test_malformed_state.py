@@ -14,11 +14,11 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from listing import write
 from listing.cli import main
 from listing.storage.spec import StorageSpec
 from listing.storage.store import open_store
 from listing.write import LOCK_FILE, MAX_MANIFEST_BYTES, WriteJob, write_table
+from listing.write import manifest as manifest_module
 
 OLD = pa.table({"a": pa.array([1, 2], pa.int64())})
 
@@ -84,8 +84,8 @@ def test_an_s3_manifest_over_the_limit_is_refused_unread(s3_server, s3_bucket, m
                        "partitions": [], "publish": [], "remove": [], "had_success": True,
                        "state": "published", "created": 0.0, "uploads": []}).encode()
     store.put(f"{s3_bucket}/t/_temporary/{job}/_manifest.json", body)
-    monkeypatch.setattr(write, "MAX_MANIFEST_BYTES", len(body) - 1)
+    monkeypatch.setattr(manifest_module, "MAX_MANIFEST_BYTES", len(body) - 1)
     done = WriteJob.recover(url, opts)
     assert done == [(job, done[0][1])] and "more than" in done[0][1], done
-    monkeypatch.setattr(write, "MAX_MANIFEST_BYTES", len(body))
+    monkeypatch.setattr(manifest_module, "MAX_MANIFEST_BYTES", len(body))
     assert WriteJob.recover(url, opts) == [(job, "forward")]

@@ -547,15 +547,15 @@ def test_listing_cleanup_aborts_orphaned_uploads(s3_server, s3_bucket, capsys):
 def test_a_task_keeps_at_most_max_open_files_open(tmp_path, monkeypatch):
     """Rows of 5 partitions interleaved, 2 files open at most: the oldest is closed when a
     third opens, so partitions get several files; every row is written once."""
-    import listing.write as write
+    import listing.write.job as job
 
-    monkeypatch.setattr(write, "MAX_OPEN_FILES", 2)
+    monkeypatch.setattr(job, "MAX_OPEN_FILES", 2)
     table = pa.table({"id": pa.array(range(20), pa.int64()), "k": [str(i % 5) for i in range(20)]})
     batches = [table.slice(i, 1).to_batches()[0] for i in range(20)]
     result = write_table(str(tmp_path), batches, partition_by=["k"])
     assert result.rows == 20 and len(result.files) > 5  # more files than partitions
     assert ids(str(tmp_path), None) == list(range(20))
-    monkeypatch.setattr(write, "MAX_OPEN_FILES", 32)  # positive control: one per partition
+    monkeypatch.setattr(job, "MAX_OPEN_FILES", 32)  # positive control: one per partition
     again = write_table(str(tmp_path / "b"), batches, partition_by=["k"])
     assert len(again.files) == 5
 

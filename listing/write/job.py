@@ -1,0 +1,324 @@
+"""One write job (:class:`WriteJob`): its options, ``setup()`` on the driver, and the tasks
+that split their rows by partition (the demux) and stage one file per partition under the
+job's hidden staging prefix. The commit it inherits (:mod:`listing.write.commit`);
+recovery is :mod:`listing.write.recovery`.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from listing import formats
+from listing.errors import CommitError, OptionError, PartitionValueError, TableExistsError
+from listing.formats.base import FileFormat, FileSink, FileWriter
+from listing.hive import partition_path
+from listing.metrics import Counters
+from listing.options import registry
+from listing.storage import multipart
+from listing.storage.spec import StorageSpec
+from listing.storage.store import MAX_S3_KEY_BYTES, Finish, open_store, store_class
+from listing.url import TableUrl
+from listing.write import recovery
+from listing.write.commit import JobCommit
+from listing.write.lock import LOCK_FILE, check_isolation
+from listing.write.manifest import ManifestRefused
+from listing.write.parsing import COMMIT_PROTOCOLS, MODES, _choice, _partition_by
+from listing.write.paths import JOB_ID, STAGING_DIR, list_files
+from listing.write.results import StagedFile, TaskCommit
+
+log = logging.getLogger("listing.write")
+
+#: a write rolls back the half-done jobs it finds whose manifest is older than this
+#: (seconds; a younger one may still be committing); jobs past their commit point are
+#: always finished
+RECOVER_AFTER = 3600.0
+#: files a task keeps open at once (each holds up to a part, or on S3's staged-copy commit
+#: its whole file, in memory); opening one more closes the oldest (the partition's next
+#: file is ``-c<n+1>``)
+MAX_OPEN_FILES = 32
+
+
+class _OpenFile:
+    def __init__(self, writer: FileWriter, finish: Finish, staged: str,
+                 final: str, partition: str) -> None:
+        self.writer, self.finish = writer, finish
+        self.staged, self.final, self.partition = staged, final, partition
+        self.rows = 0
+
+
+class WriteJob(JobCommit):
+    """One write job: ``setup()`` on the driver, ``write_task()`` in each task,
+    ``commit(tasks)`` or ``abort()`` on the driver. Plain metadata, picklable (Spark ships it
+    to tasks); filesystems are rebuilt where used. ``partition_by`` is taken as given: the
+    entry points resolve it against the table first (:func:`target_partition_by`)."""
+
+    def __init__(self, url: str, schema: pa.Schema, *, format: str | FileFormat = "parquet",  # noqa: A002
+                 partition_by: Sequence[str] = (), mode: str = "append",
+                 partition_overwrite_mode: str = "static",
+                 storage_options: dict[str, Any] | None = None,
+                 max_records_per_file: int | str | None = None, compression: str | None = None,
+                 job_id: str | None = None, recover_after: float = RECOVER_AFTER,
+                 commit_protocol: str = "auto", part_size: int | str | None = None,
+                 overwrite_without_lock: bool | str = False, time_zone: str = "UTC",
+                 **format_options: Any) -> None:
+        self.recover_after = recover_after
+        #: the zone a timestamp partition value is spelled in (Spark's session time zone)
+        self.time_zone: str = registry.parse({"time_zone": time_zone}, "listing")["time_zone"]
+        # Spark's maxRecordsPerFile 0: no limit; part_size "": the default
+        given = registry.parse({
+            "overwrite_without_lock": overwrite_without_lock,
+            "partition_overwrite_mode": partition_overwrite_mode,
+            "max_records_per_file": None if max_records_per_file in ("", 0, "0")
+            else max_records_per_file,
+            "part_size": part_size if part_size != "" else None}, "write")
+        #: overwrite even where the store cannot isolate it (no conditional PUT): the
+        #: caller serialises overwrites of the table itself
+        self.overwrite_without_lock: bool = given.get("overwrite_without_lock", False)
+        if job_id is not None and not JOB_ID.fullmatch(job_id):
+            raise OptionError(f"job_id={job_id!r} must be letters, digits, '_' and '-' (at "
+                              "most 128), starting with a letter or digit")
+        table = TableUrl.parse(url)
+        if table.glob is not None:
+            raise OptionError(f"cannot write to a glob {url!r}: give the table's root")
+        self.mode = _choice("mode", mode, MODES)
+        self.partition_overwrite_mode: str = given.get("partition_overwrite_mode", "static")
+        self.partition_by = _partition_by(partition_by, schema)
+        self.max_records_per_file: int | None = given.get("max_records_per_file")
+        storage = StorageSpec(table.protocol, table.storage_options(storage_options))
+        protocol = _choice("commit_protocol", commit_protocol, COMMIT_PROTOCOLS)
+        if protocol == "multipart" and not store_class(storage).supports_multipart:
+            raise OptionError(f"commit_protocol='multipart' needs S3 (multipart uploads), "
+                              f"not {table.protocol}://; use 'copy' or 'auto'")
+        #: S3's zero-copy commit: files stream to their final keys as multipart uploads
+        self.part_size: int | None = None
+        if protocol == "multipart" or (protocol == "auto"
+                                       and store_class(storage).supports_multipart):
+            self.part_size = given.get("part_size", multipart.PART_SIZE)
+            if self.part_size < multipart.MIN_PART_SIZE:
+                raise OptionError(f"option part_size={self.part_size!r} must be at least "
+                                  f"{multipart.MIN_PART_SIZE}")
+        self.format = formats.get(format, **format_options)
+        self.schema = schema
+        self.data_schema = pa.schema([f for f in schema if f.name not in self.partition_by])
+        self.sink: FileSink = self.format.sink(self.data_schema, compression)
+        super().__init__(table, storage, job_id or uuid.uuid4().hex)
+
+    def __repr__(self) -> str:
+        return (f"WriteJob({self.url}, job_id={self.job_id!r}, format={self.format.name!r}, "
+                f"partition_by={self.partition_by!r}, mode={self.mode!r}, "
+                f"storage={self.storage!r})")
+
+    # --- driver: before the tasks ---------------------------------------------------------
+    def setup(self) -> None:
+        """Check ``mode`` against the table: ``error`` raises :class:`TableExistsError`
+        and ``ignore`` turns the job into a no-op when visible files exist. First finishes
+        or undoes the half-done jobs of the table (:meth:`recover`, from their manifests,
+        rolling back only those older than ``recover_after`` seconds; staged files and
+        uploads of jobs without a manifest are left to ``listing recover``/``cleanup``; a
+        refused manifest is left in place with a warning and counted in
+        ``manifests_refused``). An overwrite is refused (:class:`ConcurrentWriteError`) on
+        a store that cannot isolate it, unless ``overwrite_without_lock``."""
+        recovered = self.recover(str(self.url), self.storage.options,
+                                 older_than=self.recover_after, orphans=False)
+        refused = [(job, what) for job, what in recovered if what.startswith("refused")]
+        self.setup_metrics.add("jobs_recovered", sum(
+            1 for _, what in recovered if what != "running" and not what.startswith("refused")))
+        self.setup_metrics.add("manifests_refused",
+                               sum(1 for job, _ in refused if job != LOCK_FILE))
+        self.setup_metrics.add("locks_refused", sum(1 for job, _ in refused if job == LOCK_FILE))
+        for job, what in refused:
+            if job == LOCK_FILE:
+                log.warning("write of job %s to %s goes on; the table's overwrite lock was "
+                            "no lock (%s): check it, then delete it by hand",
+                            self.job_id, self.url, what)
+                continue
+            log.warning("write of job %s to %s goes on, leaving job %s's manifest under "
+                        "%s%s/ as it is (%s): check it, then delete it by hand",
+                        self.job_id, self.url, job, self.url, STAGING_DIR, what)
+        store = open_store(self.storage, self.setup_metrics)
+        try:
+            self._check_staging(store)
+        except ManifestRefused as err:
+            raise CommitError(f"cannot write to {self.url}: {err}; nothing was written "
+                              "(remove the link)") from None
+        if self.mode == "overwrite":
+            check_isolation(store, self.url, self.overwrite_without_lock)
+        if self.mode not in ("error", "ignore"):
+            return
+        if list_files(store, self.prefix, visible_below=self.prefix):
+            if self.mode == "error":
+                raise TableExistsError(f"{self.url} already holds files (mode='error'); use "
+                                       "mode='append' or 'overwrite'")
+            self.skip = True
+
+    # --- a task -----------------------------------------------------------------------------
+    def write_task(self, batches: Iterable[pa.RecordBatch], task: int = 0,
+                   attempt: int = 0) -> TaskCommit:
+        """Write ``batches`` under the staging prefix: one open file per partition, a new
+        one after ``max_records_per_file`` rows. Nothing is visible to readers."""
+        metrics = Counters()
+        if self.skip:
+            return TaskCommit(task, attempt, (), metrics)
+        store = open_store(self.storage, metrics, self.part_size)
+        stage_dir = f"{self.staging}task-{task:05d}-{attempt}/"
+        open_files: dict[str, _OpenFile] = {}
+        counters: dict[str, int] = {}
+        done: list[StagedFile] = []
+
+        def close(f: _OpenFile) -> None:
+            f.writer.close()
+            size, upload = f.finish()
+            if upload is None:
+                done.append(StagedFile(f.staged, f.final, f.partition, f.rows, size))
+            else:
+                done.append(StagedFile("", f.final, f.partition, f.rows, size, upload[1],
+                                       tuple(upload[2])))
+            metrics.add("files_written")
+            metrics.add("rows_written", f.rows)
+            metrics.add("bytes_written", size)
+
+        def open_file(partition: str) -> _OpenFile:
+            n = counters.get(partition, 0)
+            counters[partition] = n + 1
+            name = self._file_name(task, n)
+            staged = f"{stage_dir}{partition}{name}"
+            final = f"{self.prefix}{partition}{name}"
+            out, finish = store.create(final if self.part_size is not None else staged)
+            return _OpenFile(self.sink.open(out), finish, staged, final, partition)
+
+        key_room = None
+        if store.max_key_bytes is not None:  # the longest staged key, less its partition
+            longest = f"{stage_dir}{self._file_name(task, 999)}".partition("/")[2]
+            key_room = store.max_key_bytes - len(longest.encode())
+        try:
+            for batch in batches:
+                for partition, part in self._split(self._conform(batch), key_room):
+                    offset = 0
+                    while offset < part.num_rows:
+                        f = open_files.get(partition)
+                        if f is None:
+                            if len(open_files) >= MAX_OPEN_FILES:  # bounded memory: the
+                                close(open_files.pop(next(iter(open_files))))  # oldest goes
+                            f = open_files[partition] = open_file(partition)
+                        room = part.num_rows - offset
+                        if self.max_records_per_file is not None:
+                            room = min(room, self.max_records_per_file - f.rows)
+                        f.writer.write(part.slice(offset, room))
+                        f.rows += room
+                        offset += room
+                        if self.max_records_per_file is not None and \
+                                f.rows >= self.max_records_per_file:
+                            close(open_files.pop(partition))
+            if not done and not open_files and not self.partition_by and task == 0:
+                open_files[""] = open_file("")  # an empty table keeps its schema
+            for partition in list(open_files):
+                close(open_files.pop(partition))
+        except BaseException:
+            for f in open_files.values():  # the staged files go with the job's abort
+                try:
+                    f.writer.close()
+                except Exception:  # noqa: BLE001, S110 - the original error matters
+                    pass
+            raise
+        return TaskCommit(task, attempt, tuple(done), metrics)
+
+    def _file_name(self, task: int, n: int) -> str:
+        """The name of a task's ``n``-th file in a partition: the job id makes it a name
+        no other job's file has."""
+        return f"part-{task:05d}-{self.job_id}-c{n:03d}{self.sink.extension}"
+
+    def _conform(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        if batch.schema.equals(self.schema):
+            return batch
+        missing = [n for n in self.schema.names if n not in batch.schema.names]
+        if missing:
+            raise OptionError(f"batch for {self.url} lacks column(s) {missing} of the job's "
+                              f"schema ({', '.join(self.schema.names)})")
+        try:
+            columns = [batch.column(f.name).cast(f.type) for f in self.schema]
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as err:
+            raise OptionError(f"batch for {self.url} does not fit the job's schema: {err}") \
+                from None
+        return pa.RecordBatch.from_arrays(columns, schema=self.schema)
+
+    def _split(self, batch: pa.RecordBatch,
+               key_room: int | None = None) -> Iterator[tuple[str, pa.RecordBatch]]:
+        """``(partition path, rows of the data columns)`` per distinct partition value.
+        Values with a NUL byte, and paths longer than ``key_room`` bytes, are refused
+        (:class:`PartitionValueError`) before the batch's first partition is yielded."""
+        data = batch.select(self.data_schema.names)
+        if not self.partition_by:
+            if batch.num_rows:
+                yield "", data
+            return
+        if not batch.num_rows:
+            return
+        codes, values = [], []
+        for name in self.partition_by:
+            encoded: Any = pc.dictionary_encode(batch.column(name), null_encoding="encode")
+            codes.append(encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64))
+            values.append(encoded.dictionary.to_pylist())
+        keys, inverse = np.unique(np.stack(codes, axis=1), axis=0, return_inverse=True)
+        order = np.argsort(inverse.reshape(-1), kind="stable")
+        bounds = np.cumsum(np.bincount(inverse.reshape(-1), minlength=len(keys)))[:-1]
+        paths = []
+        for key in keys:  # every partition of the batch checked before any of it is written
+            pairs = [(name, values[i][key[i]]) for i, name in enumerate(self.partition_by)]
+            for name, value in pairs:
+                if isinstance(value, str) and "\0" in value:
+                    raise PartitionValueError(
+                        f"partition column {name!r} holds a value with a NUL byte "
+                        f"({value!r}): no store keeps it in a path; nothing was written")
+            path = partition_path(pairs, self.time_zone)
+            if key_room is not None and len(path.encode()) > key_room:
+                raise PartitionValueError(
+                    f"partition {path.rstrip('/')!r} makes S3 keys under {self.url} longer "
+                    f"than {MAX_S3_KEY_BYTES} bytes (the limit); nothing was written")
+            paths.append(path)
+        for path, rows in zip(paths, np.split(order, bounds), strict=True):
+            yield path, data.take(rows)
+
+    # --- the table's half-done jobs -------------------------------------------------------
+    @classmethod
+    def cleanup(cls, url: str, storage_options: dict[str, Any] | None = None, *,
+                older_than: float = 0.0) -> list[str]:
+        """Abort every multipart upload in progress under the table at ``url`` started at
+        least ``older_than`` seconds ago (S3; elsewhere there are none): the uploads of
+        jobs that will never complete them. A running job whose upload is aborted fails
+        its commit and rolls back. Job manifests are not read. Returns the paths whose
+        uploads were aborted; raises :class:`StorageError` where the store cannot list
+        uploads."""
+        return recovery.cleanup(url, storage_options, older_than=older_than)
+
+    @classmethod
+    def recover(cls, url: str, storage_options: dict[str, Any] | None = None, *,
+                older_than: float = 0.0, orphans: bool = True) -> list[tuple[str, str]]:
+        """Finish or undo every half-done job of the table at ``url``, from its manifest:
+        a job past its commit point is rolled forward (its replaced files removed,
+        ``_SUCCESS`` written), any other job whose manifest is at least ``older_than``
+        seconds old is rolled back (the old table exactly); the staged files of a job that
+        never reached its commit (no manifest), unchanged for ``older_than`` seconds, are
+        deleted, and so are the multipart uploads (S3) of jobs without a manifest (only
+        with ``orphans``: a job's tasks may run for longer than any ``older_than``).
+
+        A manifest is untrusted data (anyone who can write the table can write one): one
+        that breaks a rule of :func:`~listing.write.manifest.check_manifest`, and a staging
+        directory that is no job's (its name no job id, or a link out of the table), are
+        never acted on: left in place, logged as a warning naming the file and the rule,
+        and reported as ``"refused: <rule>"``. Ages are the store's (its files'
+        modification times), never a writer's clock. The overwrite lock is released when
+        no running job holds it: by an explicit recovery (``orphans``) whatever its age
+        when ``older_than`` is 0, else once the lock file is ``older_than`` seconds old.
+
+        Returns ``(job id, "forward" | "back" | "staging removed" | "uploads aborted" |
+        "lock released: …" | "running" | "refused: …")`` per job found. Run it with no
+        write to that table in progress, or with ``older_than`` beyond the longest
+        commit."""
+        return recovery.recover(url, storage_options, older_than=older_than, orphans=orphans)
