@@ -276,8 +276,10 @@ def _synthetic(keys: int, cols: list, schema: Any, where: str | None) -> tuple[A
 
     root = "synthetic/t/"
     store = SyntheticStore(root, per_hour(keys))
-    table = ListingTable(TableUrl.parse("memory://synthetic/t"), StorageSpec("memory"),
-                         formats.get("parquet"), cols, schema, None, ListingOptions(), {})
+    table = ListingTable(url=TableUrl.parse("memory://synthetic/t"),
+                         storage=StorageSpec("memory"), fmt=formats.get("parquet"),
+                         partition_cols=cols, file_schema=schema, profile=None,
+                         options=ListingOptions(), open_metrics={})
     split = table.split(table.bind(where))
     return store, table, PlanRun, split.partition
 

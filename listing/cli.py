@@ -41,22 +41,14 @@ def _storage_options(pairs: list[str]) -> dict[str, Any]:
     return out
 
 
-def _partition_cols(text: str | None) -> list[Any] | None:
-    if not text:
-        return None
-    cols: list[Any] = []
-    for item in text.split(","):
-        name, _, type_ = item.strip().partition(":")
-        cols.append((name, type_) if type_ else name)
-    return cols
-
-
 def _open(args: argparse.Namespace) -> Any:
     from listing import ListingTable
+    from listing.options import registry
 
     return ListingTable.open(args.url, format=args.format,
                              storage_options=_storage_options(args.storage_option),
-                             partition_cols=_partition_cols(args.partition_cols))
+                             partition_cols=registry.option("partition_cols").parse(
+                                 args.partition_cols or ""))
 
 
 _progress_shown = False  # a progress line is open on stderr (ended before an error)

@@ -92,7 +92,7 @@ class _Learned:
 class ListingTable:
     """Schema, partition columns and scan planning for one table URL."""
 
-    def __init__(self, url: TableUrl, storage: StorageSpec, fmt: FileFormat,
+    def __init__(self, *, url: TableUrl, storage: StorageSpec, fmt: FileFormat,
                  partition_cols: list[tuple[str, pa.DataType]], file_schema: pa.Schema,
                  profile: TableProfile | None, options: ListingOptions,
                  open_metrics: Mapping[str, int],
@@ -128,8 +128,11 @@ class ListingTable:
              storage_options: dict[str, Any] | None = None, partition_cols: PartitionCols = None,
              schema: pa.Schema | None = None, filesystem: Any = None,
              base_path: str | None = None, folders: Sequence[str] | None = None,
-             cache_schema: bool = False, **options: Any) -> ListingTable:
-        """Open the table at ``url``; ``options`` are listing options and format options.
+             cache_schema: bool = False, listing_options: ListingOptions | None = None,
+             **options: Any) -> ListingTable:
+        """Open the table at ``url``; ``options`` are listing options and format options,
+        or, given ``listing_options`` already typed (the Spark source's), format options
+        alone.
 
         ``storage_options`` are data, checked against the allowlist of ``url``'s protocol
         (:mod:`listing.options.storage_options`). A caller that needs a store configured beyond it
@@ -151,8 +154,15 @@ class ListingTable:
         if folders is not None:
             table_url = dataclasses.replace(
                 table_url, folders=tuple(f.strip("/") for f in folders))
-        listing_opts = {k: options.pop(k) for k in list(options) if k in ListingOptions.names()}
-        opts = ListingOptions.from_dict(listing_opts)
+        if listing_options is None:
+            listing_opts = {k: options.pop(k) for k in list(options)
+                            if k in ListingOptions.names()}
+            opts = ListingOptions.from_dict(listing_opts)
+        elif given_twice := sorted(set(options) & ListingOptions.names()):
+            raise OptionError(f"listing option(s) {', '.join(given_twice)} given beside "
+                              "listing_options")
+        else:
+            opts = listing_options
         fmt = formats.get(format, **options)
         try:
             storage = StorageSpec(table_url.protocol, table_url.storage_options(storage_options),
@@ -188,7 +198,9 @@ class ListingTable:
         if schema is None:
             assert sample is not None and profile is not None
             # the table without data columns yet: its schema comes from files it reads
-            draft = cls(table_url, storage, fmt, cols, pa.schema([]), profile, opts, {})
+            draft = cls(url=table_url, storage=storage, fmt=fmt, partition_cols=cols,
+                        file_schema=pa.schema([]), profile=profile, options=opts,
+                        open_metrics={})
             if fmt.options.get("merge_schema") is True:
                 file_schema = draft._merged_schema(lister)
             else:
@@ -200,8 +212,9 @@ class ListingTable:
         part_names = {fold(n) for n, _ in cols}
         file_schema = pa.schema([f for f in file_schema if fold(f.name) not in part_names])
         metrics = CountersView(counters.snapshot(), OPEN_METRICS, OPEN_METRICS)
-        return cls(table_url, storage, fmt, cols, file_schema, profile, opts, metrics,
-                   column_bytes)
+        return cls(url=table_url, storage=storage, fmt=fmt, partition_cols=cols,
+                   file_schema=file_schema, profile=profile, options=opts, open_metrics=metrics,
+                   column_bytes=column_bytes)
 
     @property
     def profile(self) -> TableProfile | None:

@@ -215,6 +215,26 @@ def test_storage_options_map_to_per_bucket_s3a_settings(spark, s3_server, parque
     assert not [k for k in got if k.startswith("fs.s3a.") and not k.startswith(p)]
 
 
+def test_values_python_accepts_hand_off_as_python_reads_them(spark, s3_server, parquet_table):
+    """A duration or count spelled as Python reads it ("5s", "250ms", "1_000") hands off
+    with the value Python reads (the JVM once refused them and kept the Python engine);
+    a value Python refuses is refused, naming the option (positive control)."""
+    bucket, ds = parquet_table
+    opts = _options(s3_server, config_kwargs={
+        "connect_timeout": "5s", "read_timeout": "250ms", "max_pool_connections": "1_000"})
+    df = read(spark, ds, storage_options=opts)
+    assert engine_of(df) == "native" and df.count() == ds.num_rows
+    p = f"fs.s3a.bucket.{bucket}."
+    got = {k[len(p):]: v for k, v in _relation_options(df).items() if k.startswith(p)}
+    assert (got["connection.establish.timeout"], got["connection.timeout"],
+            got["connection.maximum"]) == ("5000ms", "250ms", "1000")
+    bad = _options(s3_server, config_kwargs={"connect_timeout": "5 parsecs"})
+    for engine in ("native", "auto"):
+        with pytest.raises(Exception, match=r"config_kwargs.connect_timeout='5 parsecs' "
+                                            "must be a duration"):
+            read(spark, ds, engine, storage_options=bad).count()
+
+
 @pytest.mark.parametrize(("option", "value", "named"), [
     ("retry_max_backoff", "20s", "storage option retry_max_backoff"),
     ("retry_mode", "adaptive", "storage option retry_mode=adaptive"),

@@ -107,11 +107,16 @@ def test_listing_options_are_the_listing_scope_with_its_defaults() -> None:
 def test_every_spelling_reaches_the_option_it_names() -> None:
     """A read files each spelling of a listing or stream option under our name; a write
     takes each spelling of a write option under ours (its values are not checked here)."""
+    samples = {"timestamp": "2026-03-01T10:00:00", "time zone": "Asia/Tokyo"}
     for option in registry.in_scope("listing", "stream"):
         for spelling in (*option.spellings, *option.spark):
-            config = SourceConfig.parse({"path": "/t", spelling: "1"})
-            got = config.listing_options if option.scope == "listing" else config.stream_options
-            assert got == {option.name: "1"}, spelling
+            value = samples.get(option.kind, "1")
+            config = SourceConfig.parse({"path": "/t", spelling: value})
+            if option.scope == "listing":  # typed once, into ListingOptions
+                got = getattr(config.listing_options, option.name)
+                assert got == option.parse(value) != option.default, spelling
+            else:
+                assert config.stream_options == {option.name: value}, spelling
     for option in registry.in_scope("write"):
         for spelling in (*option.spellings, *option.spark):
             if option.on_write == "take":

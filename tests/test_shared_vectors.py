@@ -19,10 +19,10 @@ from typing import Any
 
 import pytest
 
-from listing.errors import ListingError, OptionError
+from listing.errors import ListingError, OptionError, StorageConfigError
 from listing.formats.csv import CsvFormat, CsvOptions
 from listing.formats.text import strip_line
-from listing.options import parse_char, registry
+from listing.options import parse_char, registry, storage_options
 from listing.spark import extension
 from listing.spark.config import SourceConfig, registry_json
 from listing.url import TableUrl
@@ -97,6 +97,45 @@ def test_python_reads_csv_headers_as_the_vectors_say(case: dict[str, Any]) -> No
     assert options.split_fields(line) == case["fields"]
 
 
+def python_typed(kind: str, value: Any) -> Any:
+    """``value`` as Python types an option of ``kind`` that the JVM reads too: a storage
+    option's (the allowlist's parse, through the one kind parser), or for a choice the
+    registry's (``engine``); None where it is refused."""
+    try:
+        if kind == "choice":
+            return registry.option("engine").parse(value)
+        option = storage_options.StorageOption("option", kind, "")  # type: ignore[arg-type]
+        return storage_options._value(option, value, "option", "s3://")  # noqa: SLF001
+    except (OptionError, StorageConfigError):
+        return None
+
+
+@pytest.mark.parametrize("case", cases("option_values.json"),
+                         ids=[f"{c['kind']}:{c['value']!r}" for c in cases("option_values.json")])
+def test_python_types_option_values_as_the_vectors_say(case: dict[str, Any]) -> None:
+    got = python_typed(case["kind"], case["value"])
+    assert got == case["typed"] and type(got) is type(case["typed"]), got
+
+
+def _kinds_the_jvm_reads() -> set[str]:
+    """Every kind whose values the JVM extension reads (from the registry it is handed): the
+    s3 options it maps to S3A, the options only whose false value hands off or that become
+    Spark's own, and the source options it parses itself (limit, recursiveFileLookup,
+    engine). A ``list`` (nullValue) is not parsed there: Spark takes its one value as is."""
+    kinds = {o.kind for _, o in storage_options.leaves("s3") if o.s3a.use != "python"}
+    kinds |= {o.kind for o in registry.OPTIONS if o.native in ("false_only", "spark")}
+    kinds |= {registry.option(n).kind for n in ("limit", "recursivefilelookup", "engine")}
+    return kinds - {"list"}
+
+
+def test_the_vectors_cover_every_kind_the_jvm_reads() -> None:
+    """A kind the JVM reads without vectors would let Java and Python disagree unseen:
+    characters have their own file, every other kind cases in option_values.json."""
+    covered = {c["kind"] for c in cases("option_values.json")} | {"char"}
+    assert _kinds_the_jvm_reads() <= covered, _kinds_the_jvm_reads() - covered
+    assert {"bool", "int", "duration", "url"} <= _kinds_the_jvm_reads()  # positive control
+
+
 # --- the JVM's side --------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
@@ -137,6 +176,16 @@ def test_java_reads_character_options_as_the_vectors_say(java_answers: dict[str,
     table = cases("characters.json")
     got = dict(zip([c["value"] for c in table], java_answers["characters"], strict=True))
     assert got == {c["value"]: c["char"] for c in table}
+
+
+def test_java_types_option_values_as_the_vectors_say(java_answers: dict[str, Any]) -> None:
+    """The JVM reads each value as Python does (a double's integral value as a float)."""
+    table = cases("option_values.json")
+    got = [(c["kind"], c["value"], v) for c, v in
+           zip(table, java_answers["option_values"], strict=True)]
+    want = [(c["kind"], c["value"], c["typed"]) for c in table]
+    assert [g for g, w in zip(got, want, strict=True) if g != w] == []
+    assert set(java_answers["value_kinds"]) == {c["kind"] for c in table}
 
 
 def test_java_reads_csv_headers_as_the_vectors_say(java_answers: dict[str, Any]) -> None:

@@ -1,359 +1,63 @@
-"""Option values: one parser per kind, used by every option everywhere.
+"""Options: the one place a raw option value becomes a typed one.
 
-Options reach the toolkit as Python values (the API) or as strings (Spark, SQL, the
-CLI). Each kind has exactly one parser here (:data:`KINDS`), so ``merge_schema="on"``
-means the same to a format and to the table that acts on it. Every parser names the
-option and the value it refuses. Callers do not call them: the option registry does
-(:func:`listing.options.registry.parse`), and hands them typed values.
+Options reach the toolkit as Python values (the API) or as strings (Spark, SQL, the CLI).
+:mod:`listing.options.kinds` holds one parser per kind of value; the registry
+(:mod:`listing.options.registry`) declares every option with its kind and hands callers
+typed values, the listing ones as :class:`ListingOptions`; the storage allowlist
+(:mod:`listing.options.storage_options`) types storage options with the same parsers. This
+module only hands their names on (no submodule imports it: the package has no cycle).
 """
 
-from __future__ import annotations
+from listing.options.kinds import (
+    KINDS,
+    MAX_CONCURRENT_REQUESTS,
+    MB,
+    WRITE_MODES,
+    compile_glob,
+    did_you_mean,
+    kind_of_default,
+    parse_bool,
+    parse_char,
+    parse_column_names,
+    parse_count_or_duration,
+    parse_duration,
+    parse_glob,
+    parse_int,
+    parse_list,
+    parse_partition_cols,
+    parse_size,
+    parse_start,
+    parse_time_zone,
+    parse_timestamp,
+    parse_url,
+    parse_write_mode,
+    zone_info,
+)
+from listing.options.registry import ListingOptions
 
-import datetime as dt
-import difflib
-import functools
-import re
-import zoneinfo
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, fields
-from typing import Any
-
-from listing.errors import OptionError
-
-MB = 1024 * 1024
-MAX_CONCURRENT_REQUESTS = 64  # listing threads one scan may use
-
-_TRUE = frozenset({"true", "1", "yes", "on"})
-_FALSE = frozenset({"false", "0", "no", "off"})
-
-
-def did_you_mean(name: str, names: Iterable[str]) -> str:
-    """`` (did you mean 'x'?)`` naming the valid name closest to ``name`` (case ignored),
-    or ``""`` when none is close: the hint every unknown-option error carries."""
-    by_lower = {n.lower(): n for n in names}
-    close = difflib.get_close_matches(str(name).lower(), sorted(by_lower), n=1)
-    return f" (did you mean {by_lower[close[0]]!r}?)" if close else ""
-
-
-def parse_bool(value: Any, name: str = "option") -> bool:
-    """``true/false``, ``1/0``, ``yes/no``, ``on/off`` (any case), or a bool."""
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in _TRUE:
-        return True
-    if text in _FALSE:
-        return False
-    raise OptionError(f"option {name}={value!r} must be true or false "
-                      "(true/false, 1/0, yes/no, on/off)")
-
-
-def parse_int(value: Any, name: str = "option", *, minimum: int | None = None) -> int:
-    """An integer (``1_000`` allowed), at least ``minimum`` when given."""
-    if isinstance(value, bool):
-        raise OptionError(f"option {name}={value!r} must be an integer")
-    try:
-        n = value if isinstance(value, int) else int(str(value).strip().replace("_", ""))
-    except ValueError:
-        raise OptionError(f"option {name}={value!r} must be an integer") from None
-    if minimum is not None and n < minimum:
-        raise OptionError(f"option {name}={value!r} must be at least {minimum}")
-    return n
-
-
-_SIZE_UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "m": MB, "mb": MB,
-               "g": 1024 * MB, "gb": 1024 * MB}
-_SIZE = re.compile(r"(\d[\d_]*)\s*([a-z]*)")
-
-
-def parse_size(value: Any, name: str = "option") -> int:
-    """Bytes: an int, or ``128m`` / ``4MB`` / ``1g`` as Spark spells sizes."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    m = _SIZE.fullmatch(str(value).strip().lower())
-    if m is None or m.group(2) not in _SIZE_UNITS:
-        raise OptionError(f"option {name}={value!r} must be a size in bytes "
-                          "(e.g. 134217728, 128m, 4MB, 1g)")
-    return int(m.group(1).replace("_", "")) * _SIZE_UNITS[m.group(2)]
-
-
-_DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*([a-z]*)")
-
-
-def parse_duration(value: Any, name: str = "option") -> float:
-    """Seconds: a number, or ``250ms`` / ``30s`` / ``5m`` / ``2h`` / ``1d``."""
-    if isinstance(value, dt.timedelta):
-        return value.total_seconds()
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        seconds = float(value)
-    else:
-        m = _DURATION.fullmatch(str(value).strip().lower())
-        if m is None or (m.group(2) and m.group(2) not in _DURATION_UNITS):
-            raise OptionError(f"option {name}={value!r} must be a duration "
-                              "(e.g. 30, 30s, 250ms, 5m, 2h, 1d)")
-        seconds = float(m.group(1)) * _DURATION_UNITS.get(m.group(2), 1.0)
-    if seconds < 0:
-        raise OptionError(f"option {name}={value!r} must not be negative")
-    return seconds
-
-
-def parse_timestamp(value: Any, name: str = "option") -> dt.datetime:
-    """An ISO timestamp (Spark's ``modifiedBefore`` form), read as UTC without a zone."""
-    if isinstance(value, dt.datetime):
-        parsed = value
-    else:
-        try:
-            parsed = dt.datetime.fromisoformat(str(value).strip())
-        except ValueError:
-            raise OptionError(f"option {name}={value!r} must be an ISO timestamp "
-                              "(e.g. 2026-03-01T10:00:00)") from None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.UTC)
-
-
-_OFFSET = re.compile(r"(?:GMT|UTC|UT)?([+-])(\d{1,2})(?::?(\d{2}))?")
-
-
-def parse_time_zone(value: Any, name: str = "option") -> str:
-    """A time zone as Spark's ``spark.sql.session.timeZone`` takes it: a region name
-    (``America/Los_Angeles``), ``UTC``/``Z``, or an offset (``+05:30``, ``GMT+8``,
-    ``UTC-03:00``); returned as pyarrow spells a zone (the region name, or ``+HH:MM``)."""
-    text = str(value).strip()
-    if text in ("Z", "UTC", "GMT", "UT"):
-        return "UTC"
-    offset = _OFFSET.fullmatch(text)
-    if offset:
-        sign, hours, minutes = offset.group(1), int(offset.group(2)), int(offset.group(3) or 0)
-        if hours <= 18 and minutes < 60:
-            return f"{sign}{hours:02d}:{minutes:02d}"
-    else:
-        try:
-            zoneinfo.ZoneInfo(text)
-            return text
-        except (ValueError, zoneinfo.ZoneInfoNotFoundError):
-            pass
-    raise OptionError(f"option {name}={value!r} is not a time zone: give a region name "
-                      "(America/Los_Angeles), UTC, or an offset (+05:30)")
-
-
-@functools.lru_cache(maxsize=64)
-def zone_info(zone: str) -> dt.tzinfo:
-    """The tzinfo of a zone as :func:`parse_time_zone` spells it."""
-    zone = parse_time_zone(zone, "time_zone")
-    if zone == "UTC":
-        return dt.UTC
-    if zone[0] in "+-":
-        sign = -1 if zone[0] == "-" else 1
-        return dt.timezone(sign * dt.timedelta(hours=int(zone[1:3]), minutes=int(zone[4:6])))
-    return zoneinfo.ZoneInfo(zone)
-
-
-def parse_char(value: Any, name: str = "option", *, allow_none: bool = False) -> str | None:
-    """One character; ``\\t``/``tab`` spell a tab (hard to type in SQL OPTIONS). With
-    ``allow_none``, ``""``/``none``/``null``/``false`` switch the character off."""
-    if value is None or (allow_none and str(value).lower() in ("", "none", "null", "false")):
-        if allow_none:
-            return None
-        raise OptionError(f"option {name!r} is required")
-    text = {"\\t": "\t", "tab": "\t", "\\n": "\n"}.get(str(value).lower(), str(value))
-    if len(text) != 1:
-        raise OptionError(f"option {name}={value!r} must be a single character")
-    return text
-
-
-def parse_list(value: Any) -> list[str]:
-    """A list given as a list or as a comma-separated string (how Spark passes it)."""
-    if value is None:
-        return []
-    if isinstance(value, list | tuple | set | frozenset):
-        return [str(v) for v in value]
-    return str(value).split(",")
-
-
-@functools.lru_cache(maxsize=64)
-def compile_glob(pattern: str, name: str = "glob", *, file_name: bool = False) -> re.Pattern[str]:
-    """A glob as Spark (Hadoop's ``GlobPattern``) reads it: ``*``, ``?``, ``[abc]``,
-    ``[a-z]``, ``[!a]``/``[^a]``, ``{a,b}`` alternatives (nestable) and ``\\`` escapes; ``*``
-    matches any run of characters. An unclosed ``[`` or ``{`` is an error, not a literal
-    (which would silently match nothing); with ``file_name``, so is a ``/`` (a file name
-    has none). Errors name the option (``name``) and the pattern."""
-    def bad(why: str) -> OptionError:
-        return OptionError(f"option {name}={pattern!r} is not a usable glob: {why}")
-
-    out: list[str] = []
-    depth, i, n = 0, 0, len(pattern)
-    while i < n:
-        c = pattern[i]
-        if c == "\\":
-            if i + 1 == n:
-                raise bad("it ends in an escaping backslash")
-            out.append(re.escape(pattern[i + 1]))
-            i += 2
-            continue
-        if c == "[":
-            j = i + 1
-            negate = j < n and pattern[j] in "!^"
-            j += negate
-            start = j
-            if j < n and pattern[j] == "]":  # a leading ] is a member, as in fnmatch
-                j += 1
-            while j < n and pattern[j] != "]":
-                j += 1
-            if j >= n:
-                raise bad(f"unclosed '[' at position {i}")
-            members = "".join("-" if ch == "-" else re.escape(ch) for ch in pattern[start:j])
-            out.append(f"[{'^' if negate else ''}{members}]")
-            i = j + 1
-            continue
-        if c == "{":
-            depth += 1
-            out.append("(?:")
-        elif c == "}" and depth:
-            depth -= 1
-            out.append(")")
-        elif c == "," and depth:
-            out.append("|")
-        elif c == "*":
-            out.append(".*")
-        elif c == "?":
-            out.append(".")
-        elif c == "/" and file_name:
-            raise bad("it is matched against file names, which never contain '/'")
-        else:
-            out.append(re.escape(c))
-        i += 1
-    if depth:
-        raise bad("unclosed '{'")
-    try:
-        return re.compile("".join(out) + r"\Z", re.DOTALL)
-    except re.error as err:  # a reversed range such as [z-a]
-        raise bad(str(err)) from None
-
-
-def parse_glob(value: Any, name: str = "option") -> str:
-    """A file-name glob (``path_glob_filter``), checked now (see :func:`compile_glob`)."""
-    text = str(value)
-    compile_glob(text, name, file_name=True)
-    return text
-
-
-def parse_count_or_duration(value: Any, name: str = "option") -> int | float:
-    """A count (an int, or digits: ``2``) or, otherwise, a duration in seconds (a float:
-    ``2h``); the type tells which was meant."""
-    if isinstance(value, int) or str(value).strip().isdigit():
-        return parse_int(value, name)
-    try:
-        return parse_duration(value, name)
-    except OptionError:
-        raise OptionError(f"option {name}={value!r}: a number of newest partitions (2) "
-                          "or a duration (2h)") from None
-
-
-def parse_start(value: Any, name: str = "option") -> str | dt.datetime:
-    """``earliest``, ``latest`` (any case) or a timestamp (:func:`parse_timestamp`)."""
-    if isinstance(value, dt.datetime):
-        return value
-    text = str(value).strip().lower()
-    if text in ("earliest", "latest"):
-        return text
-    try:
-        return parse_timestamp(value, name)
-    except OptionError:
-        raise OptionError(f"option {name}={value!r}: earliest, latest, or a timestamp "
-                          "such as 2026-03-01T00:00:00") from None
-
-
-def _as_given(value: Any, name: str = "option") -> Any:
-    return value
-
-
-def _char_or_off(value: Any, name: str = "option") -> str:
-    """One character, or ``""`` where :func:`parse_char` switches it off (``none``): not
-    None, which would read as an option not given."""
-    return parse_char(value, name, allow_none=True) or ""
-
-
-def _list(value: Any, name: str = "option") -> list[str]:
-    return parse_list(value)
-
-
-#: the parser of each option kind (:attr:`listing.options.registry.Option.kind`), by name:
-#: the one place a raw option value becomes a typed one. ``string``, ``json``, ``choice``
-#: and ``any`` values are kept as given (the registry checks a choice against its choices;
-#: the edge that receives a JSON value as text decodes it).
-KINDS: dict[str, Callable[[Any, str], Any]] = {
-    "string": _as_given,
-    "json": _as_given,
-    "choice": _as_given,
-    "any": _as_given,
-    "bool": parse_bool,
-    "int": parse_int,
-    "size": parse_size,
-    "duration": parse_duration,
-    "timestamp": parse_timestamp,
-    "glob": parse_glob,
-    "char": parse_char,
-    "char or off": _char_or_off,
-    "list": _list,
-    "int or duration": parse_count_or_duration,
-    "start": parse_start,
-    "time zone": parse_time_zone,
-}
-
-
-def kind_of_default(default: Any) -> str:
-    """The kind of an option known only by its default (a format's own options, declared
-    by their defaults): bool, int, or anything else kept as given."""
-    if isinstance(default, bool):
-        return "bool"
-    if isinstance(default, int):
-        return "int"
-    return "any"
-
-
-@dataclass(frozen=True)
-class ListingOptions:
-    """File selection and task packing (DataFusion's ``ListingOptions`` + Spark's knobs)."""
-
-    path_glob_filter: str | None = None
-    modified_before: dt.datetime | None = None
-    modified_after: dt.datetime | None = None
-    ignore_missing_files: bool = False
-    ignore_corrupt_files: bool = False
-    max_partition_bytes: int = 128 * MB
-    open_cost_in_bytes: int = 4 * MB
-    min_partitions: int | None = None
-    batch_size: int = 65_536
-    include_file_metadata: bool = False  # add Spark's _metadata struct column
-    list_cache_ttl: float | None = None  # seconds a listing is reused (listing.list_cache)
-    # LIST requests one scan's planning may have in flight at once (1: one after another)
-    max_concurrent_requests: int = 8
-    # pack each task with files of one partition value, so Spark can be told the scan is
-    # key-grouped and skip the shuffle of a GROUP BY or join on partition columns (opt-in;
-    # listing.packing.pack_by_partition_key says when it is declined)
-    key_grouped: bool = False
-    # partition column names in directories match ignoring case (A=2/ and a=1/ are one
-    # column), as under Spark's default spark.sql.caseSensitive=false
-    case_sensitive: bool = False
-    # the zone a timestamp partition value (``ts=2026-01-01 06%3A00%3A00``) is read and
-    # written in: Spark's session time zone (the Spark source passes the session's)
-    time_zone: str = "UTC"
-
-    @classmethod
-    def names(cls) -> set[str]:
-        return {f.name for f in fields(cls)}
-
-    @classmethod
-    def from_dict(cls, values: dict[str, Any]) -> ListingOptions:
-        """Build from Python values or the strings Spark passes; names the bad option."""
-        from listing.options import registry  # the registry reads this class's defaults
-
-        opts = cls(**registry.parse(values, "listing"))
-        if opts.max_partition_bytes <= 0 or opts.open_cost_in_bytes < 0 or opts.batch_size <= 0:
-            raise OptionError("max_partition_bytes and batch_size must be positive, "
-                              "open_cost_in_bytes not negative")
-        if not 1 <= opts.max_concurrent_requests <= MAX_CONCURRENT_REQUESTS:
-            raise OptionError(f"option max_concurrent_requests="
-                              f"{values.get('max_concurrent_requests')!r} must be between 1 "
-                              f"(one request at a time) and {MAX_CONCURRENT_REQUESTS}")
-        return opts
+__all__ = [
+    "KINDS",
+    "ListingOptions",
+    "MAX_CONCURRENT_REQUESTS",
+    "MB",
+    "WRITE_MODES",
+    "compile_glob",
+    "did_you_mean",
+    "kind_of_default",
+    "parse_bool",
+    "parse_char",
+    "parse_column_names",
+    "parse_count_or_duration",
+    "parse_duration",
+    "parse_glob",
+    "parse_int",
+    "parse_list",
+    "parse_partition_cols",
+    "parse_size",
+    "parse_start",
+    "parse_time_zone",
+    "parse_timestamp",
+    "parse_url",
+    "parse_write_mode",
+    "zone_info",
+]

@@ -21,19 +21,23 @@ Spark spellings and Spark equivalents some of them have.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any, Literal
 
 from listing.errors import OptionError
-from listing.options import (
+from listing.options import storage_options  # the submodule, not the package
+from listing.options.kinds import (
+    _DURATION,
+    _DURATION_UNITS,
     _FALSE,
     _TRUE,
     KINDS,
-    ListingOptions,
+    MAX_CONCURRENT_REQUESTS,
+    MB,
     did_you_mean,
     kind_of_default,
-    storage_options,
 )
 
 #: where an option is taken: the source's own (path, format, …), file selection and packing
@@ -65,6 +69,52 @@ GLOB_ESCAPE = "\\"
 #: key-grouped partition's key (KeyGroupedScans.java), and the end of either; a pickled str
 #: is its UTF-8 bytes, so each is found as those bytes
 PARTITION_MARKS = {"summary": "\x1elisting-scan:", "key": "\x1elisting-key:", "end": "\x1e"}
+
+
+@dataclass(frozen=True)
+class ListingOptions:
+    """File selection and task packing (DataFusion's ``ListingOptions`` + Spark's knobs)."""
+
+    path_glob_filter: str | None = None
+    modified_before: dt.datetime | None = None
+    modified_after: dt.datetime | None = None
+    ignore_missing_files: bool = False
+    ignore_corrupt_files: bool = False
+    max_partition_bytes: int = 128 * MB
+    open_cost_in_bytes: int = 4 * MB
+    min_partitions: int | None = None
+    batch_size: int = 65_536
+    include_file_metadata: bool = False  # add Spark's _metadata struct column
+    list_cache_ttl: float | None = None  # seconds a listing is reused (listing.list_cache)
+    # LIST requests one scan's planning may have in flight at once (1: one after another)
+    max_concurrent_requests: int = 8
+    # pack each task with files of one partition value, so Spark can be told the scan is
+    # key-grouped and skip the shuffle of a GROUP BY or join on partition columns (opt-in;
+    # listing.packing.pack_by_partition_key says when it is declined)
+    key_grouped: bool = False
+    # partition column names in directories match ignoring case (A=2/ and a=1/ are one
+    # column), as under Spark's default spark.sql.caseSensitive=false
+    case_sensitive: bool = False
+    # the zone a timestamp partition value (``ts=2026-01-01 06%3A00%3A00``) is read and
+    # written in: Spark's session time zone (the Spark source passes the session's)
+    time_zone: str = "UTC"
+
+    @classmethod
+    def names(cls) -> set[str]:
+        return {f.name for f in fields(cls)}
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> ListingOptions:
+        """Build from Python values or the strings Spark passes; names the bad option."""
+        opts = cls(**parse(values, "listing"))
+        if opts.max_partition_bytes <= 0 or opts.open_cost_in_bytes < 0 or opts.batch_size <= 0:
+            raise OptionError("max_partition_bytes and batch_size must be positive, "
+                              "open_cost_in_bytes not negative")
+        if not 1 <= opts.max_concurrent_requests <= MAX_CONCURRENT_REQUESTS:
+            raise OptionError(f"option max_concurrent_requests="
+                              f"{values.get('max_concurrent_requests')!r} must be between 1 "
+                              f"(one request at a time) and {MAX_CONCURRENT_REQUESTS}")
+        return opts
 
 
 @dataclass(frozen=True)
@@ -135,7 +185,8 @@ OPTIONS: tuple[Option, ...] = (
        native="planner", on_write="ignore", listed=False),
     _o("format", "source", "string", "a registered format name", default="parquet",
        native="planner", on_write="take"),
-    _o("partition_cols", "source", "string", "partition columns, 'date:date,region'",
+    _o("partition_cols", "source", "partition columns", "partition columns, "
+       "'date:date,region'",
        on_write="refuse", instead="partition_by"),
     _o("storage_options", "source", "json", "storage options as one JSON object",
        native="planner", on_write="take"),
@@ -200,15 +251,17 @@ OPTIONS: tuple[Option, ...] = (
     _o("max_file_age", "stream", "duration", "files older than the newest by more are "
        "forgotten", spark=("maxFileAge",), default=7 * 86400.0),
     # --- writes (listing.spark.writer) ----------------------------------------------------
-    _o("partition_by", "write", "list", "partition columns of the written table",
+    _o("partition_by", "write", "column names", "partition columns of the written table",
        spark=("partitionBy",), on_write="take"),
     _o("partition_overwrite_mode", "write", "choice", "static or dynamic",
        spark=("partitionOverwriteMode",), choices=("static", "dynamic"), on_write="take"),
     _o("max_records_per_file", "write", "int", "rows per written file",
        spark=("maxRecordsPerFile",), on_write="take", minimum=1),
     _o("compression", "write", "string", "the written files' compression", on_write="take"),
-    _o("commit_protocol", "write", "string", "how a write publishes its files",
-       default="auto", on_write="take"),
+    _o("commit_protocol", "write", "choice", "how a write publishes its files: as S3 "
+       "multipart uploads to the final keys, by copying staged files, or auto (multipart "
+       "where the store has it)", default="auto", choices=("auto", "multipart", "copy"),
+       on_write="take"),
     _o("part_size", "write", "size", "bytes per multipart upload part", on_write="take"),
     _o("overwrite_without_lock", "write", "bool", "overwrite on a store that does not "
        "honour conditional PUT (If-None-Match), where the overwrite lock cannot isolate it: "
@@ -275,11 +328,6 @@ def names(options: Iterable[Option]) -> set[str]:
     return {o.name for o in options}
 
 
-def spark_spellings(*scopes: Scope) -> dict[str, str]:
-    """Spark's spellings (lower-cased) of the options of ``scopes``, mapped to our names."""
-    return {s: o.name for o in in_scope(*scopes) for s in o.spellings if s != o.name}
-
-
 def parse(raw: Mapping[str, Any], *scopes: Scope) -> dict[str, Any]:
     """The typed values of ``raw`` (options of ``scopes`` by our names, as Python values or
     text): each converted by its option's kind (:meth:`Option.parse`); a None value is
@@ -335,6 +383,7 @@ def as_json_data() -> dict[str, Any]:
         "glob_wildcards": GLOB_WILDCARDS,
         "partition_marks": dict(PARTITION_MARKS),
         "booleans": {"true": sorted(_TRUE), "false": sorted(_FALSE)},
+        "durations": {"pattern": _DURATION.pattern, "units": dict(_DURATION_UNITS)},
         "native_formats": dict(NATIVE_FORMATS),
         "options": [
             {"name": o.name, "scope": o.scope, "kind": o.kind, "spellings": list(o.spellings),

@@ -16,10 +16,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
-from urllib.parse import urlsplit
 
 from listing.errors import OptionError, StorageConfigError
-from listing.options import did_you_mean, parse_bool, parse_duration, parse_int
+from listing.options.kinds import KINDS, did_you_mean
 
 Kind = Literal["string", "url", "int", "bool", "duration", "choice", "object"]
 #: how an s3 option reaches Hadoop's S3A connector (Spark's own reader, the native engine):
@@ -340,7 +339,9 @@ def _check_object(allowed: tuple[StorageOption, ...], given: Mapping[str, Any], 
 
 
 def _value(option: StorageOption, value: Any, name: str, store: str) -> Any:
-    """``value`` as ``option``'s kind; secrets never quoted in the error."""
+    """``value`` as ``option``'s kind, by that kind's one parser (:data:`KINDS`); text
+    kinds take strings only, a choice exactly one of its choices (case kept: ``AES256``);
+    secrets never quoted in the error (no parser of a secret's kind refuses a string)."""
     shown = "***" if option.secret else repr(value)
 
     def bad(expected: str) -> StorageConfigError:
@@ -353,24 +354,17 @@ def _value(option: StorageOption, value: Any, name: str, store: str) -> Any:
         return _check_object(option.keys, value, store, name)
     if isinstance(value, Mapping | list | tuple | set):
         raise bad(f"a {option.describe_kind()}, not a {type(value).__name__}")
-    try:
-        if kind == "bool":
-            return parse_bool(value, name)
-        if kind == "int":
-            return parse_int(value, name, minimum=option.minimum)
-        if kind == "duration":
-            return parse_duration(value, name)
-    except OptionError as err:
-        raise StorageConfigError(f"storage {err}") from None
-    if not isinstance(value, str):
+    if kind in ("string", "choice", "url") and not isinstance(value, str):
         raise bad(f"a string ({option.describe_kind()})")
     if kind == "choice" and value not in option.choices:
         raise bad("one of " + ", ".join(option.choices))
-    if kind == "url":
-        scheme = urlsplit(value).scheme.lower()
-        if scheme not in ("http", "https") or not urlsplit(value).netloc:
-            raise bad("an http:// or https:// URL")
-    return value
+    try:
+        typed = KINDS[kind](value, name)
+        if option.minimum is not None and typed < option.minimum:
+            raise OptionError(f"option {name}={value!r} must be at least {option.minimum}")
+    except OptionError as err:
+        raise StorageConfigError(f"storage {err}") from None
+    return typed
 
 
 def secret_names(protocol_name: str) -> frozenset[str]:
@@ -423,7 +417,7 @@ def s3a_json_data() -> list[dict[str, Any]]:
     """The s3 options with their S3A mapping (:class:`S3A`), keys nested, as JSON data for
     the JVM extension (``S3ASettings.java`` dispatches on it and names no option itself)."""
     def walk(options: tuple[StorageOption, ...]) -> list[dict[str, Any]]:
-        return [{"name": o.name, "kind": o.kind, "secret": o.secret,
+        return [{"name": o.name, "kind": o.kind, "secret": o.secret, "minimum": o.minimum,
                  "s3a": o.s3a.as_json_data(), "keys": walk(o.keys)} for o in options]
 
     return walk(protocol("s3").options)

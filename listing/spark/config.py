@@ -12,8 +12,9 @@ import pyarrow as pa
 from listing import formats
 from listing.errors import OptionError
 from listing.expressions import Compare, Expr, IsNull, Or, conjunction
+from listing.formats import FileFormat
 from listing.hive import DEFAULT_PARTITION_NAME, unescape_path_name
-from listing.options import did_you_mean, registry
+from listing.options import ListingOptions, did_you_mean, registry
 from listing.options.registry import CATALOG_COPY_PREFIX, STORAGE_PREFIX
 from listing.redact import redact
 from listing.spark.dataframe import TableSpec
@@ -49,16 +50,20 @@ def hand_registry_to_jvm(spark: Any) -> None:
     spark.conf.set(REGISTRY_CONF, registry_json())
 
 
-@dataclasses.dataclass(repr=False)
+@dataclasses.dataclass(repr=False, kw_only=True)
 class SourceConfig:
-    """Validated options of one ``spark.read.format("listing")`` call."""
+    """Validated options of one ``spark.read.format("listing")`` call, typed once here and
+    handed to the table as they are: the listing options as :class:`ListingOptions`, the
+    format's as the :class:`FileFormat` they configure (never merged into one set of
+    keyword arguments the table would sort again)."""
 
     url: str
     format: str  # a registry name: options never name code
+    #: the format named, with its options typed (FileFormat.option_defaults)
+    file_format: FileFormat
     storage_options: dict[str, Any]
     partition_cols: list[tuple[str, Any]] | None
-    listing_options: dict[str, Any]
-    format_options: dict[str, Any]
+    listing_options: ListingOptions
     where: list[Any] | None = None
     limit: int | None = None
     table_schema: pa.Schema | None = None
@@ -78,7 +83,7 @@ class SourceConfig:
                 f"storage_options={redact(self.storage_options)!r}, "
                 f"partition_cols={self.partition_cols!r}, "
                 f"listing_options={self.listing_options!r}, "
-                f"format_options={redact(self.format_options)!r})")
+                f"format_options={redact(self.file_format.options)!r})")
 
     @classmethod
     def parse(cls, options: dict[str, str]) -> SourceConfig:
@@ -101,8 +106,8 @@ class SourceConfig:
         if len(several) > 1:  # partition folders of one table: its root, and their union
             opts["path"] = opts["basepath"]
         # the source's own options with a value (an empty one is none), typed
-        own = registry.parse({k: opts[k] for k in ("limit", "engine", "recursivefilelookup")
-                              if opts.get(k)}, "source")
+        own = registry.parse({k: opts[k] for k in ("limit", "engine", "recursivefilelookup",
+                                                   "partition_cols") if opts.get(k)}, "source")
         if own.get("recursivefilelookup"):
             raise OptionError("recursiveFileLookup is not supported: the listing source "
                               "reads Hive-partitioned tables and infers their partitions")
@@ -147,7 +152,7 @@ class SourceConfig:
                 listing[option.name] = value
             # the source's own (read above), a write's, a catalog property: not the table's
         fmt = opts.get("format", registry.option("format").default)
-        cols: list[Any] | None = _partition_cols(opts.get("partition_cols"))
+        cols: list[Any] | None = own.get("partition_cols")
         schema, sizes, filesystem, spec = None, None, None, None
         if "table_spec" in opts:  # written by ListingTable.to_spark: data, never code
             spec = TableSpec.parse(opts["table_spec"])
@@ -159,8 +164,12 @@ class SourceConfig:
         if spec is not None:
             spec.check_stated(opts)
         engine = own.get("engine", registry.option("engine").default)
-        return cls(url, fmt, storage, cols, listing, fmt_opts, where or None, own.get("limit"),
-                   schema, engine, stream, sizes, filesystem, base_path, folders, spark_filters)
+        return cls(url=url, format=fmt, file_format=formats.get(fmt, **fmt_opts),
+                   storage_options=storage, partition_cols=cols,
+                   listing_options=ListingOptions.from_dict(listing), where=where or None,
+                   limit=own.get("limit"), table_schema=schema, engine=engine,
+                   stream_options=stream, column_bytes=sizes, filesystem=filesystem,
+                   base_path=base_path, folders=folders, spark_filters=spark_filters)
 
     def open(self, data_schema: pa.Schema | None = None,
              filesystems: dict[str, Any] | None = None) -> ListingTable:
@@ -172,14 +181,14 @@ class SourceConfig:
             if factory is None:
                 raise OptionError("option table_spec names a filesystem this session's "
                                   "listing_table source does not carry")
-        table = ListingTable.open(self.url, format=self.format,
+        table = ListingTable.open(self.url, format=self.file_format,
+                                  listing_options=self.listing_options,
                                   storage_options=self.storage_options, filesystem=factory,
                                   partition_cols=self.partition_cols,
                                   base_path=self.base_path, folders=self.folders,
                                   cache_schema=True,  # each query opens the table again
                                   schema=data_schema if data_schema is not None
-                                  else self.table_schema,
-                                  **self.listing_options, **self.format_options)
+                                  else self.table_schema)
         if table.column_bytes is None:
             table.column_bytes = self.column_bytes
         return table
@@ -266,16 +275,3 @@ def _union_under_base_path(paths: list[str], base: str) -> Expr:
         raise OptionError(f"paths include basePath {base!r} itself, which holds the others: "
                           "give the partition folders, or only the base")
     return Or(tuple(part for part in parts if part is not None))
-
-
-def _partition_cols(value: str | None) -> list[tuple[str, str | None]] | None:
-    """``"date:date, region:string"`` or ``"date,region"`` (types inferred)."""
-    if not value:
-        return None
-    out: list[tuple[str, str | None]] = []
-    for item in value.split(","):
-        name, _, type_ = item.strip().partition(":")
-        if not name:
-            raise OptionError(f"option partition_cols={value!r}: empty column name")
-        out.append((name.strip(), type_.strip() or None))
-    return out

@@ -86,9 +86,10 @@ def open_table(config: SourceConfig, schema: StructType | None = None,
     if any(spark_schema(pa.schema([(n, w)]), [n]) != spark_schema(pa.schema([(n, t)]), [n])
            for (n, w), (_, t) in zip(wanted, table.partition_cols, strict=True)):
         # the same table with those types: no request (its sampled profile is kept)
-        table = ListingTable(table.url, table.storage, table.format, wanted,
-                             table.file_schema, table.profile, table.options,
-                             table.open_metrics, table.column_bytes)
+        table = ListingTable(url=table.url, storage=table.storage, fmt=table.format,
+                             partition_cols=wanted, file_schema=table.file_schema,
+                             profile=table.profile, options=table.options,
+                             open_metrics=table.open_metrics, column_bytes=table.column_bytes)
     return table
 
 

@@ -123,7 +123,9 @@ def _read_options_stored(opts: dict[str, str]) -> list[str]:
     """The options of ``opts`` (lower-cased; its :data:`CATALOG_OPTIONS` entry removed) that
     a catalog table stored for its reads: ``CREATE TABLE … OPTIONS (where …, engine …)``
     shapes its reads, not an ``INSERT`` into it. Storage, format and write options apply."""
-    stored = {k.strip().lower() for k in opts.pop(CATALOG_OPTIONS, "").split(",")}
+    stored = {k.lower() for k in registry.kind_value("column names",
+                                                     opts.pop(CATALOG_OPTIONS, ""),
+                                                     CATALOG_OPTIONS)}
     out = []
     for key in sorted(stored & set(opts)):
         option = registry.lookup(key)

@@ -66,8 +66,8 @@ The package, top to bottom (each module imports only from those below it):
 - :mod:`~listing.write.manifest` (a job's manifest and the rules it must meet) and
   :mod:`~listing.write.lock` (the overwrite lock);
 - :mod:`~listing.write.paths` (the hidden layout, path checks), :mod:`~listing.write.results`
-  (the values that travel) and :mod:`~listing.write.parsing` (the write options parsed
-  outside the option registry).
+  (the values that travel) and :mod:`~listing.write.options` (the write options as the
+  registry types them, partition_by checked against the data).
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ from listing.write.job import WriteJob
 from listing.write.lock import LOCK_FILE as LOCK_FILE  # for `listing recover`'s report
 from listing.write.manifest import MAX_MANIFEST_BYTES as MAX_MANIFEST_BYTES
 from listing.write.manifest import ManifestRefusedError
-from listing.write.parsing import MODES, PARTITION_OVERWRITE_MODES
+from listing.write.options import MODES, PARTITION_OVERWRITE_MODES
 from listing.write.results import StagedFile, TaskCommit, WriteResult
 
 __all__ = ["MODES", "PARTITION_OVERWRITE_MODES", "ManifestRefusedError", "StagedFile", "TaskCommit",

@@ -18,7 +18,7 @@ from listing.storage.lister import Lister
 from listing.storage.spec import StorageSpec
 from listing.url import TableUrl
 from listing.write.job import WriteJob
-from listing.write.parsing import MODES, _choice, _partition_by
+from listing.write.options import checked_partition_by, write_mode
 from listing.write.results import WriteResult
 
 log = logging.getLogger("listing.write")
@@ -113,8 +113,8 @@ def target_partition_by(url: str, schema: pa.Schema, partition_by: Sequence[str]
       is a static overwrite, since its directories would hide the root files from reads;
     - a layout reads cannot determine (:class:`PartitionLayoutError`) refuses the write.
     """
-    given = _partition_by(partition_by, schema)
-    mode = _choice("mode", mode, MODES)
+    given = checked_partition_by(partition_by, schema)
+    mode = write_mode(mode)
     if mode not in ("append", "overwrite"):
         return given
     replaces_all = mode == "overwrite" and str(partition_overwrite_mode).lower() != "dynamic"
@@ -149,7 +149,7 @@ def target_partition_by(url: str, schema: pa.Schema, partition_by: Sequence[str]
                 f"{table} is partitioned by {existing} but the data has no column "
                 f"{', '.join(map(repr, missing))} (columns: {', '.join(schema.names)}); "
                 "files written without them would sit where reads skip them")
-        return _partition_by(existing, schema)
+        return checked_partition_by(existing, schema)
     if given != existing:
         raise OptionError(
             f"partition_by={given} disagrees with the partition columns of {table}, "

@@ -29,7 +29,11 @@ from listing.write import recovery
 from listing.write.commit import JobCommit
 from listing.write.lock import LOCK_FILE, check_isolation
 from listing.write.manifest import ManifestRefusedError
-from listing.write.parsing import COMMIT_PROTOCOLS, MODES, _choice, _partition_by
+from listing.write.options import (
+    checked_partition_by,
+    typed_commit_protocol,
+    write_mode,
+)
 from listing.write.paths import JOB_ID, STAGING_DIR, list_files
 from listing.write.results import StagedFile, TaskCommit
 
@@ -87,12 +91,12 @@ class WriteJob(JobCommit):
         table = TableUrl.parse(url)
         if table.glob is not None:
             raise OptionError(f"cannot write to a glob {url!r}: give the table's root")
-        self.mode = _choice("mode", mode, MODES)
+        self.mode = write_mode(mode)
         self.partition_overwrite_mode: str = given.get("partition_overwrite_mode", "static")
-        self.partition_by = _partition_by(partition_by, schema)
+        self.partition_by = checked_partition_by(partition_by, schema)
         self.max_records_per_file: int | None = given.get("max_records_per_file")
         storage = StorageSpec(table.protocol, table.storage_options(storage_options))
-        protocol = _choice("commit_protocol", commit_protocol, COMMIT_PROTOCOLS)
+        protocol = typed_commit_protocol(commit_protocol)
         if protocol == "multipart" and not store_class(storage).supports_multipart:
             raise OptionError(f"commit_protocol='multipart' needs S3 (multipart uploads), "
                               f"not {table.protocol}://; use 'copy' or 'auto'")

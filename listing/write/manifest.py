@@ -18,7 +18,7 @@ from listing.errors import CommitError
 from listing.hive import is_hidden_below
 from listing.storage import multipart
 from listing.storage.store import NotAPlainFile, Store
-from listing.write.parsing import MODES
+from listing.write.options import MODES
 from listing.write.paths import (
     JOB_ID,
     STAGING_DIR,

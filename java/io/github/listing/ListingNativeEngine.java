@@ -129,7 +129,7 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
       rel = (DataSourceV2Relation) filled;
     }
     Map<String, String> options = lowerCased(rel.options().asCaseSensitiveMap());
-    String engine = options.getOrDefault("engine", "auto").trim().toLowerCase(Locale.ROOT);
+    String engine = OptionValues.choice(options.getOrDefault("engine", "auto"));
     if (!engine.equals("auto") && !engine.equals("native")) {
       return null;  // python, or a bad value the source itself reports
     }
@@ -167,7 +167,7 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
   public static String pythonReason(SparkSession session, Map<String, String> options,
       String source) {
     Map<String, String> lower = lowerCased(options);
-    String engine = lower.getOrDefault("engine", "auto").trim().toLowerCase(Locale.ROOT);
+    String engine = OptionValues.choice(lower.getOrDefault("engine", "auto"));
     if (!engine.equals("auto") && !engine.equals("native")) {
       return "engine=" + engine;
     }
@@ -602,11 +602,12 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
               }
               break;
             case "limit":
-              try {
-                plan.limit = Integer.valueOf(value.trim());
-              } catch (NumberFormatException ex) {
-                throw new NotNative("option limit=" + value + " is not an integer");
+              java.math.BigInteger limit = OptionValues.integer(value);
+              if (limit == null || limit.bitLength() > 31) {
+                throw new NotNative("option limit=" + value + (limit == null
+                    ? " is not an integer" : " is larger than Spark's limit takes"));
               }
+              plan.limit = limit.intValue();
               break;
             case "recursivefilelookup":
               if (!Boolean.FALSE.equals(registry.bool(value))) {

@@ -101,11 +101,14 @@ public final class OptionRegistry {
     final Map<String, String> values;
     final String why;
     final Map<String, StorageOption> keys;
+    /** The least value of an int option (the allowlist's), or null. */
+    final Integer minimum;
 
     StorageOption(JsonNode o) {
       name = o.path("name").asText();
       kind = o.path("kind").asText();
       secret = o.path("secret").asBoolean();
+      minimum = o.path("minimum").isInt() ? Integer.valueOf(o.path("minimum").intValue()) : null;
       JsonNode s3a = o.path("s3a");
       use = s3a.path("use").asText();
       to = s3a.path("to").asText();
@@ -128,6 +131,11 @@ public final class OptionRegistry {
     ObjectNode describe() {
       ObjectNode n = JSON.createObjectNode();
       n.put("name", name).put("kind", kind).put("secret", secret);
+      if (minimum == null) {
+        n.putNull("minimum");
+      } else {
+        n.put("minimum", minimum);
+      }
       ObjectNode s3a = n.putObject("s3a");
       s3a.put("use", use).put("to", to).put("convert", convert);
       ObjectNode vs = s3a.putObject("values");
@@ -162,9 +170,8 @@ public final class OptionRegistry {
   final Map<String, List<String>> extensions = new LinkedHashMap<>();
   /** The s3 storage options and their S3A mapping, by name (the allowlist's). */
   final Map<String, StorageOption> s3Options;
-  /** How our booleans are spelled (listing.options.parse_bool), lower case. */
-  private final Set<String> trueSpellings = new LinkedHashSet<>();
-  private final Set<String> falseSpellings = new LinkedHashSet<>();
+  /** Option values read as Python's kind parsers read them (booleans, durations, ...). */
+  final OptionValues values;
 
   private OptionRegistry(JsonNode root) {
     storagePrefix = root.path("prefixes").path("storage").asText();
@@ -199,11 +206,7 @@ public final class OptionRegistry {
     if (s3Options.isEmpty()) {
       throw new IllegalArgumentException("the option registry has no s3 storage options");
     }
-    root.path("booleans").path("true").forEach(t -> trueSpellings.add(t.asText()));
-    root.path("booleans").path("false").forEach(f -> falseSpellings.add(f.asText()));
-    if (trueSpellings.isEmpty() || falseSpellings.isEmpty()) {
-      throw new IllegalArgumentException("the option registry has no boolean spellings");
-    }
+    values = new OptionValues(root.path("booleans"), root.path("durations"));
     if (storagePrefix.isEmpty() || catalogCopyPrefix.isEmpty()) {
       throw new IllegalArgumentException("the option registry has no prefixes");
     }
@@ -272,11 +275,7 @@ public final class OptionRegistry {
 
   /** A boolean as listing.options.parse_bool reads it (any case); null when it is none. */
   Boolean bool(String value) {
-    String v = value.trim().toLowerCase(Locale.ROOT);
-    if (trueSpellings.contains(v)) {
-      return Boolean.TRUE;
-    }
-    return falseSpellings.contains(v) ? Boolean.FALSE : null;
+    return values.bool(value);
   }
 
   /** The default of the option named {@code name}, as text. */
@@ -297,8 +296,12 @@ public final class OptionRegistry {
     out.putObject("partition_marks").put("summary", r.summaryMark).put("key", r.keyMark)
         .put("end", r.endMark);
     ObjectNode booleans = out.putObject("booleans");
-    r.trueSpellings.forEach(booleans.putArray("true")::add);
-    r.falseSpellings.forEach(booleans.putArray("false")::add);
+    r.values.trueSpellings().forEach(booleans.putArray("true")::add);
+    r.values.falseSpellings().forEach(booleans.putArray("false")::add);
+    ObjectNode durations = out.putObject("durations");
+    durations.put("pattern", r.values.durationPattern());
+    ObjectNode units = durations.putObject("units");
+    r.values.durationUnits().forEach(units::put);
     ObjectNode formats = out.putObject("native_formats");
     r.nativeFormats.forEach(formats::put);
     ObjectNode exts = out.putObject("extensions");

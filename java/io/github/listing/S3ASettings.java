@@ -1,5 +1,6 @@
 package io.github.listing;
 
+import java.math.BigInteger;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.Locale;
@@ -148,7 +149,7 @@ final class S3ASettings {
   private static String mapped(OptionRegistry.StorageOption option, String path, JsonNode v,
       OptionRegistry registry) throws ListingNativeEngine.NotNative {
     String t = option.kind.equals("bool") ? String.valueOf(bool(path, v, registry))
-        : text(path, v);
+        : text(option, path, v);
     if (option.values.isEmpty()) {
       return t;
     }
@@ -163,10 +164,11 @@ final class S3ASettings {
   private static String convert(OptionRegistry.StorageOption option, String path, JsonNode v,
       OptionRegistry registry) throws ListingNativeEngine.NotNative {
     return switch (option.convert) {
-      case "count" -> String.valueOf(integer(path, v));
-      case "millis" -> millis(path, v);
+      case "count" -> integer(option, path, v).toString();
+      case "millis" -> millis(path, v, registry);
       // botocore counts the first attempt in total_max_attempts; S3A's setting does not
-      case "retries_of_attempts" -> String.valueOf(Math.max(0, integer(path, v) - 1));
+      case "retries_of_attempts" ->
+          integer(option, path, v).subtract(BigInteger.ONE).max(BigInteger.ZERO).toString();
       case "flag" -> bool(path, v, registry) ? "true" : null;
       default -> mapped(option, path, v, registry);
     };
@@ -306,44 +308,47 @@ final class S3ASettings {
     return out;
   }
 
-  private static String text(String name, JsonNode v) throws ListingNativeEngine.NotNative {
-    if (!v.isValueNode()) {
-      throw new ListingNativeEngine.NotNative("storage option " + name + " is not a value");
+  /** The value as the option's kind reads it (Python's kind parser; {@link OptionValues}):
+   * text for a string or a choice, a URL for a url. */
+  private static String text(OptionRegistry.StorageOption option, String name, JsonNode v)
+      throws ListingNativeEngine.NotNative {
+    String t = option.kind.equals("url") ? OptionValues.url(v) : OptionValues.text(v);
+    if (t == null) {
+      throw new ListingNativeEngine.NotNative("storage option " + name + " is not "
+          + (option.kind.equals("url") ? "an http(s) URL" : "a string"));
     }
-    return v.asText();
+    return t;
   }
 
   private static boolean bool(String name, JsonNode v, OptionRegistry registry)
       throws ListingNativeEngine.NotNative {
-    Boolean b = v.isBoolean() ? Boolean.valueOf(v.booleanValue()) : registry.bool(v.asText());
+    Boolean b = registry.values.bool(v);
     if (b == null) {
       throw new ListingNativeEngine.NotNative("storage option " + name + " is not a boolean");
     }
     return b;
   }
 
-  private static int integer(String name, JsonNode v) throws ListingNativeEngine.NotNative {
-    try {
-      int n = v.isInt() ? v.intValue() : Integer.parseInt(v.asText().trim());
-      if (n < 0) {
-        throw new NumberFormatException();
-      }
-      return n;
-    } catch (NumberFormatException e) {
-      throw new ListingNativeEngine.NotNative("storage option " + name + " is not a count");
+  /** An integer as Python's parse_int reads it, at least the option's minimum. */
+  private static BigInteger integer(OptionRegistry.StorageOption option, String name,
+      JsonNode v) throws ListingNativeEngine.NotNative {
+    BigInteger n = OptionValues.integer(v);
+    if (n == null || (option.minimum != null
+        && n.compareTo(BigInteger.valueOf(option.minimum)) < 0)) {
+      throw new ListingNativeEngine.NotNative("storage option " + name + " is not a count"
+          + (option.minimum == null ? "" : " of at least " + option.minimum));
     }
+    return n;
   }
 
-  /** botocore's seconds (a number) as S3A's duration text in milliseconds. */
-  private static String millis(String name, JsonNode v) throws ListingNativeEngine.NotNative {
-    try {
-      double seconds = v.isNumber() ? v.doubleValue() : Double.parseDouble(v.asText().trim());
-      if (seconds < 0 || Double.isNaN(seconds)) {
-        throw new NumberFormatException();
-      }
-      return Math.round(seconds * 1000) + "ms";
-    } catch (NumberFormatException e) {
-      throw new ListingNativeEngine.NotNative("storage option " + name + " is not seconds");
+  /** A duration as Python's parse_duration reads it (seconds: 30, 5s, 250ms) as S3A's
+   * duration text in milliseconds. */
+  private static String millis(String name, JsonNode v, OptionRegistry registry)
+      throws ListingNativeEngine.NotNative {
+    Double seconds = registry.values.seconds(v);
+    if (seconds == null) {
+      throw new ListingNativeEngine.NotNative("storage option " + name + " is not a duration");
     }
+    return Math.round(seconds * 1000) + "ms";
   }
 }

@@ -68,6 +68,21 @@ public final class SharedVectors {
       ListingNativeEngine.csvFields(c.path("line").asText(), c.path("sep").asText().charAt(0),
           c.path("quote").asText().charAt(0)).forEach(fields::add);
     }
+    ArrayNode values = out.putArray("option_values");
+    for (JsonNode c : cases(folder, "option_values.json")) {
+      JsonNode v = c.path("value");
+      Object typed = switch (c.path("kind").asText()) {
+        case "bool" -> registry.values.bool(v);
+        case "int" -> OptionValues.integer(v);
+        case "duration" -> registry.values.seconds(v);
+        case "url" -> OptionValues.url(v);
+        case "string" -> OptionValues.text(v);
+        case "choice" -> OptionValues.choice(v.asText());
+        default -> throw new IllegalArgumentException("no kind " + c.path("kind"));
+      };
+      values.add(JSON.valueToTree(typed));
+    }
+    new java.util.TreeSet<>(OptionValues.KINDS).forEach(out.putArray("value_kinds")::add);
     System.out.println(out);
   }
 

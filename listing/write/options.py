@@ -1,44 +1,47 @@
-"""The write options still parsed here rather than in :mod:`listing.options`: the write
-``mode`` (with Spark's aliases), ``commit_protocol`` and ``partition_by`` (checked against
-the data's schema). One place, so that moving them to the option registry is one change.
-"""
+"""The write options as a job takes them: each typed by the option registry (the write
+``mode`` with Spark's aliases, ``commit_protocol`` a choice, ``partition_by`` column
+names), and ``partition_by`` checked against the data's schema
+(:func:`checked_partition_by`)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import pyarrow as pa
 
 from listing.errors import OptionError
 from listing.hive import escape_path_name, is_hidden
-from listing.options import registry
+from listing.options import WRITE_MODES, registry
 
-MODES = ("append", "overwrite", "error", "ignore")
+MODES = WRITE_MODES
 PARTITION_OVERWRITE_MODES = registry.option("partition_overwrite_mode").choices
-#: how a job publishes its files: ``multipart`` (S3: zero-copy, files are multipart
-#: uploads the commit completes), ``copy`` (staged files copied or renamed into place),
-#: ``auto`` (multipart on S3, copy elsewhere)
-COMMIT_PROTOCOLS = ("auto", "multipart", "copy")
 
 _PARTITION_TYPES = (pa.types.is_string, pa.types.is_large_string, pa.types.is_integer,
                     pa.types.is_date, pa.types.is_boolean, pa.types.is_decimal,
                     pa.types.is_floating, pa.types.is_timestamp, pa.types.is_null)
 
 
-def _choice(name: str, value: str, allowed: Sequence[str]) -> str:
-    text = str(value).strip().lower()
-    text = {"errorifexists": "error", "default": "error"}.get(text, text) \
-        if name == "mode" else text
-    if text not in allowed:
-        raise OptionError(f"{name}={value!r} must be one of {', '.join(allowed)}")
-    return text
+def write_mode(value: Any) -> str:
+    """``value`` as one of :data:`MODES` (the registry's ``write mode`` kind)."""
+    result: str = registry.kind_value("write mode", value, "mode")
+    return result
 
 
-def _partition_by(columns: Sequence[str] | str, schema: pa.Schema) -> list[str]:
-    if isinstance(columns, str):
-        columns = [c.strip() for c in columns.split(",") if c.strip()]
+def typed_commit_protocol(value: Any) -> str:
+    """``value`` as one of the registry's ``commit_protocol`` choices: ``multipart`` (S3:
+    zero-copy, files are multipart uploads the commit completes), ``copy`` (staged files
+    copied or renamed into place), ``auto`` (multipart on S3, copy elsewhere)."""
+    result: str = registry.option("commit_protocol").parse(value)
+    return result
+
+
+def checked_partition_by(columns: Sequence[str] | str, schema: pa.Schema) -> list[str]:
+    """The columns ``columns`` names (a list, or Spark's comma-separated text, typed by
+    the registry), each a column of ``schema`` that can be a partition value, named once,
+    and not all of them."""
     out: list[str] = []
-    for name in columns:
+    for name in registry.option("partition_by").parse(columns):
         if name not in schema.names:
             raise OptionError(f"partition_by column {name!r} is not in the data "
                               f"({', '.join(schema.names)})")
