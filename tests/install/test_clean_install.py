@@ -40,12 +40,8 @@ pytestmark = pytest.mark.clean_install
 ROOT = Path(__file__).resolve().parents[2]
 JOB = Path(__file__).resolve().parents[1] / "jobs" / "clean_install_job.py"
 DAY = "2025-01-03"
-BUILD_TIMEOUT = 300.0
 INSTALL_TIMEOUT = 400.0
 JOB_TIMEOUT = 420.0  # cluster start-up and the job on a busy 2-core machine
-IGNORE = shutil.ignore_patterns(".venv", ".git", "build", "dist", ".lint", "*.egg-info",
-                                "__pycache__", ".pytest_cache", ".ruff_cache", ".mypy_cache",
-                                ".hypothesis", "spark-warehouse")
 
 #: run by the new virtualenv's python: a cluster, then the job through spark-submit
 ORCHESTRATE = """
@@ -139,13 +135,11 @@ def user_env(venv: Path, tools: str) -> dict[str, str]:
     return env
 
 
-def test_wheel_in_a_fresh_venv_runs_a_spark_submit_job_with_java_only(s3_server, tmp_path):
+def test_wheel_in_a_fresh_venv_runs_a_spark_submit_job_with_java_only(s3_server, tmp_path,
+                                                                      built_wheel):
     base = getattr(sys, "_base_executable", sys.executable)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
-    shutil.copytree(ROOT, tmp_path / "src", ignore=IGNORE)
-    run([sys.executable, "-m", "build", "--wheel", "--outdir", tmp_path / "dist",
-         tmp_path / "src"], tmp_path, env, BUILD_TIMEOUT)
-    wheel = next((tmp_path / "dist").glob("spark_listing-*.whl"))
+    wheel = built_wheel.wheel
     venv = tmp_path / "venv"
     run([base, "-m", "venv", venv], tmp_path, env, 120)
     run([venv / "bin" / "python", "-m", "pip", "install", "-q", wheel], tmp_path, env,

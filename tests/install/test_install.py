@@ -32,6 +32,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import version
 from pathlib import Path
+from typing import Any
 
 import pytest
 from packaging.requirements import Requirement
@@ -128,31 +129,24 @@ def _base_python() -> Path:
 
 
 @pytest.fixture(scope="module")
-def installed() -> Iterator[Installed]:
-    """Build the wheel once, make one venv with it (plus pytest's console script)."""
+def installed(built_wheel: Any) -> Iterator[Installed]:
+    """One venv with the wheel (plus pytest's console script)."""
     tmp = Path(tempfile.mkdtemp(prefix="spark-listing-install-"))
     try:
-        yield _install(tmp)
+        yield _install(tmp, built_wheel)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _install(tmp: Path) -> Installed:
+def _install(tmp: Path, built: Any) -> Installed:
     env = _clean_env()
 
-    # Build from a copy: building in the repository writes build/ and *.egg-info there,
-    # and setuptools reuses a stale build/lib (modules deleted since would still ship).
-    # `python -m build` makes the sdist and then the wheel from the sdist, as a release.
-    src = tmp / "src"
-    shutil.copytree(ROOT, src, ignore=_copy_ignore)
-    project_version = tomllib.loads((src / "pyproject.toml").read_text())["project"]["version"]
-    dist = tmp / "dist"
-    built = _run([sys.executable, "-m", "build", "--outdir", dist, src], cwd=tmp, env=env,
-                 timeout=BUILD_TIMEOUT)  # fmt: skip
+    project_version = tomllib.loads((built.src / "pyproject.toml").read_text())["project"][
+        "version"]
     # setuptools' 40-line warning when a data folder looks like a package (the Java sources
     # once sat in listing/spark/java/): none, the build output stays readable
-    assert "would be ignored" not in built.stdout + built.stderr
-    wheels = sorted(dist.glob("*.whl"))
+    assert "would be ignored" not in built.output
+    wheels = [built.wheel]
     assert [w.name for w in wheels] == [f"spark_listing-{project_version}-py3-none-any.whl"]
     with zipfile.ZipFile(wheels[0]) as zf:
         wheel_names = zf.namelist()
@@ -371,7 +365,7 @@ from fixtures import WHO
 import listing
 import listing.testing.pytest_plugin as plugin
 
-PROJECT = Path(__file__).resolve().parents[2]
+PROJECT = Path(__file__).resolve().parents[1]
 SITE = Path(os.environ["SPARK_LISTING_SITE_PACKAGES"]).resolve()
 
 
