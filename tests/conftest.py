@@ -48,7 +48,7 @@ def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
     line = ".".join(pyspark.__version__.split(".")[:2])
     gaps = KNOWN_GAPS.get(line, {})
     for item in items:
-        node = item.nodeid.removeprefix("tests/")
+        node = item.nodeid.rsplit("/", 1)[-1]
         reason = gaps.get(node) or gaps.get(node.split("[")[0])
         if reason is not None:
             item.add_marker(pytest.mark.xfail(strict=True, reason=f"Spark {line}: {reason}"))

@@ -51,7 +51,7 @@ STARTS_ITSELF: dict[str, tuple[str, ...]] = {
     "test_formats_fresh_session.py": ("spark",),
     "test_spark_catalog.py": ("spark",),
     "test_spark_connect.py": ("spark",),
-    "test_spark_secrets.py": ("spark",),  # its module fixture runs tests/secrets_job.py
+    "test_spark_secrets.py": ("spark",),  # its module fixture runs tests/jobs/secrets_job.py
     "test_install.py": ("install", "s3"),
     "test_clean_install.py": ("install", "spark", "s3"),
 }
@@ -72,6 +72,32 @@ def groups_of(item: pytest.Item) -> frozenset[str]:
         if _matches(key, item):
             found |= set(groups)
     return frozenset(found or {UNIT})
+
+
+#: the folders of tests/ by need, and the groups a test in each may have: a module lives in
+#: the folder of the most its tests need (``unit/<layer>/``, ``s3/``, ``spark/``, ``install/``)
+FOLDER_GROUPS = {
+    "unit": frozenset({UNIT}),
+    "s3": frozenset({UNIT, "s3"}),
+    "spark": frozenset({UNIT, "s3", "spark"}),
+    "install": frozenset({UNIT, "s3", "spark", "install"}),
+}
+
+
+def misplaced(items: list[pytest.Item]) -> list[str]:
+    """``module: groups`` of each module under tests/ whose tests need more than its folder
+    allows (a test needing Spark in ``tests/s3/``), or that lies in no folder by need."""
+    found: dict[str, set[str]] = {}
+    for item in items:
+        parts = item.nodeid.split("::")[0].split("/")
+        if parts[0] != "tests":
+            continue
+        folder = parts[1] if len(parts) > 2 else ""
+        allowed = FOLDER_GROUPS.get(folder, frozenset())
+        extra = groups_of(item) - allowed
+        if extra or folder not in FOLDER_GROUPS:
+            found.setdefault("/".join(parts), set()).update(extra or groups_of(item))
+    return [f"{module}: {'+'.join(sorted(groups))}" for module, groups in sorted(found.items())]
 
 
 def _node(item: pytest.Item) -> str:
@@ -201,6 +227,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if stale:
         raise pytest.UsageError(f"tests/groups.py STARTS_ITSELF names tests that do not exist: "
                                 f"{', '.join(stale)}")
+    wrong = misplaced(items)
+    if wrong:
+        raise pytest.UsageError("test modules in a folder of tests/ that does not allow what "
+                                f"they need (see FOLDER_GROUPS): {'; '.join(wrong)}")
     for item in items:
         for group in sorted(groups_of(item)):
             item.add_marker(group)

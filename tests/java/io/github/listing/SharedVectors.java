@@ -15,7 +15,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
  * The extension's answers to the shared test vectors (tests/vectors/*.json): run as
  * {@code java SharedVectors <registry.json> <vectors folder>}, it prints one JSON object
  * holding, per vector file, the Java method's answer to each case in order; the pytest that
- * runs it (tests/test_shared_vectors.py) holds them to the cases' expected answers, and
+ * runs it (tests/unit/options/test_shared_vectors.py) holds them to the cases' expected answers, and
  * Python's functions to the same.
  */
 public final class SharedVectors {
