@@ -1,14 +1,15 @@
-"""The kept files of a scan as columns: what a plan of a local or S3 listing holds on the
-driver.
+"""The kept files of a scan as columns: the one form a plan holds on the driver.
 
-A local or S3 listing hands each directory's files over as columns
-(:class:`~listing.storage.dir_files.DirFiles`); a scan keeps those runs as they are, with
-each run's directory URL and partition values once, so that planning makes no Python
-object per file. Packing works on the runs' sizes (NumPy), a file group is a list of
-file indices into them (:class:`GroupColumns`), and a :class:`PartitionedFile` is made
-only when someone asks for ``plan.files`` or ``group.files``: the same values, in the
-same order, as a plan of rows (``whole_file(head + name, size, values, run.time(i),
-run.etag(i))``), files of one run sharing its values.
+Every listing hands each directory's files over as columns
+(:class:`~listing.storage.dir_files.DirFiles`: a local scandir's, an S3 page's, the
+listing cache's answers, another fsspec store's); a scan keeps those runs as they are,
+with each run's directory URL and partition values once, so that planning makes no Python
+object per file. Files chosen otherwise (a stream's batch: ``plan_files``) become runs
+too (:meth:`FileColumns.of_files`). Packing works on the runs' sizes (NumPy), a file
+group is a list of file indices into them (:class:`GroupColumns`), and a
+:class:`PartitionedFile` is made only when someone asks for ``plan.files`` or
+``group.files`` (``whole_file(head + name, size, values, run.time(i), run.etag(i))``),
+files of one run sharing its values.
 """
 
 from __future__ import annotations
@@ -53,7 +54,8 @@ class FileColumns:
     def time_kinds(self) -> set[tuple[bool, bool]]:
         """The kinds of its runs' times: (in seconds, in ``UTC``) each (found once)."""
         if self._times is None:
-            self._times = {(run.in_seconds, run.tz is _UTC) for run in self.runs}
+            self._times = {(run.in_seconds, run.tz is _UTC and not run.in_datetimes)
+                           for run in self.runs}
         return self._times
 
     def __len__(self) -> int:
@@ -62,14 +64,41 @@ class FileColumns:
     def __repr__(self) -> str:
         return f"FileColumns({len(self)} files in {len(self.runs)} runs)"
 
+    @classmethod
+    def of_files(cls, files: Sequence[PartitionedFile]) -> FileColumns:
+        """Whole files chosen already (a stream's batch, a caller's own listing) as runs:
+        consecutive files of one directory that share one partition-values object make
+        one run; :meth:`files` gives them back equal, in order, sharing those objects.
+        Raises ``ValueError`` for a byte range or a subclass of :class:`PartitionedFile`
+        (a plan's files are whole, and only their fields are kept)."""
+        runs: list[tuple[str, DirFiles, Mapping[str, Any]]] = []
+        start, n = 0, len(files)
+        while start < n:
+            first = files[start]
+            _check_whole(first)
+            cut = first.path.rfind("/") + 1
+            head, values = first.path[:cut], first.partition_values
+            end = start + 1
+            while end < n and (f := files[end]).partition_values is values \
+                    and f.path.rfind("/") + 1 == cut and f.path.startswith(head):
+                _check_whole(f)
+                end += 1
+            chunk = files[start:end]
+            times = [f.last_modified for f in chunk]
+            in_micros = micros_of(times)
+            run = DirFiles(head, [f.path[cut:] for f in chunk], array("q", [f.size for f in chunk]),
+                           in_micros[0] if in_micros is not None and in_micros[1] is _UTC
+                           else times, [f.etag for f in chunk]).compact()
+            runs.append((head, run, values))
+            start = end
+        return cls(runs)
+
     def __eq__(self, other: object) -> bool:
         if isinstance(other, FileColumns):
             return self.files() == other.files()
-        if isinstance(other, list | tuple):
-            return self.files() == list(other)
         return NotImplemented
 
-    __hash__ = None  # type: ignore[assignment]  # equal to a list: unhashable like one
+    __hash__ = None  # type: ignore[assignment]  # mutable caches: unhashable
 
     # --- rows, on request -----------------------------------------------------------------
     def files(self) -> list[PartitionedFile]:
@@ -93,10 +122,6 @@ class FileColumns:
         """(run, position in its run) of each file index of ``idx``."""
         runs = np.searchsorted(self.starts, idx, "right") - 1
         return runs, idx - self.starts[runs]
-
-    def run_of_each(self) -> np.ndarray:
-        """The run of every file, in plan order."""
-        return np.repeat(np.arange(len(self.runs)), np.diff(self.starts))
 
     def dir_keys(self) -> list[int]:
         """Per run, a number for its (head, values object): runs of one directory that
@@ -168,7 +193,7 @@ class GroupColumns:
         values: list[Mapping[str, Any]] = []
         slot_of = array("i")
         names: list[str] = []
-        mtimes: list[float | int] = []
+        mtimes: list[Any] = []  # seconds, microseconds or datetimes
         etags: list[str | None] = []
         for r, o in zip(run_list := runs.tolist(), offsets.tolist(), strict=True):
             key = keys[r]
@@ -189,20 +214,27 @@ class GroupColumns:
                 None if all(e is None for e in etags) else etags)
 
 
+def _check_whole(file: PartitionedFile) -> None:
+    if type(file) is not PartitionedFile or file.byte_range is not None:
+        raise ValueError(f"a plan's files are whole PartitionedFile values, got {file!r}")
+
+
 def _group_times(cols: FileColumns, runs: list[int], offsets: np.ndarray,
-                 mtimes: list[float | int]) -> bytes | list[dt.datetime]:
+                 mtimes: list[Any]) -> bytes | list[dt.datetime | None]:
     """A group's times (its files' runs, offsets in them and ``mtimes`` values) as
     :func:`~listing.files.group_columns` has them: packed microseconds when all are in
     ``UTC``, else the datetimes."""
     all_runs = cols.runs
     kinds = cols.time_kinds()  # the plan's, else the group's own
     if len(kinds) > 1:
-        kinds = {(all_runs[r].in_seconds, all_runs[r].tz is _UTC) for r in set(runs)}
+        kinds = {(all_runs[r].in_seconds, all_runs[r].tz is _UTC
+                  and not all_runs[r].in_datetimes) for r in set(runs)}
     if kinds == {(True, True)}:  # a local listing's
         return packed(utc_micros(np.array(mtimes, np.float64)).tobytes())
-    if kinds == {(False, True)}:  # an S3 listing's, in UTC
+    if kinds == {(False, True)}:  # microseconds in UTC (an S3 listing's, the cache's)
         return packed(np.array(mtimes, np.int64).tobytes())
-    # another tzinfo (botocore's own), or runs of both kinds: each time made
+    # another tzinfo (botocore's own), times as listed, or runs of several kinds: each
+    # time made (or taken as listed)
     times = [all_runs[r].time(o) for r, o in zip(runs, offsets.tolist(), strict=True)]
     found = micros_of(times)
     return packed(found[0].tobytes()) if found is not None and found[1] is _UTC else times
@@ -211,10 +243,13 @@ def _group_times(cols: FileColumns, runs: list[int], offsets: np.ndarray,
 def run_micros(run: DirFiles) -> np.ndarray:
     """A run's modification times as microseconds since the epoch: the instants of
     :meth:`~listing.storage.dir_files.DirFiles.time` (a local run's seconds rounded as
-    ``fromtimestamp`` rounds them, an S3 run's microseconds as they are)."""
+    ``fromtimestamp`` rounds them, an S3 run's microseconds as they are); not for a run
+    of datetimes kept as listed (:attr:`~listing.storage.dir_files.DirFiles.in_datetimes`)."""
+    mtimes = run.mtimes
+    assert isinstance(mtimes, array), "a run of datetimes has no microseconds"
     if run.in_seconds:
-        return utc_micros(np.frombuffer(run.mtimes, np.float64))
-    return np.frombuffer(run.mtimes, np.int64)
+        return utc_micros(np.frombuffer(mtimes, np.float64))
+    return np.frombuffer(mtimes, np.int64)
 
 
 def utc_micros(seconds: np.ndarray) -> np.ndarray:

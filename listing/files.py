@@ -77,9 +77,9 @@ class GroupSource(Protocol):
 
 
 class FileGroup:
-    """Files read one after another by one Spark task: ``FileGroup(index, files)``, or
-    made from a plan's columns (:meth:`of_columns`), its files then made on first access
-    of ``files`` (equal, in the same order, to those a plan of rows holds). A value: equal
+    """Files read one after another by one Spark task: made from a plan's columns
+    (:meth:`of_columns`: what planning makes), its files then made on first access of
+    ``files``, or ``FileGroup(index, files)`` (what a task unpickles). A value: equal
     when index and files are, immutable.
 
     Pickled as columns (what Spark ships to the task): each directory, and each

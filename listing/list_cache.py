@@ -263,7 +263,8 @@ class CachedLister(Lister):
         kept = self.cache.directory(self.spec, prefix, self.ttl) if delimiter and whole else None
         if kept is not None:
             self.counters.add("list_cache_hits")
-            yield kept
+            # a page of its own: the reader takes its runs (see Page.take_runs)
+            yield Page(kept.files, kept.dirs, kept.truncated)
             return
         head = self.cache.head(self.spec, prefix, self.ttl) if whole and not delimiter else ()
         if head:  # the start of this listing, kept: served in pages, then listed on

@@ -5,11 +5,12 @@ from __future__ import annotations
 import dataclasses
 import heapq
 from array import array
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple, Protocol, cast
 
 import numpy as np
 
+from listing.errors import ListingError
 from listing.file_columns import FileColumns, GroupColumns
 from listing.files import FileGroup, PartitionedFile
 from listing.options import ListingOptions
@@ -38,9 +39,9 @@ WHOLE_FILES: Splitter = _WholeFiles()
 METADATA_FILES_PER_TASK = 16
 
 
-def pack_file_groups(files: Sequence[PartitionedFile] | FileColumns, fmt: Splitter,
-                     options: ListingOptions, min_partitions: int | None = None, *,
-                     metadata_only: bool = False, read_share: float = 1.0) -> list[FileGroup]:
+def pack_file_groups(files: FileColumns, fmt: Splitter, options: ListingOptions,
+                     min_partitions: int | None = None, *, metadata_only: bool = False,
+                     read_share: float = 1.0) -> list[FileGroup]:
     """Split big files with Spark's ``FilePartition`` sizing, then pack the pieces into as
     few balanced groups as that sizing allows, a multiple of the parallelism.
 
@@ -65,38 +66,15 @@ def pack_file_groups(files: Sequence[PartitionedFile] | FileColumns, fmt: Splitt
     ``METADATA_FILES_PER_TASK`` files (unless it is the last): the cost of such a read is
     a task's fixed start-up cost, not the files' bytes.
 
-    ``files`` as :class:`FileColumns` (a local listing's plan): the same groups, made from
-    the columns (their files made on request), unless the format splits a file into
-    pieces other than byte ranges of it (then the groups of its files as rows).
+    The groups are made of the plan's columns (:class:`GroupColumns`: their files made on
+    request). A format's ``split`` must cut a file into byte ranges of it
+    (:meth:`~listing.formats.base.FileFormat.split`); other pieces raise
+    :class:`~listing.errors.ListingError`.
     """
-    if isinstance(files, FileColumns):
-        everything = np.arange(len(files), dtype=np.int64)
-        packed = _pack_columns(files, everything, fmt, options, min_partitions,
-                               metadata_only, read_share)
-        if packed is not None:
-            return [FileGroup.of_columns(i, g) for i, g in enumerate(packed)]
-        files = files.files()
-    rows = list(files)
-    if not rows:
-        return []
-    sizes = np.fromiter((f.size for f in rows), np.int64, len(rows))
-    parts_of: dict[int, list[PartitionedFile]] = {}
-    pieces = rows
-
-    def split(i: int, file_split: int) -> int:
-        parts_of[i] = fmt.split(rows[i], file_split)
-        return len(parts_of[i])
-
-    def piece_lengths() -> np.ndarray:
-        nonlocal pieces
-        if parts_of:  # the split files' pieces in their place
-            pieces = [p for i, f in enumerate(rows) for p in parts_of.get(i, (f,))]
-        return np.fromiter((p.length for p in pieces), np.int64, len(pieces))
-
-    pack = _pack(sizes, piece_lengths, split, options, min_partitions, metadata_only,
-                 read_share)
-    ordered = np.fromiter(pieces, object, len(pieces))
-    return [FileGroup(i, tuple(ordered[g])) for i, g in enumerate(pack.groups)]
+    everything = np.arange(len(files), dtype=np.int64)
+    packed = _pack_columns(files, everything, fmt, options, min_partitions, metadata_only,
+                           read_share)
+    return [FileGroup.of_columns(i, g) for i, g in enumerate(packed)]
 
 
 class _Packed(NamedTuple):
@@ -172,10 +150,9 @@ def _pack(sizes: np.ndarray, piece_lengths: Callable[[], np.ndarray],
 
 def _pack_columns(columns: FileColumns, idx: np.ndarray, fmt: Splitter,
                   options: ListingOptions, min_partitions: int | None, metadata_only: bool,
-                  read_share: float) -> list[GroupColumns] | None:
+                  read_share: float) -> list[GroupColumns]:
     """:func:`pack_file_groups` of the files ``idx`` (in order) of ``columns``, as
-    groups of columns; None when the format split a file into pieces that are not byte
-    ranges of it."""
+    groups of columns."""
     ranges: list[tuple[int, int] | None] = []
     counts_of: dict[int, list[tuple[int, int] | None]] = {}
 
@@ -186,7 +163,8 @@ def _pack_columns(columns: FileColumns, idx: np.ndarray, fmt: Splitter,
                    and p.size == file.size and p.partition_values is file.partition_values
                    and p.last_modified == file.last_modified and p.etag == file.etag
                    for p in parts):
-            raise _NotRanges
+            raise ListingError(f"{type(fmt).__name__}.split cut {file.path} into pieces "
+                               "that are not byte ranges of it: a plan's pieces are")
         counts_of[i] = [p.byte_range for p in parts]
         return len(parts)
 
@@ -205,20 +183,13 @@ def _pack_columns(columns: FileColumns, idx: np.ndarray, fmt: Splitter,
                 ranges.extend(got)
         return np.array(out, np.int64)
 
-    try:
-        pack = _pack(columns.sizes[idx], piece_lengths, split, options, min_partitions,
-                     metadata_only, read_share)
-    except _NotRanges:
-        return None
+    pack = _pack(columns.sizes[idx], piece_lengths, split, options, min_partitions,
+                 metadata_only, read_share)
     if pack.counts is None:
         return [columns.group(idx[g], None) for g in pack.groups]
     piece_file = np.repeat(idx, pack.counts)
     return [columns.group(piece_file[g], [ranges[k] for k in g.tolist()])
             for g in pack.groups]
-
-
-class _NotRanges(Exception):
-    """A format split a file into pieces other than byte ranges of it."""
 
 
 def _scaled(lengths: np.ndarray, share: float) -> np.ndarray:
@@ -253,9 +224,9 @@ class KeyPacking:
     reason: str
 
 
-def pack_by_partition_key(files: Sequence[PartitionedFile] | FileColumns, fmt: Splitter,
-                          options: ListingOptions, min_partitions: int | None = None, *,
-                          metadata_only: bool = False, read_share: float = 1.0) -> KeyPacking:
+def pack_by_partition_key(files: FileColumns, fmt: Splitter, options: ListingOptions,
+                          min_partitions: int | None = None, *, metadata_only: bool = False,
+                          read_share: float = 1.0) -> KeyPacking:
     """Groups that each hold files of one value of the partition columns (a value's files
     packed by :func:`pack_file_groups` as if on one core), when that pays; otherwise
     :func:`pack_file_groups`'s groups.
@@ -277,24 +248,15 @@ def pack_by_partition_key(files: Sequence[PartitionedFile] | FileColumns, fmt: S
 
     if not len(files):
         return KeyPacking([], False, "")
-    first = files.values[0] if isinstance(files, FileColumns) else files[0].partition_values
-    if not first:
+    if not files.values[0]:
         return by_size("key_grouped: the table has no partition columns")
-    if isinstance(files, FileColumns):
-        columns = files
-        runs_of: dict[tuple[tuple[str, Any], ...], list[int]] = {}
-        for r, values in enumerate(columns.values):
-            runs_of.setdefault(tuple(values.items()), []).append(r)
-        starts = columns.starts.tolist()
-        index_of = [np.concatenate([np.arange(starts[r], starts[r + 1]) for r in rs])
-                    for rs in runs_of.values()]
-        lengths = [columns.sizes[ix] for ix in index_of]
-    else:
-        rows_of: dict[tuple[tuple[str, Any], ...], list[PartitionedFile]] = {}
-        for f in files:
-            rows_of.setdefault(tuple(f.partition_values.items()), []).append(f)
-        by_rows = list(rows_of.values())
-        lengths = [np.fromiter((f.length for f in fs), np.int64, len(fs)) for fs in by_rows]
+    runs_of: dict[tuple[tuple[str, Any], ...], list[int]] = {}
+    for r, values in enumerate(files.values):  # a run's files share its values
+        runs_of.setdefault(tuple(values.items()), []).append(r)
+    starts = files.starts.tolist()
+    index_of = [np.concatenate([np.arange(starts[r], starts[r + 1]) for r in rs])
+                for rs in runs_of.values()]
+    lengths = [files.sizes[ix] for ix in index_of]
     keys = len(lengths)
     if keys < parallelism:
         return by_size(f"key_grouped: {keys} partition values for {parallelism} tasks")
@@ -309,19 +271,7 @@ def pack_by_partition_key(files: Sequence[PartitionedFile] | FileColumns, fmt: S
                        f"{KEY_GROUP_MAX_SPLITS} x max_partition_bytes")
     one_core = dataclasses.replace(options, min_partitions=1)
     groups: list[FileGroup] = []
-    if isinstance(files, FileColumns):
-        packed = [_pack_columns(files, ix, fmt, one_core, None, metadata_only, read_share)
-                  for ix in index_of]
-        if all(p is not None for p in packed):
-            for value_groups in packed:
-                assert value_groups is not None
-                groups += [FileGroup.of_columns(len(groups) + i, g)
-                           for i, g in enumerate(value_groups)]
-            return KeyPacking(groups, True, f"by partition value ({keys} values)")
-        rows = files.files()  # a format split a file otherwise: its groups as rows
-        by_rows = [[rows[i] for i in ix.tolist()] for ix in index_of]
-    for fs in by_rows:
-        for g in pack_file_groups(fs, fmt, one_core, metadata_only=metadata_only,
-                                  read_share=read_share):
-            groups.append(FileGroup(len(groups), g.files))
+    for ix in index_of:
+        value_groups = _pack_columns(files, ix, fmt, one_core, None, metadata_only, read_share)
+        groups += [FileGroup.of_columns(len(groups) + i, g) for i, g in enumerate(value_groups)]
     return KeyPacking(groups, True, f"by partition value ({keys} values)")

@@ -54,8 +54,8 @@ class ScanPlan:
     storage: StorageSpec
     partition_filter: Expr | None
     data_filter: Expr | None
-    #: the files: a list, or the columns of a local listing (:attr:`files` on request)
-    planned: list[PartitionedFile] | FileColumns
+    #: the files, as columns (:attr:`files` on request)
+    planned: FileColumns
     file_groups: list[FileGroup]
     read: ReadSpec
     listing_plan: list[str] = field(default_factory=list)
@@ -69,8 +69,7 @@ class ScanPlan:
     def files(self) -> list[PartitionedFile]:
         """The files to read, in key order (made from the plan's columns on first access,
         then kept)."""
-        planned = self.planned
-        return planned.files() if isinstance(planned, FileColumns) else planned
+        return self.planned.files()
 
     @property
     def file_count(self) -> int:

@@ -50,11 +50,10 @@ from listing.list_cache import CACHE, CachedLister
 from listing.metrics import Counters, CountersView
 from listing.options import ListingOptions
 from listing.packing import WHOLE_FILES, KeyPacking, pack_by_partition_key, pack_file_groups
-from listing.planner import Batch, FileFilter, ListedRun, PlanRun, TableProfile
+from listing.planner import FileFilter, ListedFile, ListedRun, PlanRun, TableProfile
 from listing.planner.glob_filter import folders_partition_filter, glob_partition_filter
 from listing.pushdown import Pushdown
 from listing.scan import ScanMetrics, ScanPlan
-from listing.storage.dir_files import DirFiles
 from listing.storage.lister import Lister, ObjectMeta, Page
 from listing.storage.spec import StorageSpec
 from listing.url import TableUrl
@@ -331,22 +330,19 @@ class ListingTable:
                    min_partitions: int | None = None, listing_plan: Sequence[str] = (),
                    split_files: bool = True) -> ScanPlan:
         """Plan a read of files already chosen (by streaming discovery, or a caller's own
-        listing): group them into tasks and set what each task reads and filters.
-        ``split_files`` False reads every file whole (a stream: a file rewritten since its
-        batch was planned can then be read as it is now)."""
-        return self._plan(files, self.projection(columns), self.split(self.bind(where)),
-                          limit, min_partitions=min_partitions, listing_plan=listing_plan,
-                          split_files=split_files)
+        listing; whole files): group them into tasks and set what each task reads and
+        filters. ``split_files`` False reads every file whole (a stream: a file rewritten
+        since its batch was planned can then be read as it is now)."""
+        return self._plan(FileColumns.of_files(files), self.projection(columns),
+                          self.split(self.bind(where)), limit, min_partitions=min_partitions,
+                          listing_plan=listing_plan, split_files=split_files)
 
-    def _plan(self, files: Sequence[PartitionedFile] | FileColumns, projection: list[str],
-              split: SplitFilter, limit: int | None, *, min_partitions: int | None,
+    def _plan(self, files: FileColumns, projection: list[str], split: SplitFilter,
+              limit: int | None, *, min_partitions: int | None,
               listing_plan: Sequence[str], counters: Counters | None = None,
               split_files: bool = True) -> ScanPlan:
-        """The plan of ``files`` (chosen already: rows, or a local listing's columns) for
-        a projection and a split filter; ``counters``: what choosing them cost (the scan's
-        listing), added to."""
-        if not isinstance(files, FileColumns):
-            files = list(files)
+        """The plan of ``files`` (chosen already) for a projection and a split filter;
+        ``counters``: what choosing them cost (the scan's listing), added to."""
         file_names = self.file_schema.names  # a new list at every access: once here
         data_names = set(file_names)
         data_cols = [n for n in projection if n in data_names]
@@ -370,8 +366,7 @@ class ListingTable:
                                       read_share=self.read_share(read_cols))
         counters = Counters() if counters is None else counters
         counters.add("file_groups", len(groups))
-        counters.add("bytes", int(files.sizes.sum()) if isinstance(files, FileColumns)
-                     else sum(f.size for f in files))
+        counters.add("bytes", int(files.sizes.sum()))
         read = ReadSpec(source=source,
                         schema=pa.schema([self.schema.field(n) for n in projection]),
                         partition_fields=tuple(pa.field(n, t) for n, t in self.partition_cols),
@@ -531,32 +526,16 @@ class ListingTable:
             files.close()  # no further page
         return None if first is None else self._partitioned([first])[0]
 
-    def _kept(self, batches: Iterable[Batch]) -> list[PartitionedFile] | FileColumns:
-        """The files a scan keeps of its listing's batches: as columns while every batch
-        is a directory's columns (a local listing), else as rows, in listing order."""
+    def _kept(self, runs: Iterable[ListedRun]) -> FileColumns:
+        """The files a scan keeps of its listing's runs, as columns, in listing order."""
         scheme = self.url.to_url("")  # a path's URL is this and the path
-        runs: list[tuple[str, DirFiles, dict[str, Any]]] = []
-        rows: list[PartitionedFile] | None = None
-        for batch in batches:
-            if rows is None and isinstance(batch, ListedRun):
-                runs.append((scheme + batch.files.directory, batch.files, batch.values))
-                continue
-            if rows is None:  # a batch of rows: the runs so far as rows too
-                rows = FileColumns(runs).files()
-                runs = []
-            rows += self._partitioned(batch)
-        return FileColumns(runs) if rows is None else rows
+        return FileColumns([(scheme + run.files.directory, run.files, run.values)
+                            for run in runs])
 
-    def _partitioned(self, listed: Batch) -> list[PartitionedFile]:
+    def _partitioned(self, listed: Sequence[ListedFile]) -> list[PartitionedFile]:
         """Listed keys as the files a plan holds: their URLs, and what identifies their
-        version (a page or a directory at a time: a long listing makes one per key)."""
+        version."""
         scheme = self.url.to_url("")  # a path's URL is this and the path
-        if isinstance(listed, ListedRun):
-            files, values = listed
-            head = scheme + files.directory
-            return [whole_file(head + name, size, values, mtime, etag)
-                    for name, size, mtime, etag in zip(files.names, files.sizes, files.times(),
-                                                       files.etags(), strict=True)]
         return [whole_file(scheme + meta.path, meta.size, values, meta.last_modified, meta.etag)
                 for meta, values in listed]
 
@@ -575,18 +554,11 @@ class ListingTable:
         stats: dict[tuple[Any, ...], list[int]] = {}
         names = self.partition_names
         planned = plan.planned
-        if isinstance(planned, FileColumns):  # a run's files share their values
-            starts = planned.starts.tolist()
-            for r, values in enumerate(planned.values):
-                entry = stats.setdefault(tuple(values.get(n) for n in names), [0, 0])
-                entry[0] += starts[r + 1] - starts[r]
-                entry[1] += int(planned.sizes[starts[r]:starts[r + 1]].sum())
-        else:
-            for f in planned:
-                entry = stats.setdefault(tuple(f.partition_values.get(n) for n in names),
-                                         [0, 0])
-                entry[0] += 1
-                entry[1] += f.size
+        starts = planned.starts.tolist()
+        for r, values in enumerate(planned.values):  # a run's files share their values
+            entry = stats.setdefault(tuple(values.get(n) for n in names), [0, 0])
+            entry[0] += starts[r + 1] - starts[r]
+            entry[1] += int(planned.sizes[starts[r]:starts[r + 1]].sum())
         keys = sorted(stats, key=lambda k: tuple((v is None, v) for v in k))
         columns = {n: pa.array([k[i] for k in keys], t)
                    for i, (n, t) in enumerate(self.partition_cols)}

@@ -21,6 +21,7 @@ import math
 import re
 from collections.abc import Mapping
 from decimal import Decimal
+from os.path import commonprefix  # characters, not path segments
 from typing import Any
 
 import pyarrow as pa
@@ -264,7 +265,7 @@ class _Evaluator(ExprVisitor[frozenset]):
         prefix = like_prefix(e.pattern)
         if prefix and isinstance(d.low, str) and isinstance(d.high, str):
             # every value in [low, high] shares their common prefix; disjoint prefixes fail
-            common = _common_prefix(d.low, d.high)
+            common = commonprefix([d.low, d.high])
             if not (common.startswith(prefix) or prefix.startswith(common)):
                 out.discard(TRUE)
         if d.may_be_null:
@@ -507,12 +508,6 @@ def _compare_bounds(op: str, v: Any, d: ValueRange) -> frozenset:
         out.add(FALSE)
     return frozenset(out)
 
-
-def _common_prefix(a: str, b: str) -> str:
-    n = 0
-    while n < min(len(a), len(b)) and a[n] == b[n]:
-        n += 1
-    return a[:n]
 
 
 def _like_regex(pattern: str) -> re.Pattern:

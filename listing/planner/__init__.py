@@ -46,7 +46,7 @@ parsed partition values, so an estimate can only cost requests, never correctnes
 from listing.planner.file_filter import FileFilter
 from listing.planner.nodes import describe
 from listing.planner.profile import ProfileBuilder, TableProfile
-from listing.planner.run import Batch, ListedFile, ListedRun, PlanRun
+from listing.planner.run import ListedFile, ListedRun, PlanRun
 
-__all__ = ["Batch", "FileFilter", "ListedFile", "ListedRun", "PlanRun", "ProfileBuilder",
-           "TableProfile", "describe"]
+__all__ = ["FileFilter", "ListedFile", "ListedRun", "PlanRun", "ProfileBuilder", "TableProfile",
+           "describe"]

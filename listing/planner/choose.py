@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 from collections import Counter
+from os.path import commonprefix  # characters, not path segments
 from typing import Any
 
 import pyarrow as pa
@@ -255,7 +256,7 @@ class Chooser:
         common = ""
         if pa.types.is_string(type_):
             if isinstance(lo, str) and isinstance(hi, str):
-                common = _common_prefix(lo, hi)
+                common = commonprefix([lo, hi])
             for c in conjuncts(self.predicate):
                 pattern_head = like_prefix(c.pattern) if isinstance(c, Like) else None
                 if isinstance(c, Like) and c.column == name and pattern_head and len(
@@ -269,7 +270,7 @@ class Chooser:
             if lo is not None and hi is not None:
                 if hi < lo:
                     return None  # the enumeration of no dates costs nothing
-                common = _common_prefix(lo.isoformat(), hi.isoformat())
+                common = commonprefix([lo.isoformat(), hi.isoformat()])
                 est = pages(((hi - lo).days + 1) * self.keys_under(depth + 1))
             else:
                 est = pages(self.keys_under(depth) / 2)
@@ -313,12 +314,6 @@ class Chooser:
             kept += count * may_be_true(self.predicate, knowns({**known, name: value}))
         return max(kept / len(raws), 1.0 / len(raws))
 
-
-def _common_prefix(a: str, b: str) -> str:
-    n = 0
-    while n < min(len(a), len(b)) and a[n] == b[n]:
-        n += 1
-    return a[:n]
 
 
 def _safe_head(text: str) -> str:

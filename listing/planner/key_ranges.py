@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator
 from listing.planner.choose import Chooser
 from listing.planner.nodes import Flat
 from listing.storage.dir_files import DirFiles
-from listing.storage.lister import PAGE_SIZE, Lister, ObjectMeta, Page
+from listing.storage.lister import PAGE_SIZE, Lister, Page
 from listing.storage.prefetch import Fetcher, Request, close_pages
 
 #: pages a flat listing reads before it sends the delimiter page that may split the rest
@@ -68,9 +68,7 @@ class RangeSplitter:
                 spent += 1
                 keys += page.file_count
                 # a file's name holds no "/": its directory says where it lies
-                paths = ([run.directory for run in page.runs] if page.runs is not None
-                         else [m.path for m in page.files])
-                for path in paths:
+                for path in [run.directory for run in page.runs or ()]:
                     rest = path[len(prefix):]
                     if "/" in rest:
                         dirs.add(rest.split("/", 1)[0])
@@ -154,23 +152,14 @@ class RangeSplitter:
 
 def in_pages(pages: Iterator[Page]) -> Iterator[Page]:
     """The files of consecutive pages as the flat listing pages them: 1000 keys a page,
-    each truncated but the last (runs while every page is of runs, else rows)."""
-    runs: list[DirFiles] | None = []
-    rows: list[ObjectMeta] = []
+    each truncated but the last."""
+    runs: list[DirFiles] = []
     for page in pages:
-        if runs is not None and page.runs is not None:
-            runs += page.take_runs()
-            while sum(map(len, runs)) > PAGE_SIZE:
-                head, runs = _cut(runs, PAGE_SIZE)
-                yield Page(None, [], True, runs=head)
-            continue
-        if runs is not None:  # a page of rows: what is held as rows too
-            rows, runs = Page(runs=runs).files, None
-        rows += page.files
-        while len(rows) > PAGE_SIZE:
-            yield Page(rows[:PAGE_SIZE], [], True)
-            rows = rows[PAGE_SIZE:]
-    yield Page(None, [], False, runs=runs) if runs is not None else Page(rows, [], False)
+        runs += page.take_runs()
+        while sum(map(len, runs)) > PAGE_SIZE:
+            head, runs = _cut(runs, PAGE_SIZE)
+            yield Page(None, [], True, runs=head)
+    yield Page(None, [], False, runs=runs)
 
 
 def _cut(runs: list[DirFiles], n: int) -> tuple[list[DirFiles], list[DirFiles]]:

@@ -62,12 +62,8 @@ class ProfileBuilder:
     def add(self, page: Page) -> None:
         self.keys += page.file_count
         self.truncated = page.truncated
-        if page.runs is not None:  # a directory's files at once
-            for run in page.runs:
-                self._count(run.directory, len(run))
-            return
-        for meta in page.files:
-            self._count(meta.path, 1)
+        for run in page.runs or ():  # a directory's files at once
+            self._count(run.directory, len(run))
 
     def _count(self, path: str, n: int) -> None:
         """Count ``n`` keys in the directories of ``path`` (a key, or a directory with

@@ -52,7 +52,8 @@ class ListedFile(NamedTuple):
 
 class ListedRun(NamedTuple):
     """Kept files of one directory as columns, with the partition values they share (read
-    them, never change them): a local or S3 listing's files, with no object per file."""
+    them, never change them): what a run hands over of every listing, with no object per
+    file."""
 
     files: DirFiles
     values: dict[str, Any]
@@ -61,9 +62,6 @@ class ListedRun(NamedTuple):
         values = self.values
         return [ListedFile(meta, values) for meta in Page(runs=[self.files]).files]
 
-
-#: what :meth:`PlanRun.batches` yields: kept files as rows, or one directory's as columns
-Batch = list[ListedFile] | ListedRun
 
 
 class _Choice(Enum):
@@ -118,14 +116,13 @@ class PlanRun:
         batches = self.batches()
         try:
             for batch in batches:
-                yield from batch.listed() if isinstance(batch, ListedRun) else batch
+                yield from batch.listed()
         finally:
             batches.close()
 
-    def batches(self) -> Generator[Batch, None, None]:
-        """:meth:`files` a listed page at a time (a long listing's keys then pass through
-        one loop each, not through a generator per plan node): a list of files, or, from
-        a page of columns (a local or S3 listing), a directory's files as one :class:`ListedRun`."""
+    def batches(self) -> Generator[ListedRun, None, None]:
+        """:meth:`files` a directory's run at a time, as columns (a long listing's keys
+        then pass through one loop each, not through a generator per plan node)."""
         if self.max_concurrent_requests > 1:
             self._fetcher = Fetcher(self.lister, self.max_concurrent_requests)
             if self.lister.splits_ranges:
@@ -139,7 +136,7 @@ class PlanRun:
                 self._fetcher = None
                 self._splitter = None
 
-    def _files(self) -> Iterator[Batch]:
+    def _files(self) -> Iterator[ListedRun]:
         if self.predicate is None or not self.cols:
             yield from self._run_noted(Flat(self.root, 0, {}, math.nan))
             return
@@ -160,11 +157,11 @@ class PlanRun:
             return
         yield from self._adaptive()
 
-    def _run_noted(self, node: Node) -> Iterator[Batch]:
+    def _run_noted(self, node: Node) -> Iterator[ListedRun]:
         self.steps += describe(node)
         yield from self.run(node)
 
-    def _adaptive(self) -> Iterator[Batch]:
+    def _adaptive(self) -> Iterator[ListedRun]:
         """List the table flat, re-deciding after every page (see module doc)."""
         builder = ProfileBuilder(self.root, len(self.cols))
         spent, last, alt = 0, None, None
@@ -204,7 +201,7 @@ class PlanRun:
         yield from self.run(alt)
 
     # --- running --------------------------------------------------------------------------
-    def run(self, node: Node, *, hinted: bool = False) -> Iterator[Batch]:
+    def run(self, node: Node, *, hinted: bool = False) -> Iterator[ListedRun]:
         """The matching files of ``node``'s listings; ``hinted``: its listings were
         announced to the fetcher already (as part of an enumeration or a walk)."""
         if isinstance(node, Enumerate):
@@ -244,7 +241,7 @@ class PlanRun:
             return False, after if start_after is None else max(start_after, after)
         return False, start_after
 
-    def _walk(self, node: Walk) -> Iterator[Batch]:
+    def _walk(self, node: Walk) -> Iterator[ListedRun]:
         name = self.cols[node.depth][0]
         for page in self._take(Request(node.prefix, True)):
             for meta in page.files:  # a file beside partition directories
@@ -323,26 +320,19 @@ class PlanRun:
         return self._splitter.flat(prefix, start_after, stop_after, node=node,
                                    may_split=may_split, paged=paged)
 
-    def _checked(self, page: Page) -> Iterator[Batch]:
-        """:meth:`_check_page` of a page, a thousand keys at a time, or :meth:`_check_run`
-        of each of its runs (a local store lists a table in one page: its kept files then
-        reach the plan a batch at a time)."""
-        if page.runs is not None:  # the run is the page's last reader
-            for files in page.take_runs():
-                kept = self._check_run(files)
-                if kept is not None:
-                    yield kept
-            return
-        metas = page.files
-        if len(metas) <= PAGE_SIZE:
-            yield self._check_page(metas)
-            return
-        for start in range(0, len(metas), PAGE_SIZE):
-            yield self._check_page(metas[start:start + PAGE_SIZE])
+    def _checked(self, page: Page) -> Iterator[ListedRun]:
+        """:meth:`_check_run` of each of a page's runs (the run is the page's last
+        reader: it takes them; a local store lists a table in one page: its kept files
+        then reach the plan a directory at a time)."""
+        for files in page.take_runs():
+            kept = self._check_run(files)
+            if kept is not None:
+                yield kept
 
     def _check_run(self, files: DirFiles) -> ListedRun | None:
-        """:meth:`_check_page` of one directory's files as columns: the directory is
-        decided once, each name is looked at, no object is made per file."""
+        """Decide each listed key of one directory's files: hidden, pruned, not a data
+        file, or a match. The directory is decided once (its files share their partition
+        values), each name is looked at, no object is made per file."""
         m = self.metrics
         names = files.names
         m.add("files_listed", len(names))
@@ -385,43 +375,6 @@ class PlanRun:
         if not kept:
             return None
         return ListedRun(files if len(kept) == len(names) else files.taken(list(kept)), values)
-
-    def _check_page(self, metas: list[ObjectMeta]) -> list[ListedFile]:
-        """Decide each listed key of a page: hidden, pruned, not a data file, or a match.
-        One loop with the common case inline: a long listing spends its time here."""
-        hidden = other = 0
-        accepts = self.file_filter.accepts
-        endings = self.file_filter.endings  # the common case: a key's ending decides
-        out: list[ListedFile] = []
-        append = out.append
-        new = tuple.__new__  # a ListedFile without its Python-level __new__
-        directory, values, keep = self._last_dir
-        for meta in metas:
-            path = meta.path
-            name = path.rfind("/") + 1
-            if (path.startswith(HIDDEN_PREFIXES, name) or path.endswith(COPYING_SUFFIX)) \
-                    and is_hidden(path[name:]):
-                # before deciding the directory: that is decided once, from its first file
-                hidden += 1
-                continue
-            if name != len(directory) or not path.startswith(directory):
-                # decided once per directory: its files share their partition values
-                self._last_dir = directory, values, keep = self._directory(path, name)
-            if values is None:
-                hidden += 1
-            elif not keep:
-                continue
-            elif (path.endswith(endings) or path.lower().endswith(endings)  # lower: rarely
-                  if endings is not None else accepts(meta)):
-                append(new(ListedFile, (meta, values)))
-            else:
-                other += 1
-        m = self.metrics
-        m.add("files_listed", len(metas))
-        m.add("files_skipped_hidden", hidden)
-        m.add("files_skipped_other", other)
-        m.add("files_matched", len(out))
-        return out
 
     def _directory(self, path: str, name: int) -> tuple[str, dict[str, Any] | None, bool]:
         """(directory, its partition values or None when hidden, kept) for the directory

@@ -23,7 +23,6 @@ import json
 from typing import Any
 
 from listing.errors import FilterError
-from listing.file_columns import FileColumns
 from listing.spark.config import SourceConfig
 from listing.spark.extension import is_guard_active
 from listing.spark.filters import from_jvm
@@ -150,12 +149,8 @@ def _planned_for_spark(location: Any, filters: list[Any], index_filter: Any) -> 
 
 def _partitions(plan: Any, names: list[str]) -> int:
     """How many partitions (sets of partition values) the plan's files lie in."""
-    planned = plan.planned
-    if isinstance(planned, FileColumns):  # a run's files share its values
-        values: Any = (v for run, v in zip(planned.runs, planned.values, strict=True)
-                       if len(run))
-    else:
-        values = (f.partition_values for f in planned)
+    planned = plan.planned  # a run's files share its values
+    values = (v for run, v in zip(planned.runs, planned.values, strict=True) if len(run))
     return len({tuple(repr(v.get(n)) for n in names) for v in values})
 
 

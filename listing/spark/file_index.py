@@ -41,7 +41,6 @@ import pyarrow as pa
 from pyspark.sql.types import StructType
 
 from listing.file_columns import FileColumns, run_micros
-from listing.files import PartitionedFile
 from listing.formats.csv import CsvFormat
 from listing.hive import cast_text
 from listing.pushdown import Pushdown
@@ -49,6 +48,7 @@ from listing.scan import ScanPlan
 from listing.spark.config import SourceConfig
 from listing.spark.filters import from_json
 from listing.spark.source import open_table, session_case_sensitive, with_session_case
+from listing.storage.dir_files import DirFiles
 from listing.table import ListingTable
 
 log = logging.getLogger("listing.spark")
@@ -257,8 +257,7 @@ def _has_nanos(t: pa.DataType) -> bool:
     return False
 
 
-def files_answer(planned: Sequence[PartitionedFile] | FileColumns,
-                 names: Sequence[str]) -> dict[str, Any]:
+def files_answer(planned: FileColumns, names: Sequence[str]) -> dict[str, Any]:
     """A plan's files as ListingFileIndex.java reads them, in plan order: ``dirs``, per
     directory ``[url with its slash, [cast_text of each of partition columns ``names``],
     its files' names joined by "/"]``; ``sizes`` and ``mtimes`` (milliseconds since the
@@ -269,7 +268,7 @@ def files_answer(planned: Sequence[PartitionedFile] | FileColumns,
     return next(answer_chunks(planned, names, 2**62, 2**62))
 
 
-def answer_chunks(planned: Sequence[PartitionedFile] | FileColumns, names: Sequence[str],
+def answer_chunks(planned: FileColumns, names: Sequence[str],
                   max_files: int | None = None, max_chars: int | None = None
                   ) -> Iterator[dict[str, Any]]:
     """:func:`files_answer` cut into chunks (at least one), in plan order, each an answer
@@ -313,30 +312,24 @@ def _chunk(runs: list[list[Any]], sizes: np.ndarray, millis: np.ndarray) -> dict
     return {"dirs": runs, "sizes": _b64(sizes), "mtimes": _b64(millis)}
 
 
-def _dir_runs(planned: Sequence[PartitionedFile] | FileColumns, names: Sequence[str]
+def _sizes_millis(planned: FileColumns) -> tuple[np.ndarray, np.ndarray]:
+    """Every file's size and modification time (milliseconds, 0: unknown), in plan order."""
+    millis = [_millis_of(run) for run in planned.runs]
+    return planned.sizes, np.concatenate(millis) if millis else np.zeros(0, np.int64)
+
+
+def _millis_of(run: DirFiles) -> np.ndarray:
+    """A run's modification times in milliseconds since the epoch (0: unknown), as
+    ``int(time.timestamp() * 1000)``."""
+    if run.in_datetimes:  # times as listed (any tzinfo, or none)
+        return np.fromiter(map(_millis, run.times()), np.int64, len(run))
+    return _micros_to_millis(run_micros(run))
+
+
+def _dir_runs(cols: FileColumns, names: Sequence[str]
               ) -> Iterator[tuple[str, list[str | None], list[str]]]:
     """(URL, partition values as text, file names) of each run of consecutive files with
     one parent URL and one set of values, in plan order; no name holds a slash."""
-    if isinstance(planned, FileColumns):
-        yield from _column_runs(planned, names)
-    else:
-        yield from _row_runs(planned, names)
-
-
-def _sizes_millis(planned: Sequence[PartitionedFile] | FileColumns
-                  ) -> tuple[np.ndarray, np.ndarray]:
-    """Every file's size and modification time (milliseconds, 0: unknown), in plan order."""
-    if isinstance(planned, FileColumns):
-        micros = [run_micros(run) for run in planned.runs]
-        return planned.sizes, _micros_to_millis(np.concatenate(micros) if micros
-                                                else np.zeros(0, np.int64))
-    return (np.fromiter((f.size for f in planned), np.int64, len(planned)),
-            np.fromiter((_millis(f.last_modified) for f in planned), np.int64, len(planned)))
-
-
-def _column_runs(cols: FileColumns, names: Sequence[str]
-                 ) -> Iterator[tuple[str, list[str | None], list[str]]]:
-    """:func:`_dir_runs` of a plan's runs (a local or an S3 listing's), from its columns."""
     for head, run, values in zip(cols.heads, cols.runs, cols.values, strict=True):
         if not len(run):
             continue
@@ -348,24 +341,6 @@ def _column_runs(cols: FileColumns, names: Sequence[str]
         for name in run_names:  # a name holds a slash: what precedes it joins the URL
             cut = name.rfind("/") + 1
             yield head + name[:cut], texts, [name[cut:]]
-
-
-def _row_runs(files: Sequence[PartitionedFile], names: Sequence[str]
-              ) -> Iterator[tuple[str, list[str | None], list[str]]]:
-    """:func:`_dir_runs` of a plan of rows."""
-    last: tuple[str, list[str | None], list[str]] | None = None
-    for f in files:
-        path = f.path
-        cut = path.rfind("/") + 1
-        head = path[:cut]
-        texts = [cast_text(f.partition_values.get(n)) for n in names]
-        if last is None or head != last[0] or texts != last[1]:
-            if last is not None:
-                yield last
-            last = (head, texts, [])
-        last[2].append(path[cut:])
-    if last is not None:
-        yield last
 
 
 def _millis(when: dt.datetime | None) -> int:

@@ -25,7 +25,9 @@ class DirFiles:
     ``mtimes`` is either ``array("d")`` of seconds since the epoch (a local listing's
     ``st_mtime``: the time is ``datetime.fromtimestamp(s, UTC)``) or ``array("q")`` of
     microseconds since the epoch (an S3 listing's: the time is that instant in ``tz``, the
-    zero-offset tzinfo the listing gave it, ``UTC`` unless botocore parsed the page).
+    zero-offset tzinfo the listing gave it, ``UTC`` unless botocore parsed the page), or,
+    where a listing's times are not all in one zero-offset tzinfo (one missing, naive,
+    another offset: other fsspec stores), a list of the datetimes as listed.
     ``versions`` is either ``array("d")`` of inode change times (a local file's version,
     spelled ``ctime:<repr>`` as :func:`~listing.storage.lister.local_version` spells it)
     or a list of ETags as listed (without quotes; None: none).
@@ -39,7 +41,8 @@ class DirFiles:
                  "tz")
 
     def __init__(self, directory: str, names: list[str] | None = None,
-                 sizes: array | None = None, mtimes: array | None = None,
+                 sizes: array | None = None,
+                 mtimes: array | list[dt.datetime | None] | None = None,
                  versions: array | list[str | None] | None = None,
                  tz: dt.tzinfo = _UTC) -> None:
         self.directory = directory
@@ -47,7 +50,8 @@ class DirFiles:
         self._joined = ""
         self._ends = _NO_ENDS
         self.sizes: array = sizes if sizes is not None else array("q")
-        self.mtimes: array = mtimes if mtimes is not None else array("d")
+        self.mtimes: array | list[dt.datetime | None] = (mtimes if mtimes is not None
+                                                         else array("d"))
         self.versions: array | list[str | None] = (versions if versions is not None
                                                    else array("d"))
         self.tz = tz
@@ -90,6 +94,7 @@ class DirFiles:
         """One local file (its times in seconds)."""
         assert self._names is not None, "a compacted run takes no more files"
         assert isinstance(self.versions, array), "a run of ETags is given whole"
+        assert isinstance(self.mtimes, array), "a run of datetimes is given whole"
         self._names.append(name)
         self.sizes.append(size)
         self.mtimes.append(mtime)
@@ -100,7 +105,8 @@ class DirFiles:
         names, sizes, mtimes, versions = self.names, self.sizes, self.mtimes, self.versions
         return DirFiles(self.directory, [names[i] for i in keep],
                         array("q", [sizes[i] for i in keep]),
-                        array(mtimes.typecode, [mtimes[i] for i in keep]),
+                        (array(mtimes.typecode, [mtimes[i] for i in keep])
+                         if isinstance(mtimes, array) else [mtimes[i] for i in keep]),
                         (array("d", [versions[i] for i in keep])
                          if isinstance(versions, array) else [versions[i] for i in keep]),
                         self.tz).compact()
@@ -111,18 +117,30 @@ class DirFiles:
 
     @property
     def in_seconds(self) -> bool:
-        """Whether the times are seconds (a local listing's), not microseconds."""
-        return self.mtimes.typecode == "d"
+        """Whether the times are seconds (a local listing's)."""
+        mtimes = self.mtimes
+        return isinstance(mtimes, array) and mtimes.typecode == "d"
 
-    def times(self) -> list[dt.datetime]:
-        """Each file's modification time, as a datetime in ``tz``."""
+    @property
+    def in_datetimes(self) -> bool:
+        """Whether the times are the listed datetimes themselves (neither seconds nor
+        microseconds: see the class)."""
+        return not isinstance(self.mtimes, array)
+
+    def times(self) -> list[dt.datetime | None]:
+        """Each file's modification time, as a datetime in ``tz`` (as listed: with
+        :attr:`in_datetimes`)."""
+        if not isinstance(self.mtimes, array):
+            return list(self.mtimes)
         if self.in_seconds:
             return list(map(_fromtimestamp, self.mtimes, repeat(_UTC)))
         epoch = _epoch(self.tz)
         return [epoch + m * _MICROSECOND for m in self.mtimes]
 
-    def time(self, i: int) -> dt.datetime:
+    def time(self, i: int) -> dt.datetime | None:
         """File ``i``'s modification time."""
+        if not isinstance(self.mtimes, array):
+            return self.mtimes[i]
         if self.in_seconds:
             return _fromtimestamp(self.mtimes[i], _UTC)
         return _epoch(self.tz) + self.mtimes[i] * _MICROSECOND
@@ -170,10 +188,12 @@ def micros_of(times: Sequence[dt.datetime | None]) -> tuple[array, dt.tzinfo] | 
     return array("q", map(micros.__getitem__, times)), tz
 
 
-def runs_of(head: str, keys: list[str], sizes: Sequence[int], micros: array,
-            etags: list[str | None], tz: dt.tzinfo = _UTC) -> list[DirFiles]:
+def runs_of(head: str, keys: list[str], sizes: Sequence[int],
+            micros: array | list[dt.datetime | None], etags: list[str | None],
+            tz: dt.tzinfo = _UTC) -> list[DirFiles]:
     """Listed keys (below ``head``, in key order; no key ends in "/") and their columns
-    as runs of consecutive keys of one directory each."""
+    (``micros``: microseconds in ``tz``, or the datetimes as listed: see
+    :class:`DirFiles`) as runs of consecutive keys of one directory each."""
     runs: list[DirFiles] = []
     start, n = 0, len(keys)
     while start < n:

@@ -12,7 +12,6 @@ import logging
 import re
 import threading
 from collections.abc import Callable, Iterator
-from itertools import repeat
 from typing import Any, NamedTuple, TypeVar
 from urllib.parse import unquote_plus
 
@@ -78,9 +77,11 @@ class Page:
     """One listed page: its files in key order, its common prefixes (``dirs``, with their
     trailing slash), and whether more pages follow (``truncated``).
 
-    A page of a local or S3 listing holds its files as columns, a run per directory
-    (``runs``); ``files`` then makes their :class:`ObjectMeta` once, when first asked for
-    (a reader of the runs makes none). Invariant: with ``runs``, ``files`` is their files
+    Every page holds its files as columns, a run per directory (``runs``): a local or S3
+    listing's are made so; a page given its files as :class:`ObjectMeta` (another fsspec
+    store's, the listing cache's answers) makes its runs of them (:func:`runs_of_metas`).
+    ``files`` makes the :class:`ObjectMeta` of runs once, when first asked for (a reader
+    of the runs makes none). Invariant: until the runs are taken, ``files`` is their files
     in order.
     """
 
@@ -91,7 +92,8 @@ class Page:
         self._files = files
         self.dirs: list[str] = dirs if dirs is not None else []
         self.truncated = truncated
-        self.runs = runs
+        self.runs: list[DirFiles] | None = (runs if runs is not None
+                                            else runs_of_metas(files or []))
 
     @property
     def files(self) -> list[ObjectMeta]:
@@ -138,8 +140,8 @@ def listed_page(head: str, keys: list[str], sizes: list[int],
     reads: the files as runs of one directory each (:class:`DirFiles`), no object per key;
     zero-byte folder markers (keys ending in "/") are no files. Keys and prefixes after
     ``stop_after`` are left out, and the page is then the listing's last. Times that
-    cannot be columns (one missing, or not all in one zero-offset tzinfo) make the page
-    one of rows."""
+    cannot be microseconds (one missing, or not all in one zero-offset tzinfo) are kept
+    as the datetimes listed."""
     last = max(max(keys, default=""), max(dirs, default=""))
     done = stop_after is not None and bool(last) and head + last > stop_after
     markers = "/\n" in "\n".join(keys) + "\n"  # zero-byte folder markers: no files
@@ -157,13 +159,22 @@ def listed_page(head: str, keys: list[str], sizes: list[int],
     more = truncated and not done
     in_micros = micros_of(times)
     if in_micros is None:
-        # tuples made as ObjectMeta by tuple.__new__ (its own __new__ is a Python
-        # function, called a thousand times a page: bench.client_cpu times both)
-        files = list(map(tuple.__new__, repeat(ObjectMeta),
-                         zip([head + key for key in keys], sizes, times, etags, strict=True)))
-        return Page(files, dirs, more)
+        return Page(None, dirs, more, runs=runs_of(head, keys, sizes, times, etags))
     micros, tz = in_micros
     return Page(None, dirs, more, runs=runs_of(head, keys, sizes, micros, etags, tz))
+
+
+def runs_of_metas(files: list[ObjectMeta]) -> list[DirFiles]:
+    """Listed files (in key order) as runs of one directory each: their times as UTC
+    microseconds when all are in ``UTC`` (the same datetimes, made again), else as the
+    datetimes listed (the same objects)."""
+    if not files:
+        return []
+    paths, sizes, times, etags = map(list, zip(*files, strict=True))
+    in_micros = micros_of(times)
+    if in_micros is not None and in_micros[1] is dt.UTC:
+        return runs_of("", paths, sizes, in_micros[0], etags)
+    return runs_of("", paths, sizes, times, etags)
 
 
 def _at(column: list[_T], kept: list[int]) -> list[_T]:

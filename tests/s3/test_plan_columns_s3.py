@@ -1,9 +1,11 @@
-"""An S3 listing's plan held as columns (:mod:`listing.file_columns`) is the plan of rows
-the same listing makes when its pages are handed over as rows: the same files, groups,
-byte ranges, pickled bytes, ``explain()`` and metrics, under every packing, on a real S3
-server (moto) whose pages split directories, hold a hidden file, keys needing URL
-decoding, a folder marker, and an ETag in odd quotes; and with a page the fast parser
-declines (botocore's form). The planned values are those boto3 lists."""
+"""An S3 listing plans as columns (:mod:`listing.file_columns`), and alike whether its pages
+come parsed into columns or as one ObjectMeta a key (what the listing cache and other
+stores give, made runs by the page): the same files, groups, byte ranges, pickled bytes,
+``explain()`` and metrics, under every packing, each group pickling as the group of its
+files as rows, on a real S3 server (moto) whose pages split directories, hold a hidden
+file, keys needing URL decoding, a folder marker, and an ETag in odd quotes; and with a
+page the fast parser declines (botocore's form). The planned values are those boto3
+lists."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from plan_equality import assert_columns_plan_is_rows_plan
+from plan_equality import assert_plans_alike
 
 import listing.table
 from listing import ListingTable
@@ -64,12 +66,13 @@ def _set_etag(bucket: str, key: str, etag: str) -> None:
     s3_backends[account][partition].buckets[bucket].keys[key]._etag = etag
 
 
-class RowsLister(Lister):
-    """The S3 lister, its pages handed over as rows (one ObjectMeta a key)."""
+class MetasLister(Lister):
+    """The S3 lister, its pages handed over as one ObjectMeta a key (the page makes its
+    runs of them)."""
 
     def pages(self, prefix: str, **kwargs: Any) -> Iterator[Page]:
         for page in super().pages(prefix, **kwargs):
-            yield page if page.runs is None else Page(page.files, page.dirs, page.truncated)
+            yield Page(page.files, page.dirs, page.truncated)
 
 
 class Declining:
@@ -106,9 +109,9 @@ def _plans(s3_server, bucket: str, monkeypatch, where: str | None = None,
 
     columnar = scan()
     with monkeypatch.context() as m:
-        m.setattr(listing.table, "Lister", RowsLister)
-        rows = scan()
-    return columnar, rows
+        m.setattr(listing.table, "Lister", MetasLister)
+        metas = scan()
+    return columnar, metas
 
 
 CASES = [
@@ -132,11 +135,10 @@ PARAMS = [(case, False) for case in CASES] + [(CASES[0], True), (CASES[6], True)
 
 @pytest.mark.parametrize(("case", "declined"), PARAMS, indirect=["declined"],
                          ids=[f"{c}{'-declined' if d else ''}" for c, d in PARAMS])
-def test_an_s3_plan_of_columns_is_the_plan_of_rows(s3_server, bucket, monkeypatch, declined,
-                                                   case):
+def test_s3_pages_of_columns_and_of_metas_plan_alike(s3_server, bucket, monkeypatch,
+                                                     declined, case):
     columnar, rows = _plans(s3_server, bucket, monkeypatch, **case)
-    assert_columns_plan_is_rows_plan(columnar, rows,
-                                     ("bytes", "file_groups", "list_requests", *LISTED))
+    assert_plans_alike(columnar, rows, ("bytes", "file_groups", "list_requests", *LISTED))
     for g, r in zip(columnar.file_groups, rows.file_groups, strict=True):
         back = pickle.loads(pickle.dumps(g))
         assert back == g and back.files == g.files
@@ -208,8 +210,19 @@ def test_times_in_another_zero_offset_zone_stay_in_it():
     # positive control: datetimes, not packed, where a time is not in UTC
     assert isinstance(cols.group(np.array([0, 2]), None).pickled()[6], list)
     assert isinstance(cols.group(np.array([2]), None).pickled()[6], bytes)
-    # a page whose times cannot be columns is a page of rows
-    assert listed_page("b/", ["t/a"], [1], [None], [None], [], False).runs is None
+    # a page whose times cannot be microseconds keeps them as listed, and its group
+    # pickles as the group of its rows
+    naive = dt.datetime(2026, 3, 1, 10)  # noqa: DTZ001 - a store may list naive times
+    odd = listed_page("b/", ["t/a", "t/b", "t/c"], [1, 2, 3], [None, naive, in_utc],
+                      [None, "e", None], [], False)
+    assert [r.in_datetimes for r in odd.runs] == [True]
+    assert [m.last_modified for m in odd.files] == [None, naive, in_utc]
+    odd_cols = FileColumns([(f"s3://{r.directory}", r, {}) for r in odd.runs])
+    assert [f.last_modified for f in odd_cols.files()] == [None, naive, in_utc]
+    group = odd_cols.group(np.array([2, 0]), None)
+    assert group.pickled() == group_columns(group.files())
+    assert pickle.dumps(FileGroup.of_columns(0, group)) == \
+        pickle.dumps(FileGroup(0, group.files()))
 
 
 def test_the_table_is_what_the_cases_are_named_for(s3_server, bucket, monkeypatch):
@@ -240,11 +253,7 @@ def test_key_ranges_plan_alike(s3_server, s3_bucket, monkeypatch, where):
     s3_server.put_objects_fast(s3_bucket, {
         f"t/date=2020-01-{d:02d}/hour={h}/part-{k:03d}.parquet": b"x" * (k % 7 + 1)
         for d in range(1, 22) for h in range(2) for k in range(200)})
-    columnar, rows = _plans(s3_server, s3_bucket, monkeypatch, where=where)
-    assert isinstance(columnar.planned, FileColumns) and isinstance(rows.planned, list)
+    columnar, metas = _plans(s3_server, s3_bucket, monkeypatch, where=where)
     assert "key ranges at once" in "\n".join(columnar.listing_plan)  # positive control
-    assert columnar.explain() == rows.explain()
-    assert [pickle.dumps(g, pickle.HIGHEST_PROTOCOL) for g in columnar.file_groups] == \
-        [pickle.dumps(g, pickle.HIGHEST_PROTOCOL) for g in rows.file_groups]
-    assert columnar.files == rows.files
+    assert_plans_alike(columnar, metas, ("bytes", "file_groups", "list_requests", *LISTED))
     assert columnar.file_count == (4200 if where == "hour = 0" else 8400)

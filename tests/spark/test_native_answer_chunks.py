@@ -21,6 +21,7 @@ from py4j.protocol import Py4JJavaError
 from pyspark.errors.exceptions.captured import CapturedException
 
 from listing import ListingTable
+from listing.file_columns import FileColumns
 from listing.spark import file_index
 from listing.spark.file_index import ListingPlanner, answer_chunks, files_answer
 from listing.testing import datasets
@@ -54,7 +55,7 @@ def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.parametrize(("max_files", "max_chars"), [(1, 10**9), (3, 10**9), (100, 40),
                                                       (4, 60), (100, 1)])
 def test_chunks_hold_every_file_once_within_their_bounds(tree, max_files, max_chars):
-    for filesystem in (None, "rows"):  # a plan of columns (local listing), a plan of rows
+    for filesystem in (None, "fsspec"):  # a local listing's plan, a listing through fsspec
         from fsspec.implementations.local import LocalFileSystem
 
         table = ListingTable.open(str(tree), partition_cols=[("k", "int")],
@@ -75,7 +76,8 @@ def test_chunks_hold_every_file_once_within_their_bounds(tree, max_files, max_ch
             assert len(chunks) >= 5
             assert any(c["dirs"][-1][0] == d["dirs"][0][0]
                        for c, d in zip(chunks, chunks[1:], strict=False))
-    assert list(answer_chunks([], ["k"], 3, 10)) == [{"dirs": [], "sizes": "", "mtimes": ""}]
+    assert list(answer_chunks(FileColumns(), ["k"], 3, 10)) == \
+        [{"dirs": [], "sizes": "", "mtimes": ""}]
 
 
 def test_the_planner_hands_the_rest_out_chunk_by_chunk(tree, monkeypatch):

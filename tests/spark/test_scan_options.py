@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import time
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -15,13 +16,19 @@ from hypothesis import strategies as st
 import listing
 from listing import ListingTable, formats
 from listing.errors import FileReadError
-from listing.files import PartitionedFile, whole_file
+from listing.file_columns import FileColumns
+from listing.files import FileGroup, PartitionedFile, whole_file
 from listing.options import MB, ListingOptions
 from listing.packing import pack_file_groups
 
 
 def files(*sizes: int) -> list[PartitionedFile]:
     return [PartitionedFile(f"s3://b/f{i}.csv", s) for i, s in enumerate(sizes)]
+
+
+def pack(listed: list[PartitionedFile], *args: Any, **kwargs: Any) -> list[FileGroup]:
+    """:func:`pack_file_groups` of files as a plan holds them (as columns)."""
+    return pack_file_groups(FileColumns.of_files(listed), *args, **kwargs)
 
 
 def test_a_listed_file_made_through_its_slots_is_the_dataclass_made_by_its_init():
@@ -45,14 +52,14 @@ def test_packing_follows_sparks_formula():
     opts = ListingOptions(max_partition_bytes=128 * MB, open_cost_in_bytes=4 * MB)
     csv = formats.get("csv")
     # 40 small files, 2 cores: bytesPerCore = 40 * (1 MB + 4 MB) / 2 = 100 MB per group
-    groups = pack_file_groups(files(*[MB] * 40), csv, opts, min_partitions=2)
+    groups = pack(files(*[MB] * 40), csv, opts, min_partitions=2)
     assert len(groups) == 2 and sum(len(g.files) for g in groups) == 40
     # one 300 MB splittable file: split in 128 MB ranges, each its own group
-    groups = pack_file_groups(files(300 * MB), csv, opts, min_partitions=1)
+    groups = pack(files(300 * MB), csv, opts, min_partitions=1)
     ranges = sorted(f.byte_range for g in groups for f in g.files)
     assert ranges == [(0, 128 * MB), (128 * MB, 256 * MB), (256 * MB, 300 * MB)]
     # more parallelism than files: smaller splits, never below openCostInBytes
-    groups = pack_file_groups(files(64 * MB), csv, opts, min_partitions=8)
+    groups = pack(files(64 * MB), csv, opts, min_partitions=8)
     assert len(groups) == 8
 
 
@@ -61,15 +68,15 @@ def test_packing_starts_no_wave_for_a_remainder():
     balanced groups, never more than Spark's, never fewer than maxPartitionBytes allows."""
     opts = ListingOptions(max_partition_bytes=128 * MB, open_cost_in_bytes=4 * MB)
     csv = formats.get("csv")
-    groups = pack_file_groups(files(8 * MB, 8 * MB, 8 * MB), csv, opts, min_partitions=2)
+    groups = pack(files(8 * MB, 8 * MB, 8 * MB), csv, opts, min_partitions=2)
     assert sorted(len(g.files) for g in groups) == [1, 2]
     # Spark: 5 groups of one 70 MB file (two never fit in 128 MB); on 2 cores, 4 groups
     sizes = [70 * MB] * 5
-    groups = pack_file_groups(files(*sizes), formats.get("parquet"), opts, min_partitions=2)
+    groups = pack(files(*sizes), formats.get("parquet"), opts, min_partitions=2)
     assert sorted(len(g.files) for g in groups) == [1, 1, 1, 2]
     # a total that needs 6 groups at 128 MB a group keeps them (never 4 overfull ones)
     sizes = [100 * MB, 90 * MB, 80 * MB, 70 * MB, 60 * MB, 50 * MB, 40 * MB, 30 * MB]
-    groups = pack_file_groups(files(*sizes), formats.get("parquet"), opts, min_partitions=2)
+    groups = pack(files(*sizes), formats.get("parquet"), opts, min_partitions=2)
     assert len(groups) == 6
     assert sorted(f.size for g in groups for f in g.files) == sorted(sizes)
 
@@ -83,7 +90,7 @@ def test_packing_is_complete_and_never_needs_more_tasks_than_sparks_rule(sizes, 
 
     opts = ListingOptions(max_partition_bytes=128 * MB, open_cost_in_bytes=4 * MB)
     fmt = formats.get("csv")  # splittable: big files become ranges
-    groups = pack_file_groups(files(*sizes), fmt, opts, min_partitions=parallelism)
+    groups = pack(files(*sizes), fmt, opts, min_partitions=parallelism)
     pieces = [f for g in groups for f in g.files]
     covered: dict[str, int] = {}
     for f in pieces:
@@ -108,9 +115,9 @@ def test_packing_asks_a_format_to_split_only_files_bigger_than_a_split():
             return csv.split(file, target_bytes)
 
     sizes = [MB, 300 * MB, 128 * MB, 2 * MB, 129 * MB]
-    groups = pack_file_groups(files(*sizes), Recording(), opts, min_partitions=1)
+    groups = pack(files(*sizes), Recording(), opts, min_partitions=1)
     assert sorted(asked) == [129 * MB, 300 * MB]
-    assert groups == pack_file_groups(files(*sizes), csv, opts, min_partitions=1)
+    assert groups == pack(files(*sizes), csv, opts, min_partitions=1)
     assert sum(f.length for g in groups for f in g.files) == sum(sizes)
 
 
@@ -229,20 +236,20 @@ def test_a_read_of_metadata_only_packs_whole_files_one_group_a_core():
     opts = ListingOptions(max_partition_bytes=128 * MB, open_cost_in_bytes=4 * MB)
     parquet = formats.get("parquet")
     listed = files(*[5 * MB] * 60)
-    assert len(pack_file_groups(listed, parquet, opts, min_partitions=2)) == 4
+    assert len(pack(listed, parquet, opts, min_partitions=2)) == 4
     for parallelism, expected in ((2, 2), (3, 3), (4, 4), (7, 4), (60, 4), (100, 4)):
-        groups = pack_file_groups(listed, parquet, opts, min_partitions=parallelism,
+        groups = pack(listed, parquet, opts, min_partitions=parallelism,
                                   metadata_only=True)
         sizes = [len(g.files) for g in groups]
         assert len(sizes) == expected and max(sizes) - min(sizes) <= 1
         assert [f for g in groups for f in g.files] == listed
         assert all(f.byte_range is None for g in groups for f in g.files)
     day = files(*[5 * MB] * 3)
-    assert [len(g.files) for g in pack_file_groups(day, parquet, opts, min_partitions=2,
+    assert [len(g.files) for g in pack(day, parquet, opts, min_partitions=2,
                                                    metadata_only=True)] == [3]
-    assert len(pack_file_groups(files(*[5 * MB] * 17), parquet, opts, min_partitions=8,
+    assert len(pack(files(*[5 * MB] * 17), parquet, opts, min_partitions=8,
                                 metadata_only=True)) == 2
-    one_big = pack_file_groups(files(300 * MB), parquet, opts, min_partitions=2,
+    one_big = pack(files(300 * MB), parquet, opts, min_partitions=2,
                                metadata_only=True)
     assert [[f.byte_range for f in g.files] for g in one_big] == [[None]]
 
@@ -254,11 +261,11 @@ def test_packing_counts_the_bytes_a_projection_reads():
     opts = ListingOptions(max_partition_bytes=128 * MB, open_cost_in_bytes=4 * MB)
     parquet = formats.get("parquet")
     listed = files(*[5 * MB] * 60)
-    assert len(pack_file_groups(listed, parquet, opts, min_partitions=2)) == 4
-    narrow = pack_file_groups(listed, parquet, opts, min_partitions=2, read_share=0.29)
+    assert len(pack(listed, parquet, opts, min_partitions=2)) == 4
+    narrow = pack(listed, parquet, opts, min_partitions=2, read_share=0.29)
     assert [len(g.files) for g in narrow] == [30, 30]
     assert sorted(f.path for g in narrow for f in g.files) == sorted(f.path for f in listed)
-    big = pack_file_groups(files(1024 * MB), parquet, opts, min_partitions=2,
+    big = pack(files(1024 * MB), parquet, opts, min_partitions=2,
                            read_share=0.25)
     ranges = sorted(f.byte_range for g in big for f in g.files)
     assert ranges[0][0] == 0 and ranges[-1][1] == 1024 * MB and len(ranges) == 2

@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import functions as F
 
+from listing.file_columns import FileColumns
 from listing.files import FileGroup, PartitionedFile
 from listing.options import ListingOptions
 from listing.packing import KEY_GROUP_MAX_SPLITS, pack_by_partition_key
@@ -203,8 +204,9 @@ class WholeFiles:
 
 
 def files(values, size=8 * MB):
-    return [PartitionedFile(f"s3://b/t/date={d}/f{i}.parquet", size, {"date": d})
-            for i, d in enumerate(values)]
+    """Files as a plan holds them (as columns), each with its own values."""
+    return FileColumns.of_files([PartitionedFile(f"s3://b/t/date={d}/f{i}.parquet", size,
+                                                 {"date": d}) for i, d in enumerate(values)])
 
 
 def test_pack_by_partition_key_groups_hold_one_value():
@@ -212,7 +214,8 @@ def test_pack_by_partition_key_groups_hold_one_value():
     packed = pack_by_partition_key(fs, WholeFiles(), ListingOptions(key_grouped=True), 2)
     assert packed.key_grouped and packed.reason == "by partition value (3 values)"
     assert [g.index for g in packed.groups] == list(range(len(packed.groups)))
-    assert sorted(f.path for g in packed.groups for f in g.files) == sorted(f.path for f in fs)
+    assert sorted(f.path for g in packed.groups for f in g.files) == \
+        sorted(f.path for f in fs.files())
     for g in packed.groups:
         assert len({f.partition_values["date"] for f in g.files}) == 1
 
@@ -225,8 +228,8 @@ def test_pack_by_partition_key_declines_with_a_reason():
     big = pack_by_partition_key(files(["a"] * (KEY_GROUP_MAX_SPLITS + 1) + ["b"]),
                                 WholeFiles(), opts, 2)
     assert not big.key_grouped and "over 4 x max_partition_bytes" in big.reason
-    flat = pack_by_partition_key([PartitionedFile("s3://b/t/f.parquet", 1)], WholeFiles(),
-                                 opts, 1)
+    flat = pack_by_partition_key(FileColumns.of_files([PartitionedFile("s3://b/t/f.parquet", 1)]),
+                                 WholeFiles(), opts, 1)
     assert flat.reason == "by size (key_grouped: the table has no partition columns)"
     small = pack_by_partition_key(files(["a", "b", "c"], size=MB), WholeFiles(),
                                   ListingOptions(key_grouped=True), 2)

@@ -1,7 +1,8 @@
 """The planner's answer to the native hand-off's file index (``files_answer``): a plan's
 files a directory at a time, read back as ListingFileIndex.java reads them, are exactly
 the files of ``plan.files`` (path, size, modification time in milliseconds, partition
-values as text), from a local plan's columns and from a plan of rows alike."""
+values as text), from a local listing's plan and from a listing through fsspec alike, and
+from files whose times are kept as listed (missing, naive, in another zone)."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ SCHEMA = pa.schema([("id", pa.int64())])
 
 
 class ThroughFsspec(LocalFileSystem):
-    """fsspec's local filesystem, not exactly its type: listed through fsspec, as rows."""
+    """fsspec's local filesystem, not exactly its type: listed through fsspec."""
 
 
 @pytest.fixture(scope="module")
@@ -78,11 +79,9 @@ def _want(files: list[Any], names: list[str]) -> list[dict[str, Any]]:
 @pytest.mark.parametrize("where", [None, "n = 2", "city = 'a,b'", "city IS NULL"])
 def test_the_answer_holds_every_planned_file_as_it_is(tree: Path, where: str | None) -> None:
     local = ListingTable.open(str(tree), partition_cols=COLS, schema=SCHEMA)
-    rows = ListingTable.open(str(tree), partition_cols=COLS, schema=SCHEMA,
-                             filesystem=ThroughFsspec())
-    columns_plan, rows_plan = local.scan(where=where), rows.scan(where=where)
-    assert isinstance(columns_plan.planned, FileColumns)
-    assert not isinstance(rows_plan.planned, FileColumns)
+    fsspec = ListingTable.open(str(tree), partition_cols=COLS, schema=SCHEMA,
+                               filesystem=ThroughFsspec())
+    columns_plan, rows_plan = local.scan(where=where), fsspec.scan(where=where)
     names = local.partition_names
     from_columns = _read_back(files_answer(columns_plan.planned, names))
     assert columns_plan.planned._list is None  # answered without a PartitionedFile a file
@@ -109,7 +108,6 @@ def test_a_directory_comes_once_with_its_values() -> None:
                               ["/t/k=2/", ["2"], "z"]]
     assert _read_back(answer) == _want(cols.files(), ["k"])
     assert files_answer(FileColumns(), ["k"]) == {"dirs": [], "sizes": "", "mtimes": ""}
-    assert files_answer([], ["k"]) == {"dirs": [], "sizes": "", "mtimes": ""}
 
 
 def test_milliseconds_from_columns_are_the_datetimes_milliseconds() -> None:
@@ -141,3 +139,25 @@ def test_an_s3_listing_s_columns_answer_as_its_rows() -> None:
     got = _read_back(files_answer(cols, ["k"]))
     assert got == _want(cols.files(), ["k"])
     assert [f["mtime"] for f in got] == [_millis(t) for t in when]
+
+
+def test_times_kept_as_listed_answer_as_their_datetimes() -> None:
+    """Files whose times are no microseconds in one zero-offset zone (a stream's batch, a
+    store listing naive times or none) keep them as listed: the answer holds each one's
+    milliseconds (0: none), as ``int(t.timestamp() * 1000)``."""
+    from dateutil.tz import tzoffset
+
+    from listing.files import PartitionedFile
+
+    when = [None, dt.datetime(2026, 3, 1, 12, 0, 0, 123_456),  # noqa: DTZ001 - naive
+            dt.datetime(2026, 3, 1, 12, tzinfo=tzoffset(None, 3600)),
+            dt.datetime(2026, 3, 2, tzinfo=dt.UTC)]
+    values = {"k": 1}
+    files = [PartitionedFile(f"s3://b/t/k=1/{i}.parquet", 10 + i, values, None, t, None)
+             for i, t in enumerate(when)]
+    cols = FileColumns.of_files(files)
+    assert [r.in_datetimes for r in cols.runs] == [True]  # positive: kept as listed
+    assert cols.files() == files
+    got = _read_back(files_answer(cols, ["k"]))
+    assert got == _want(files, ["k"])
+    assert [f["mtime"] for f in got] == [0, *(_millis(t) for t in when[1:])]
