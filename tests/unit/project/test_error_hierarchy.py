@@ -21,7 +21,6 @@ from listing.errors import ListingError, SparkSetupError
 
 #: exceptions outside ListingError on purpose, each caught inside the module that raises it
 INTERNAL = {
-    "listing.packing._NotRanges": "packing falls back to whole files",
     "listing.storage.errors.BodyCut": "raise_as turns it into a StorageError",
     "listing.storage.reading._NotAsListed": "the read turns it into a FileChangedError",
     "listing.storage.s3_pages._Declined": "the page is read by botocore instead",
