@@ -52,12 +52,8 @@ def parquet(values: list[int]) -> bytes:
 @pytest.fixture(scope="module")
 def buckets(s3_server):
     """The module's two buckets on the one moto server: the tables' and another."""
-    names = [f"hostile-{uuid.uuid4().hex[:12]}", f"hostile-other-{uuid.uuid4().hex[:12]}"]
-    for name in names:
-        s3_server.create_bucket(name)
-    yield names
-    for name in names:
-        s3_server.drop_bucket(name)
+    with s3_server.temporary_buckets("hostile", "hostile-other") as names:
+        yield names
 
 
 @dataclass

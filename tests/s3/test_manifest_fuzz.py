@@ -244,12 +244,8 @@ def plant_fs(fs: list[str], table: Path, manifest: Path, base: Path,
 
 @pytest.fixture
 def buckets(s3_server):
-    names = [f"fuzz-{uuid.uuid4().hex[:12]}", f"fuzz-other-{uuid.uuid4().hex[:12]}"]
-    for name in names:
-        s3_server.create_bucket(name)
-    yield names
-    for name in names:
-        s3_server.drop_bucket(name)
+    with s3_server.temporary_buckets("fuzz", "fuzz-other") as names:
+        yield names
 
 
 def test_fuzzed_s3_states(s3_server, buckets, capsys):
