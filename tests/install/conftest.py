@@ -7,7 +7,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,14 +40,25 @@ def _copy_ignore(directory: str, names: list[str]) -> set[str]:
     return ignored
 
 
+def _copy_repository(dest: Path) -> Path:
+    """A copy of the repository without its venv, VCS data, build output and caches."""
+    shutil.copytree(ROOT, dest, ignore=_copy_ignore)
+    return dest
+
+
+@pytest.fixture(scope="session")
+def copy_repository() -> Callable[[Path], Path]:
+    """Copies the repository to a folder (:func:`_copy_repository`)."""
+    return _copy_repository
+
+
 @pytest.fixture(scope="session")
 def built_wheel() -> Iterator[Built]:
     """Built from a copy: building in the repository writes build/ and *.egg-info there, and
     setuptools reuses a stale build/lib (modules deleted since would still ship)."""
     tmp = Path(tempfile.mkdtemp(prefix="spark-listing-wheel-"))
     try:
-        src = tmp / "src"
-        shutil.copytree(ROOT, src, ignore=_copy_ignore)
+        src = _copy_repository(tmp / "src")
         env = {k: v for k, v in os.environ.items()
                if not k.startswith(("PYTHON", "PYTEST_", "VIRTUAL_ENV"))}
         proc = subprocess.run([sys.executable, "-m", "build", "--outdir", str(tmp / "dist"),

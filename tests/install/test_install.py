@@ -56,12 +56,6 @@ REQUIRED_IN_WHEEL = (
     "listing/testing/datasets.py",
     "listing/testing/py.typed",
 )
-# what a copy of the repository leaves out: the venv, VCS data, build output, caches
-TOP_LEVEL_IGNORE = {".venv", ".git", "build", "dist", "spark-warehouse"}
-ANYWHERE_IGNORE = shutil.ignore_patterns(
-    "*.egg-info", "__pycache__", "*.pyc", ".pytest_cache", ".ruff_cache", ".mypy_cache",
-    ".hypothesis",
-)  # fmt: skip
 BUILD_TIMEOUT = 300
 RUN_TIMEOUT = 300
 
@@ -111,13 +105,6 @@ def _run(cmd: Sequence[str | Path], cwd: Path, env: dict[str, str], timeout: flo
             pytrace=False,
         )
     return proc
-
-
-def _copy_ignore(directory: str, names: list[str]) -> set[str]:
-    ignored = set(ANYWHERE_IGNORE(directory, names))
-    if Path(directory) == ROOT:
-        ignored |= TOP_LEVEL_IGNORE.intersection(names)
-    return ignored
 
 
 def _base_python() -> Path:
@@ -517,12 +504,12 @@ def test_explicit_dash_p_alongside_entry_point(installed: Installed) -> None:
     assert "already registered" not in run.output, _describe(run)
 
 
-def test_editable_install_prints_no_setuptools_note(tmp_path: Path) -> None:
+def test_editable_install_prints_no_setuptools_note(tmp_path: Path,
+                                                    copy_repository: Any) -> None:
     """`make` installs the checkout editable: pip's output stays free of setuptools'
     'Editable installation … folders with the same name as your package' note."""
     env = _clean_env()
-    src = tmp_path / "src"
-    shutil.copytree(ROOT, src, ignore=_copy_ignore)
+    src = copy_repository(tmp_path / "src")
     venv = tmp_path / "venv"
     _run([_base_python(), "-m", "venv", "--without-pip", venv], cwd=tmp_path, env=env)
     out = _run([sys.executable, "-m", "pip", "--python", venv / "bin" / "python", "install",
