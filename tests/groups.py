@@ -93,10 +93,10 @@ def misplaced(items: list[pytest.Item]) -> list[str]:
         if parts[0] != "tests":
             continue
         folder = parts[1] if len(parts) > 2 else ""
-        allowed = FOLDER_GROUPS.get(folder, frozenset())
-        extra = groups_of(item) - allowed
+        groups = groups_of(item)
+        extra = groups - FOLDER_GROUPS.get(folder, frozenset())
         if extra or folder not in FOLDER_GROUPS:
-            found.setdefault("/".join(parts), set()).update(extra or groups_of(item))
+            found.setdefault("/".join(parts), set()).update(extra or groups)
     return [f"{module}: {'+'.join(sorted(groups))}" for module, groups in sorted(found.items())]
 
 
