@@ -49,13 +49,13 @@ class FileColumns:
                       if self.runs else np.zeros(0, np.int64))
         self._keys: list[int] | None = None
         self._list: list[PartitionedFile] | None = None
-        self._times: set[tuple[bool, bool]] | None = None
+        self._times: set[bool] | None = None
 
-    def time_kinds(self) -> set[tuple[bool, bool]]:
-        """The kinds of its runs' times: (in seconds, in ``UTC``) each (found once)."""
+    def time_kinds(self) -> set[bool]:
+        """The kinds of its runs' times: whether microseconds in ``UTC``, each (found
+        once)."""
         if self._times is None:
-            self._times = {(run.in_seconds, run.tz is _UTC and not run.in_datetimes)
-                           for run in self.runs}
+            self._times = {_in_utc_micros(run) for run in self.runs}
         return self._times
 
     def __len__(self) -> int:
@@ -227,11 +227,8 @@ def _group_times(cols: FileColumns, runs: list[int], offsets: np.ndarray,
     all_runs = cols.runs
     kinds = cols.time_kinds()  # the plan's, else the group's own
     if len(kinds) > 1:
-        kinds = {(all_runs[r].in_seconds, all_runs[r].tz is _UTC
-                  and not all_runs[r].in_datetimes) for r in set(runs)}
-    if kinds == {(True, True)}:  # a local listing's
-        return packed(utc_micros(np.array(mtimes, np.float64)).tobytes())
-    if kinds == {(False, True)}:  # microseconds in UTC (an S3 listing's, the cache's)
+        kinds = {_in_utc_micros(all_runs[r]) for r in set(runs)}
+    if kinds == {True}:  # microseconds in UTC (a local or S3 listing's, the cache's)
         return packed(np.array(mtimes, np.int64).tobytes())
     # another tzinfo (botocore's own), times as listed, or runs of several kinds: each
     # time made (or taken as listed)
@@ -242,24 +239,13 @@ def _group_times(cols: FileColumns, runs: list[int], offsets: np.ndarray,
 
 def run_micros(run: DirFiles) -> np.ndarray:
     """A run's modification times as microseconds since the epoch: the instants of
-    :meth:`~listing.storage.dir_files.DirFiles.time` (a local run's seconds rounded as
-    ``fromtimestamp`` rounds them, an S3 run's microseconds as they are); not for a run
-    of datetimes kept as listed (:attr:`~listing.storage.dir_files.DirFiles.in_datetimes`)."""
+    :meth:`~listing.storage.dir_files.DirFiles.time`; not for a run of datetimes kept as
+    listed (:attr:`~listing.storage.dir_files.DirFiles.in_datetimes`)."""
     mtimes = run.mtimes
     assert isinstance(mtimes, array), "a run of datetimes has no microseconds"
-    if run.in_seconds:
-        return utc_micros(np.frombuffer(mtimes, np.float64))
     return np.frombuffer(mtimes, np.int64)
 
 
-def utc_micros(seconds: np.ndarray) -> np.ndarray:
-    """Microseconds since the epoch of ``datetime.fromtimestamp(s, UTC)`` for each float
-    ``s``, rounded as CPython rounds it (the fractional part, times 10**6, half to even)."""
-    frac, whole = np.modf(seconds)
-    us = np.rint(frac * 1e6)
-    over, under = us >= 1e6, us < 0
-    us[over] -= 1e6
-    whole[over] += 1
-    us[under] += 1e6
-    whole[under] -= 1
-    return whole.astype(np.int64) * 1_000_000 + us.astype(np.int64)
+def _in_utc_micros(run: DirFiles) -> bool:
+    return run.tz is _UTC and not run.in_datetimes
+

@@ -54,11 +54,16 @@ class PartitionedFile:
         return {"file_path": self.path, "file_name": self.path.rsplit("/", 1)[-1],
                 "file_size": self.size, "file_block_start": start,
                 "file_block_length": self.length,
-                "file_modification_time": self.last_modified}
+                "file_modification_time": _to_millis(self.last_modified)}
 
     def with_range(self, start: int, end: int) -> PartitionedFile:
         return PartitionedFile(self.path, self.size, self.partition_values, (start, end),
                                self.last_modified, self.etag)
+
+
+def _to_millis(when: dt.datetime | None) -> dt.datetime | None:
+    """``when`` floored to the millisecond, as Spark's file index has a file's time."""
+    return None if when is None else when - dt.timedelta(microseconds=when.microsecond % 1000)
 
 
 class GroupSource(Protocol):

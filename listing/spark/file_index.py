@@ -319,11 +319,11 @@ def _sizes_millis(planned: FileColumns) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _millis_of(run: DirFiles) -> np.ndarray:
-    """A run's modification times in milliseconds since the epoch (0: unknown), as
-    ``int(time.timestamp() * 1000)``."""
+    """A run's modification times in milliseconds since the epoch (0: unknown), floored
+    as Java floors a file's time to milliseconds (``File.lastModified``)."""
     if run.in_datetimes:  # times as listed (any tzinfo, or none)
         return np.fromiter(map(_millis, run.times()), np.int64, len(run))
-    return _micros_to_millis(run_micros(run))
+    return run_micros(run) // 1000
 
 
 def _dir_runs(cols: FileColumns, names: Sequence[str]
@@ -344,17 +344,11 @@ def _dir_runs(cols: FileColumns, names: Sequence[str]
 
 
 def _millis(when: dt.datetime | None) -> int:
-    return 0 if when is None else int(when.timestamp() * 1000)
-
-
-def _micros_to_millis(micros: np.ndarray) -> np.ndarray:
-    """``_millis`` of the UTC datetimes of ``micros`` (microseconds since the epoch): the
-    datetime's ``timestamp()`` is microseconds over 10**6, correctly rounded, which a
-    float64 division gives where the microseconds are exact in a float64."""
-    millis = (micros / 1e6 * 1000).astype(np.int64)
-    for i in np.flatnonzero(np.abs(micros) >= 2**53).tolist():
-        millis[i] = int(int(micros[i]) / 10**6 * 1000)
-    return millis
+    """``when`` in milliseconds since the epoch, floored (a naive time: local time, as
+    ``datetime.timestamp`` reads it)."""
+    if when is None:
+        return 0
+    return ((when if when.tzinfo else when.astimezone()) - _EPOCH) // _MILLISECOND
 
 
 def _b64(numbers: np.ndarray) -> str:
@@ -362,6 +356,8 @@ def _b64(numbers: np.ndarray) -> str:
 
 
 _PLANNER = ListingPlanner()
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+_MILLISECOND = dt.timedelta(milliseconds=1)
 
 
 def _file_index(spark: Any) -> Any:

@@ -10,7 +10,6 @@ from itertools import accumulate, count, repeat
 from operator import add, attrgetter, is_
 
 _UTC = dt.UTC
-_fromtimestamp = dt.datetime.fromtimestamp
 _MICROSECOND = dt.timedelta(microseconds=1)
 _ZERO = dt.timedelta(0)
 _tzinfo = attrgetter("tzinfo")
@@ -22,14 +21,14 @@ class DirFiles:
     is ``directory + name``. Invariant: names in key order, every column as long as the
     names.
 
-    ``mtimes`` is either ``array("d")`` of seconds since the epoch (a local listing's
-    ``st_mtime``: the time is ``datetime.fromtimestamp(s, UTC)``) or ``array("q")`` of
-    microseconds since the epoch (an S3 listing's: the time is that instant in ``tz``, the
-    zero-offset tzinfo the listing gave it, ``UTC`` unless botocore parsed the page), or,
-    where a listing's times are not all in one zero-offset tzinfo (one missing, naive,
-    another offset: other fsspec stores), a list of the datetimes as listed.
+    ``mtimes`` is either ``array("q")`` of microseconds since the epoch (the time is that
+    instant in ``tz``, the zero-offset tzinfo the listing gave it: ``UTC`` for a local
+    listing's, see :func:`~listing.storage.local_pages.file_times`, and an S3 listing's
+    unless botocore parsed the page), or, where a listing's times are not all in one
+    zero-offset tzinfo (one missing, naive, another offset: other fsspec stores), a list
+    of the datetimes as listed.
     ``versions`` is either ``array("d")`` of inode change times (a local file's version,
-    spelled ``ctime:<repr>`` as :func:`~listing.storage.lister.local_version` spells it)
+    spelled ``ctime:<repr>``: :func:`~listing.storage.local_pages.file_times`)
     or a list of ETags as listed (without quotes; None: none).
 
     Filled by :meth:`append` (local) or given whole, then :meth:`compact`: the names
@@ -51,7 +50,7 @@ class DirFiles:
         self._ends = _NO_ENDS
         self.sizes: array = sizes if sizes is not None else array("q")
         self.mtimes: array | list[dt.datetime | None] = (mtimes if mtimes is not None
-                                                         else array("d"))
+                                                         else array("q"))
         self.versions: array | list[str | None] = (versions if versions is not None
                                                    else array("d"))
         self.tz = tz
@@ -90,8 +89,8 @@ class DirFiles:
     def __len__(self) -> int:
         return len(self.sizes)
 
-    def append(self, name: str, size: int, mtime: float, ctime: float) -> None:
-        """One local file (its times in seconds)."""
+    def append(self, name: str, size: int, mtime: int, ctime: float) -> None:
+        """One local file (``mtime`` in microseconds, ``ctime`` in seconds)."""
         assert self._names is not None, "a compacted run takes no more files"
         assert isinstance(self.versions, array), "a run of ETags is given whole"
         assert isinstance(self.mtimes, array), "a run of datetimes is given whole"
@@ -116,15 +115,9 @@ class DirFiles:
         return (directory + name for name in self.names)
 
     @property
-    def in_seconds(self) -> bool:
-        """Whether the times are seconds (a local listing's)."""
-        mtimes = self.mtimes
-        return isinstance(mtimes, array) and mtimes.typecode == "d"
-
-    @property
     def in_datetimes(self) -> bool:
-        """Whether the times are the listed datetimes themselves (neither seconds nor
-        microseconds: see the class)."""
+        """Whether the times are the listed datetimes themselves (not microseconds: see
+        the class)."""
         return not isinstance(self.mtimes, array)
 
     def times(self) -> list[dt.datetime | None]:
@@ -132,8 +125,6 @@ class DirFiles:
         :attr:`in_datetimes`)."""
         if not isinstance(self.mtimes, array):
             return list(self.mtimes)
-        if self.in_seconds:
-            return list(map(_fromtimestamp, self.mtimes, repeat(_UTC)))
         epoch = _epoch(self.tz)
         return [epoch + m * _MICROSECOND for m in self.mtimes]
 
@@ -141,8 +132,6 @@ class DirFiles:
         """File ``i``'s modification time."""
         if not isinstance(self.mtimes, array):
             return self.mtimes[i]
-        if self.in_seconds:
-            return _fromtimestamp(self.mtimes[i], _UTC)
         return _epoch(self.tz) + self.mtimes[i] * _MICROSECOND
 
     def etags(self) -> list[str | None]:

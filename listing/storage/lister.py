@@ -22,7 +22,7 @@ from listing.metrics import Counters
 from listing.storage.client import s3_call
 from listing.storage.dir_files import DirFiles, micros_of, runs_of
 from listing.storage.errors import raise_as, retry_attempts, storage_failure
-from listing.storage.local_pages import local_pages, may_hold
+from listing.storage.local_pages import local_pages, may_hold, stat_file
 from listing.storage.s3_pages import columns_of
 from listing.storage.spec import StorageSpec
 
@@ -329,10 +329,11 @@ class Lister:
                 continue
             if e.get("type") == "directory":
                 dirs.append(path.rstrip("/") + "/")
+            elif local:  # sizes and times as the scandir listing has them
+                files.append(_local_meta(path))
             else:
                 files.append(ObjectMeta(path, int(e.get("size") or 0), entry_mtime(e),
-                                        e.get("ETag") or e.get("etag")
-                                        or (local_version(e) if local else None)))
+                                        e.get("ETag") or e.get("etag")))
         files.sort(key=lambda f: f.path)
         dirs.sort()
         yield Page(files, dirs)
@@ -363,13 +364,13 @@ class Lister:
         return entries
 
 
-def local_version(entry: dict) -> str | None:
-    """What identifies a local file's version beyond its size and mtime: its inode
-    change time (fsspec's ``created`` is ``st_ctime`` on Linux), which a rewrite changes
-    and no one can set back (``os.utime`` sets the mtime, and changes the ctime). Carried
-    as the file's ETag; None when the entry has none."""
-    value = entry.get("created")
-    return f"ctime:{value!r}" if isinstance(value, int | float) else None
+def _local_meta(path: str) -> ObjectMeta:
+    """The local file ``path`` as :func:`~listing.storage.local_pages.local_pages` lists
+    it (a file deleted since: 0 bytes, no time, as a dangling link)."""
+    try:
+        return ObjectMeta(path, *stat_file(path))
+    except OSError:
+        return ObjectMeta(path, 0, None, None)
 
 
 def entry_mtime(entry: dict) -> dt.datetime | None:

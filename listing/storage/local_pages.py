@@ -9,9 +9,12 @@ time. Directories of one level are read by a few threads at once (the system cal
 release the interpreter). A directory's files become columns
 (:class:`~listing.storage.dir_files.DirFiles`): no object per file.
 
-The keys, sizes and times are those fsspec's ``LocalFileSystem`` gives (``find`` for a
-flat listing, ``ls`` for a delimited one): a symlink is a file of its target's size
-(0 when dangling) and the link's own time; a time of 0 falls back to the change time.
+The keys are those fsspec's ``LocalFileSystem`` gives (``find`` for a flat listing, ``ls``
+for a delimited one); sizes and times are those Spark's file index reads (Hadoop's local
+file system: ``File.length`` and ``File.lastModified``): a symlink is a file of its
+target's size and times (0 bytes and the link's own times when dangling), and a time is
+microseconds truncated from the nanoseconds, so that milliseconds truncated from it are
+Java's (:func:`file_times`).
 Invariant: a page's runs of files are in key order (a directory's children are visited in
 the order of ``name + "/"`` for directories and ``name`` for files, which is the order of
 the full paths).
@@ -19,6 +22,7 @@ the full paths).
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 from array import array
 from collections.abc import Callable, Iterator
@@ -26,6 +30,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 from listing.errors import StorageError
 from listing.storage.dir_files import DirFiles
+
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+_MICROSECOND = dt.timedelta(microseconds=1)
 
 #: directories read at once by one flat listing
 LOCAL_WORKERS = 2
@@ -69,8 +76,8 @@ def _read(directory: str, name_prefix: str = "",
     dirs = out.dirs
     # child directories, and runs of files as lists (names, sizes, modification and change
     # times), each run made a DirFiles once read
-    items: list[str | tuple[list[str], list[int], list[float], list[float]]] = []
-    run: tuple[list[str], list[int], list[float], list[float]] | None = None
+    items: list[str | tuple[list[str], list[int], list[int], list[float]]] = []
+    run: tuple[list[str], list[int], list[int], list[float]] | None = None
     for key, entry in children:
         if entry is None:
             path = base + key[:-1]
@@ -83,7 +90,7 @@ def _read(directory: str, name_prefix: str = "",
             st = entry.stat(follow_symlinks=False)
             size = st.st_size
             if entry.is_symlink():
-                size = _target_size(entry)
+                st, size = _target_stat(entry, st)
         except FileNotFoundError:  # deleted since it was listed
             continue
         except OSError as err:
@@ -93,23 +100,47 @@ def _read(directory: str, name_prefix: str = "",
             items.append(run)
         run[0].append(key)
         run[1].append(size)
-        run[2].append(st.st_mtime or _created(st))
-        run[3].append(st.st_ctime)
+        mtime, ctime = file_times(st)
+        run[2].append(mtime)
+        run[3].append(ctime)
     out.items = [item if isinstance(item, str)  # one string of names, not one a file
-                 else DirFiles(base, item[0], array("q", item[1]), array("d", item[2]),
+                 else DirFiles(base, item[0], array("q", item[1]), array("q", item[2]),
                                array("d", item[3])).compact() for item in items]
     return out
 
 
-def _target_size(entry: os.DirEntry[str]) -> int:
+def _target_stat(entry: os.DirEntry[str] | str, own: os.stat_result
+                 ) -> tuple[os.stat_result, int]:
+    """A link's target's stat and size; the link's own stat and 0 bytes when dangling."""
     try:
-        return entry.stat(follow_symlinks=True).st_size
+        st = entry.stat(follow_symlinks=True) if isinstance(entry, os.DirEntry) else os.stat(entry)
     except OSError:  # a dangling link
-        return 0
+        return own, 0
+    return st, st.st_size
 
 
-def _created(st: os.stat_result) -> float:
-    return getattr(st, "st_birthtime", st.st_ctime)
+def file_times(st: os.stat_result) -> tuple[int, float]:
+    """A local file's modification time as listed, in microseconds since the epoch, and
+    its version: the inode change time, which a rewrite changes and no one can set back
+    (``os.utime`` sets the mtime, and changes the ctime).
+    The time is the nanoseconds truncated, so milliseconds truncated from it are what
+    Java's ``File.lastModified`` and so Spark's file index report; a time of 0 falls back
+    to the creation (on Linux, change) time."""
+    ns = st.st_mtime_ns or getattr(st, "st_birthtime_ns", None) or st.st_ctime_ns
+    return ns // 1000, st.st_ctime
+
+
+def stat_file(path: str) -> tuple[int, dt.datetime, str]:
+    """(size, modification time, version) of the local file ``path`` as a listing has
+    them (a link: its target's; the version spelled as
+    :meth:`~listing.storage.dir_files.DirFiles.etag` spells it); raises
+    ``FileNotFoundError`` when it is gone."""
+    st = os.lstat(path)
+    size = st.st_size
+    if os.path.islink(path):
+        st, size = _target_stat(path, st)
+    micros, ctime = file_times(st)
+    return size, _EPOCH + micros * _MICROSECOND, f"ctime:{ctime!r}"
 
 
 def local_pages(prefix: str, delimiter: bool, start_after: str | None,
@@ -222,10 +253,12 @@ def _file_run(path: str) -> DirFiles | None:
     """The file ``path`` alone, as a run."""
     try:
         st = os.lstat(path)
-        size = os.stat(path).st_size if os.path.islink(path) else st.st_size
+        size = st.st_size
+        if os.path.islink(path):
+            st, size = _target_stat(path, st)
     except OSError:
         return None
     directory, _, name = path.rpartition("/")
     run = DirFiles(directory + "/")
-    run.append(name, size, st.st_mtime or _created(st), st.st_ctime)
+    run.append(name, size, *file_times(st))
     return run.compact()

@@ -42,7 +42,8 @@ from listing.storage.errors import (
     retry_attempts,
     storage_failure,
 )
-from listing.storage.lister import entry_mtime, local_version
+from listing.storage.lister import entry_mtime
+from listing.storage.local_pages import stat_file
 
 log = logging.getLogger("listing.storage")
 
@@ -119,27 +120,41 @@ def _known_details(handle: Any, file: PartitionedFile) -> None:
 def check_unchanged(fs: Any, file: PartitionedFile) -> None:
     """Local and in-memory files (no ETag, a stat costs no request): raise
     :class:`FileChangedError` when size or modification time differ from the listing (or,
-    local files, the inode change time: :func:`~listing.storage.lister.local_version`),
+    local files, the inode change time: :func:`~listing.storage.local_pages.file_times`),
     :class:`MissingFileError` when the file is gone. Other stores: nothing to do (S3
     reads are conditional on the ETag)."""
     protocols = fs.protocol if isinstance(fs.protocol, tuple | list) else (fs.protocol,)
     if not _STAT_CHECKED.intersection(protocols):
         return
-    try:
-        info = fs.info(file.fs_path)
-    except FileNotFoundError:
-        raise MissingFileError(f"{file.path}: file vanished after listing") from None
-    size, mtime = info.get("size"), entry_mtime(info)
-    if size is not None and size != file.size:
+    now = _stat(fs, file, protocols)
+    if now.size != file.size:
         raise FileChangedError(f"{file.path}: changed since listing ({file.size} bytes "
-                               f"listed, {size} now)")
+                               f"listed, {now.size} now)")
+    mtime = now.last_modified
     if file.last_modified is not None and mtime is not None and mtime != file.last_modified:
         raise FileChangedError(f"{file.path}: changed since listing (modified "
                                f"{mtime.isoformat()}, listed {file.last_modified.isoformat()})")
-    version = local_version(info) if _is_local(protocols) else None
-    if file.etag is not None and version is not None and version != file.etag:
+    if file.etag is not None and now.etag is not None and now.etag != file.etag:
         raise FileChangedError(f"{file.path}: changed since listing (same size and mtime, "
                                "but its inode changed: rewritten with its mtime put back)")
+
+
+def _stat(fs: Any, file: PartitionedFile, protocols: tuple[str, ...] | list[str]
+          ) -> PartitionedFile:
+    """``file`` as a local or in-memory store has it now (a stat, no request); a local
+    file's size, time and version as its listing has them
+    (:func:`~listing.storage.local_pages.stat_file`). Raises :class:`MissingFileError`."""
+    try:
+        if _is_local(protocols):
+            size, mtime, version = stat_file(file.fs_path)
+            return dataclasses.replace(file, size=size, last_modified=mtime, etag=version)
+        info = fs.info(file.fs_path)
+    except FileNotFoundError:
+        raise MissingFileError(f"{file.path}: file vanished after listing") from None
+    etag = info.get("ETag") or info.get("etag")
+    return dataclasses.replace(file, size=int(info.get("size") or 0),
+                               last_modified=entry_mtime(info),
+                               etag=str(etag).strip('"') if etag else None)
 
 
 def current_version(fs: Any, file: PartitionedFile) -> PartitionedFile:
@@ -154,21 +169,13 @@ def current_version(fs: Any, file: PartitionedFile) -> PartitionedFile:
         return dataclasses.replace(file, size=int(head["ContentLength"]),
                                    etag=str(head.get("ETag", "")).strip('"') or None,
                                    last_modified=head.get("LastModified"))
+    protocols = fs.protocol if isinstance(fs.protocol, tuple | list) else (fs.protocol,)
     try:
-        info = fs.info(file.fs_path)
-    except FileNotFoundError:
-        raise MissingFileError(f"{file.path}: file vanished after listing") from None
+        return _stat(fs, file, protocols)
+    except MissingFileError:
+        raise
     except OSError as err:
         raise_as(storage_failure("opening", file.path, err, settings_of(fs)), err)
-    etag = info.get("ETag") or info.get("etag")
-    if not etag and _is_local(fs.protocol if isinstance(fs.protocol, tuple | list)
-                              else (fs.protocol,)):
-        etag = local_version(info)
-    return dataclasses.replace(file, size=int(info.get("size") or 0),
-                               last_modified=entry_mtime(info),
-                               etag=str(etag).strip('"') if etag else None)
-
-
 
 
 # --- counting what reads cost -------------------------------------------------------------

@@ -591,3 +591,47 @@ def test_hostile_file_names_and_values_cross_to_the_jvm_as_data(spark, tmp_path)
     assert [r[5] for r in got] == [r[2] for r in got]
     assert [r[5] for r in want] == [r[2].replace("file:/", "file:///", 1) for r in want]
     assert any("%0A" in r[2] and "%25" in r[2] for r in got)  # escaped, not cut at them
+
+
+def test_local_times_and_links_read_as_spark_s_file_index_reads_them(spark, tmp_path):
+    """A local file's time is its nanoseconds floored to the millisecond (Java's
+    ``File.lastModified``), on both engines, where a float's rounding gave the next
+    millisecond; a symlinked file is its target's size and time, and reads (a link's own
+    time once made every read of it fail as "changed since listing")."""
+    import os
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    root, outside = tmp_path / "times", tmp_path / "outside"
+    (root / "k=1").mkdir(parents=True)
+    outside.mkdir()
+    # nanoseconds a float rounds up to the next millisecond (and microsecond), and to none
+    stamps = {"a.parquet": 1_700_000_000_078_999_900, "b.parquet": 1_700_000_000_000_000_400,
+              "c.parquet": 1_600_000_000_123_456_789}
+    for i, (name, ns) in enumerate(stamps.items()):
+        pq.write_table(pa.table({"id": [i]}), root / "k=1" / name)
+        os.utime(root / "k=1" / name, ns=(ns, ns))
+    pq.write_table(pa.table({"id": [10, 11]}), outside / "target.parquet")
+    os.utime(outside / "target.parquet", ns=(1_500_000_000_000_000_000,) * 2)
+    os.symlink(outside / "target.parquet", root / "k=1" / "link.parquet")
+    assert round(stamps["a.parquet"] / 1e9, 6) * 1000 % 1000 == 79  # positive control
+    cols = ["id", "k", "_metadata.file_path", "_metadata.file_size",
+            "_metadata.file_modification_time"]
+
+    def files(df):
+        return sorted(tuple(r) for r in df.select(*cols).collect())
+
+    want = files(spark.read.schema("id long, k int").parquet(str(root)))
+    assert len(want) == 5
+    got = {engine: files(spark.read.format("listing").option("engine", engine)
+                         .option("include_file_metadata", engine == "python")
+                         .load(str(root))) for engine in ("native", "python")}
+    assert got["native"] == want
+    # the Python engine's paths are the table's URLs: compare the rest
+    assert [r[:2] + r[3:] for r in got["python"]] == [r[:2] + r[3:] for r in want]
+    times = {r[2].rsplit("/", 1)[-1]: r[4] for r in want}
+    assert times["a.parquet"].microsecond == 78_000
+    assert times["link.parquet"].year == 2017  # the target's time, not the link's
+    table = listing.ListingTable.open(str(root))
+    assert sorted(table.scan().to_arrow().column("id").to_pylist()) == [0, 1, 2, 10, 11]

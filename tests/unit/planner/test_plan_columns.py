@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import datetime as dt
 import pickle
-import random
 from array import array
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,7 @@ from fsspec.implementations.local import LocalFileSystem
 from plan_equality import assert_plans_alike
 
 from listing import ListingTable
-from listing.file_columns import FileColumns, utc_micros
+from listing.file_columns import FileColumns
 from listing.files import FileGroup, PartitionedFile
 from listing.planner.run import LISTED
 from listing.scan import ScanPlan
@@ -111,29 +110,18 @@ def test_the_cases_cover_splits_key_groups_and_footer_reads(tree):
     assert runs.count(["date=2020-01-02", "hour=1", ""]) == 2
 
 
-def test_times_as_microseconds_are_those_of_datetimes():
-    rng = random.Random(7)
-    seconds = [rng.uniform(0, 2e9) for _ in range(20_000)]
-    seconds += [1.5e-6, 2.5e-6, 1_700_000_000.0000005, 1_700_000_000.9999996, 0.0, 1e9 + 0.5]
-    seconds += [s + k * 1e-6 / 2 for s in (1_600_000_000.0, 1_234.0) for k in range(8)]
-    epoch = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
-    expected = [(dt.datetime.fromtimestamp(s, dt.UTC) - epoch) // dt.timedelta(microseconds=1)
-                for s in seconds]
-    assert utc_micros(np.array(seconds)).tolist() == expected
-
-
 def test_a_compacted_run_reads_as_its_names():
     names = ["a.parquet", "b", "é-ü.parquet", "part-00001.parquet", "z" * 300]
     run = DirFiles("/t/x=1/")
     for i, name in enumerate(names):
-        run.append(name, i, float(i), float(i))
+        run.append(name, i, i, float(i))
     assert run.compact() is run
     assert run.names == names and [run.name(i) for i in range(len(names))] == names
     assert list(run.paths()) == ["/t/x=1/" + n for n in names] and len(run) == len(names)
     kept = run.taken([1, 4])
     assert kept.names == ["b", "z" * 300] and list(kept.sizes) == [1, 4]
     # a name holding the separator keeps its run as a list; an empty run stays empty
-    odd = DirFiles("/t/", ["a\0b"], array("q", [1]), array("d", [0.0]), array("d", [0.0]))
+    odd = DirFiles("/t/", ["a\0b"], array("q", [1]), array("q", [0]), array("d", [0.0]))
     assert odd.compact().names == ["a\0b"] and odd.name(0) == "a\0b"
     assert DirFiles("/t/").compact().names == []
 

@@ -20,9 +20,9 @@ import pytest
 from fsspec.implementations.local import LocalFileSystem
 
 from listing import ListingTable
-from listing.file_columns import FileColumns, utc_micros
+from listing.file_columns import FileColumns
 from listing.hive import cast_text, escape_path_name
-from listing.spark.file_index import _micros_to_millis, _millis, files_answer
+from listing.spark.file_index import _millis, files_answer
 from listing.storage.dir_files import DirFiles
 
 NAMES = ["a,b.parquet", "q'uo\"te.parquet", "new\nline.parquet", "ünï cødé ✓.parquet",
@@ -99,8 +99,9 @@ def test_a_directory_comes_once_with_its_values() -> None:
     """A run's values and URL cross once, its names joined; a name holding a slash (none
     a local listing makes) crosses with what precedes it in its directory's URL."""
     run = DirFiles("/t/k=1/", ["a", "b", "c"], array("q", [1, 2, 3]),
-                   array("d", [1.5, 2.0, 1e9 + 0.0004]), array("d", [0.0] * 3)).compact()
-    odd = DirFiles("/t/k=2/", ["x/y", "z"], array("q", [4, 5]), array("d", [0.0, -1.25]),
+                   array("q", [1_500_000, 2_000_000, 10**15 + 400]),
+                   array("d", [0.0] * 3)).compact()
+    odd = DirFiles("/t/k=2/", ["x/y", "z"], array("q", [4, 5]), array("q", [0, -1_250_000]),
                    array("d", [0.0] * 2))
     cols = FileColumns([("/t/k=1/", run, {"k": 1}), ("/t/k=2/", odd, {"k": 2})])
     answer = files_answer(cols, ["k"])
@@ -110,21 +111,22 @@ def test_a_directory_comes_once_with_its_values() -> None:
     assert files_answer(FileColumns(), ["k"]) == {"dirs": [], "sizes": "", "mtimes": ""}
 
 
-def test_milliseconds_from_columns_are_the_datetimes_milliseconds() -> None:
-    """``int(fromtimestamp(s, UTC).timestamp() * 1000)`` for every float ``s``: what the
-    answer of rows holds, computed from a run's seconds without a datetime a file."""
-    rng = random.Random(3)
-    seconds = [rng.uniform(-2e9, 4e9) for _ in range(20_000)]
-    seconds += [rng.randrange(0, 2**31) + k / 1000 for k in range(1000)]  # whole milliseconds
-    seconds += [rng.randrange(0, 2**31) + k / 2e6 for k in range(2000)]  # half microseconds
-    seconds += [1.7e9 + 0.0005, -0.0005, 0.0, -1e-7, 9.2e9, 2.5e11]  # past 2**53 microseconds
-    got = _micros_to_millis(utc_micros(np.array(seconds, np.float64))).tolist()
-    want = [_millis(dt.datetime.fromtimestamp(s, dt.UTC)) for s in seconds]
-    assert got == want
+def test_milliseconds_are_floored_as_java_floors_them() -> None:
+    """A time's milliseconds are floored, before the epoch too (Java's
+    ``File.lastModified``: seconds times 1000 plus the nanoseconds' whole milliseconds),
+    from a run's microseconds and from a datetime alike."""
+    micros = [1_700_000_000_078_999, 1_700_000_000_079_000, -1, -999, -1000, -1001, 0]
+    run = DirFiles("/t/", [str(i) for i in range(len(micros))], array("q", [1] * len(micros)),
+                   array("q", micros), array("d", [0.0] * len(micros))).compact()
+    got = _read_back(files_answer(FileColumns([("/t/", run, {})]), []))
+    floored = [1_700_000_000_078, 1_700_000_000_079, -1, -1, -1, -2, 0]
+    assert [f["mtime"] for f in got] == floored
+    epoch = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+    assert [_millis(epoch + dt.timedelta(microseconds=m)) for m in micros] == floored
 
 
 def test_an_s3_listing_s_columns_answer_as_its_rows() -> None:
-    """An S3 listing's runs hold their times as microseconds (not a local run's seconds):
+    """An S3 listing's runs hold their times as microseconds in the zone it gave them:
     the answer's milliseconds are those of the files' datetimes all the same."""
     from listing.storage.dir_files import micros_of, runs_of
 
@@ -134,7 +136,6 @@ def test_an_s3_listing_s_columns_answer_as_its_rows() -> None:
     micros, tz = micros_of(when)
     keys = ["k=1/a.parquet", "k=1/b.parquet", "k=2/c.parquet"]
     runs = runs_of("s3://b/t/", keys, [10, 20, 30], micros, ["e1", "e2", "e3"], tz)
-    assert [r.in_seconds for r in runs] == [False, False]  # positive: micros, not seconds
     cols = FileColumns([(r.directory, r, {"k": i + 1}) for i, r in enumerate(runs)])
     got = _read_back(files_answer(cols, ["k"]))
     assert got == _want(cols.files(), ["k"])
