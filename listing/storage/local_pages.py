@@ -100,9 +100,8 @@ def _read(directory: str, name_prefix: str = "",
             items.append(run)
         run[0].append(key)
         run[1].append(size)
-        mtime, ctime = file_times(st)
-        run[2].append(mtime)
-        run[3].append(ctime)
+        run[2].append((st.st_mtime_ns or _created_ns(st)) // 1000)  # as file_times
+        run[3].append(st.st_ctime)
     out.items = [item if isinstance(item, str)  # one string of names, not one a file
                  else DirFiles(base, item[0], array("q", item[1]), array("q", item[2]),
                                array("d", item[3])).compact() for item in items]
@@ -126,8 +125,11 @@ def file_times(st: os.stat_result) -> tuple[int, float]:
     The time is the nanoseconds truncated, so milliseconds truncated from it are what
     Java's ``File.lastModified`` and so Spark's file index report; a time of 0 falls back
     to the creation (on Linux, change) time."""
-    ns = st.st_mtime_ns or getattr(st, "st_birthtime_ns", None) or st.st_ctime_ns
-    return ns // 1000, st.st_ctime
+    return (st.st_mtime_ns or _created_ns(st)) // 1000, st.st_ctime
+
+
+def _created_ns(st: os.stat_result) -> int:
+    return getattr(st, "st_birthtime_ns", None) or st.st_ctime_ns
 
 
 def stat_file(path: str) -> tuple[int, dt.datetime, str]:
