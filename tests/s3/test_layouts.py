@@ -1,0 +1,190 @@
+"""Tables laid out by a path template (option ``layout``): LIST requests and rows, on
+lakes shaped as Kinesis Data Firehose and CloudTrail deliver them (docs/layouts.md).
+
+Objects are named ``….json`` (NDJSON) rather than the services' ``.gz``/no extension:
+compression and extension-free names are the file filter's part of issue 47, not the
+layout's; the keys are otherwise the services' own.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import uuid
+
+import pytest
+
+from listing import ListingTable
+from listing.errors import OptionError
+
+DAYS = (dt.date(2026, 11, 26), dt.date(2026, 11, 27))
+HOURS = (12, 13, 14)
+
+
+def _put(client, bucket: str, key: str, rows: list[dict]) -> None:
+    body = "".join(json.dumps(r) + "\n" for r in rows).encode()
+    client.put_object(Bucket=bucket, Key=key, Body=body)
+
+
+@pytest.fixture(scope="module")
+def firehose(s3_server):
+    """``fh/yyyy/MM/dd/HH/stream-1-yyyy-MM-dd-HH-mm-ss-<uuid>.json``, two objects an hour,
+    and a stray key below an hour folder; returns (url, rows by (day, hour))."""
+    with s3_server.temporary_buckets("layout-firehose") as (bucket,):
+        client = s3_server.client()
+        rows: dict[tuple[dt.date, int], list[dict]] = {}
+        for day in DAYS:
+            for hour in HOURS:
+                for n in range(2):
+                    at = dt.datetime.combine(day, dt.time(hour, n))
+                    got = [{"id": f"{day}-{hour}-{n}-{i}", "n": i} for i in range(3)]
+                    rows.setdefault((day, hour), []).extend(got)
+                    key = (f"fh/{at:%Y/%m/%d/%H}/stream-1-{at:%Y-%m-%d-%H-%M-%S}-"
+                           f"{uuid.uuid4()}.json")
+                    _put(client, bucket, key, got)
+        _put(client, bucket, "fh/2026/11/27/13/errors/stray.json", [{"id": "x", "n": 0}])
+        yield f"s3://{bucket}/fh/", rows
+
+
+def _ids(table: ListingTable, where: str) -> tuple[list[str], object]:
+    plan = table.scan(columns=["id"], where=where)
+    return sorted(plan.to_arrow().column("id").to_pylist()), plan
+
+
+def test_firehose_day_and_hour_is_one_list(s3_server, firehose):
+    url, rows = firehose
+    table = ListingTable.open(url, format="json", storage_options=s3_server.storage_options,
+                              layout="{date:yyyy/MM/dd}/{hour:HH}")
+    assert [(n, str(t)) for n, t in table.partition_cols] == [("date", "date32[day]"),
+                                                             ("hour", "int32")]
+    with s3_server.log.capture() as cap:
+        ids, plan = _ids(table, "date = '2026-11-26' AND hour = 13")
+    assert cap.count("LIST") == 1
+    assert ids == sorted(r["id"] for r in rows[(DAYS[0], 13)])
+    # a two-hour range: two prefixes, two listings
+    with s3_server.log.capture() as cap:
+        ids, plan = _ids(table, "date = '2026-11-27' AND hour BETWEEN 13 AND 14")
+    assert cap.count("LIST") == 2
+    assert ids == sorted(r["id"] for h in (13, 14) for r in rows[(DAYS[1], h)])
+    assert plan.metrics["files_skipped_layout"] == 1  # errors/stray.json, below the hour
+
+
+def test_firehose_without_filter_lists_flat_once(s3_server, firehose):
+    url, rows = firehose
+    table = ListingTable.open(url, format="json", storage_options=s3_server.storage_options,
+                              layout="{date:yyyy/MM/dd}/{hour:HH}")
+    with s3_server.log.capture() as cap:
+        plan = table.scan(columns=["id", "date", "hour"])
+        got = plan.to_arrow()
+    assert cap.count("LIST") == 1
+    assert sorted(got.column("id").to_pylist()) == sorted(r["id"] for v in rows.values()
+                                                          for r in v)
+    assert plan.metrics["files_skipped_layout"] == 1
+    assert plan.metrics["files_matched"] == len(DAYS) * len(HOURS) * 2
+    # each row carries the values of its own folder
+    assert all(r["id"].startswith(f"{r['date']}-{r['hour']}-") for r in got.to_pylist())
+    assert {(r["date"], r["hour"]) for r in got.to_pylist()} == set(rows)
+
+
+def test_firehose_timestamp_column(s3_server, firehose):
+    url, rows = firehose
+    table = ListingTable.open(url, format="json", storage_options=s3_server.storage_options,
+                              layout="{ts:yyyy/MM/dd/HH}")
+    assert str(table.partition_cols[0][1]) == "timestamp[us, tz=UTC]"
+    with s3_server.log.capture() as cap:
+        ids, _ = _ids(table, "ts >= '2026-11-26 13:00:00' AND ts < '2026-11-26 15:00:00'")
+    assert cap.count("LIST") == 2
+    assert ids == sorted(r["id"] for h in (13, 14) for r in rows[(DAYS[0], h)])
+
+
+def test_firehose_open_range_walks_by_level(s3_server, firehose):
+    """``date >= X`` has no end: the levels are walked, the years, months and days before
+    X pruned, never more listings than there are folders on the way."""
+    url, rows = firehose
+    table = ListingTable.open(url, format="json", storage_options=s3_server.storage_options,
+                              layout="{date:yyyy/MM/dd}/{hour:HH}")
+    with s3_server.log.capture() as cap:
+        ids, plan = _ids(table, "date >= '2026-11-27'")
+    # walk fh/, fh/2026/, fh/2026/11/ (27 kept, 26 pruned), then list fh/2026/11/27/
+    assert cap.count("LIST") == 4
+    assert ids == sorted(r["id"] for h in HOURS for r in rows[(DAYS[1], h)])
+    assert plan.metrics["partitions_pruned"] == 1
+
+
+@pytest.fixture(scope="module")
+def cloudtrail(s3_server):
+    """``AWSLogs/<acct>/CloudTrail/<region>/yyyy/MM/dd/<acct>_CloudTrail_<region>_….json``
+    for two accounts, two regions, two days, with the ``CloudTrail-Digest/`` sibling."""
+    with s3_server.temporary_buckets("layout-cloudtrail") as (bucket,):
+        client = s3_server.client()
+        rows: dict[tuple[str, str, dt.date], list[dict]] = {}
+        digests = []
+        for acct in ("111122223333", "444455556666"):
+            for region in ("us-east-1", "eu-west-1"):
+                for day in DAYS:
+                    got = [{"eventID": f"{acct}-{region}-{day}-{i}"} for i in range(2)]
+                    rows[(acct, region, day)] = got
+                    key = (f"AWSLogs/{acct}/CloudTrail/{region}/{day:%Y/%m/%d}/{acct}_"
+                           f"CloudTrail_{region}_{day:%Y%m%d}T0000Z_{uuid.uuid4().hex}.json")
+                    _put(client, bucket, key, got)
+                    digest = (f"AWSLogs/{acct}/CloudTrail-Digest/{region}/{day:%Y/%m/%d}/"
+                              f"{acct}_CloudTrail-Digest_{region}_{day:%Y%m%d}T0000Z.json")
+                    _put(client, bucket, digest, [{"digest": True}])
+                    digests.append(digest)
+        yield f"s3://{bucket}/", rows, digests
+
+
+CLOUDTRAIL = "AWSLogs/{account}/CloudTrail/{region}/{date:yyyy/MM/dd}"
+
+
+def test_cloudtrail_region_and_day(s3_server, cloudtrail):
+    url, rows, digests = cloudtrail
+    table = ListingTable.open(url, format="json", storage_options=s3_server.storage_options,
+                              layout=CLOUDTRAIL, partition_cols=[("account", "string")])
+    with s3_server.log.capture() as cap:
+        plan = table.scan(where="region = 'eu-west-1' AND date = '2026-11-27'")
+        got = plan.to_arrow()
+    # walk AWSLogs/ for the accounts, then one listing per account: CloudTrail/ is a
+    # literal, spelled, so the CloudTrail-Digest/ siblings are never listed
+    assert cap.count("LIST") == 3
+    assert sorted(got.column("eventID").to_pylist()) == sorted(
+        r["eventID"] for a in ("111122223333", "444455556666")
+        for r in rows[(a, "eu-west-1", DAYS[1])])
+    assert {r["account"] for r in got.to_pylist()} == {"111122223333", "444455556666"}
+    assert len(plan.files) == 2 and not any("Digest" in f.path for f in plan.files)
+    listed = [e.query.get("prefix", "") for e in cap.entries() if e.kind == "LIST"]
+    assert listed and not any("Digest" in p for p in listed)  # never listed
+
+
+def test_cloudtrail_projection_enumerates_accounts(s3_server, cloudtrail):
+    url, rows, _ = cloudtrail
+    table = ListingTable.open(url, format="json", storage_options=s3_server.storage_options,
+                              layout=CLOUDTRAIL,
+                              layout_projection="account=111122223333|444455556666")
+    with s3_server.log.capture() as cap:
+        plan = table.scan(where="region = 'us-east-1' AND date = '2026-11-26'")
+        got = plan.to_arrow()
+    assert cap.count("LIST") == 2  # one a projected account, no walk of AWSLogs/
+    assert sorted(got.column("eventID").to_pylist()) == sorted(
+        r["eventID"] for a in ("111122223333", "444455556666")
+        for r in rows[(a, "us-east-1", DAYS[0])])
+
+
+def test_cloudtrail_flat_listing_counts_the_digests(s3_server, cloudtrail):
+    url, rows, digests = cloudtrail
+    table = ListingTable.open(url, format="json", storage_options=s3_server.storage_options,
+                              layout=CLOUDTRAIL)
+    plan = table.scan()
+    got = plan.to_arrow()
+    assert got.num_rows == sum(len(v) for v in rows.values())
+    assert plan.metrics["files_skipped_layout"] == len(digests)
+    assert "files_skipped_layout" in plan.explain()
+
+
+def test_a_bad_layout_is_one_line_naming_it(s3_server, firehose):
+    url, _ = firehose
+    with pytest.raises(OptionError) as err:
+        ListingTable.open(url, format="json", storage_options=s3_server.storage_options,
+                          layout="{date:yyyy/MM/dd/{hour:HH}")
+    text = str(err.value)
+    assert "\n" not in text and "layout" in text and "character 1" in text
