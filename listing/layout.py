@@ -119,10 +119,13 @@ class TemplateLayout:
                 raise OptionError(f"partition_cols names {name!r}, which the layout "
                                   f"{template.text!r} does not hold")
             if type_ is not None:
-                if column.fields:
-                    raise OptionError(f"partition_cols declares a type for {name!r}, whose "
-                                      "pattern in the layout types it already")
-                types[column.name] = partition_type(type_, name)
+                declared_type = partition_type(type_, name)
+                if column.fields and not _same_kind(declared_type,
+                                                    _PATTERN_TYPES[column.kind]):
+                    raise OptionError(f"partition_cols declares {name!r} a {declared_type}, "
+                                      f"but its pattern in the layout makes it a "
+                                      f"{_PATTERN_TYPES[column.kind]}")
+                types[column.name] = declared_type
         draft = cls(root, template, tuple((c.name, _PATTERN_TYPES.get(c.kind) or pa.string())
                                           for c in template.columns), time_zone)
         raws: dict[str, list[str]] = {c.name: [] for c in template.columns}
@@ -151,6 +154,11 @@ class TemplateLayout:
                                   f"{template.text!r} does not hold")
             layout.projected_values(name)  # checks the values parse
         return layout
+
+    @property
+    def projection_text(self) -> str:
+        """The projection as the option ``layout_projection`` spells it."""
+        return ";".join(str(p) for p in self.projection.values())
 
     @property
     def names(self) -> list[str]:
@@ -425,6 +433,11 @@ class TemplateLayout:
                     return None  # a value without one spelling (or null): listed
                 out.append(found)
         return out if len(out) <= MAX_VALUES else None
+
+
+def _same_kind(a: pa.DataType, b: pa.DataType) -> bool:
+    """Equal types, timestamps whatever their zone."""
+    return a == b or (pa.types.is_timestamp(a) and pa.types.is_timestamp(b))
 
 
 def _steps(low: Any, high: Any, column: TemplateColumn, where: str,

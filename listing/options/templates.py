@@ -174,7 +174,7 @@ def _pattern(levels: list[list[Part]], column: str, pattern: str, start: int, na
             j += 1
     if not fields:
         raise _error(name, text, start, f"the pattern of {column!r} has no field")
-    if len(fields) > 1 and tuple(sorted(fields, key=ORDER.index)) != ORDER[:len(fields)]:
+    if len(fields) > 1 and tuple(fields) != ORDER[:len(fields)]:
         raise _error(name, text, start, f"the pattern of {column!r} must hold yyyy, MM, dd "
                      "(a date) and optionally HH, mm, ss (a timestamp), or one field alone "
                      f"(an int); got {', '.join(fields)}")
@@ -210,6 +210,11 @@ class Projected:
     low: str | None = None
     high: str | None = None
     values: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        """As the option spells it: ``col=low..high`` or ``col=a|b``."""
+        spec = f"{self.low}..{self.high}" if self.low is not None else "|".join(self.values)
+        return f"{self.column}={spec}"
 
 
 def parse_projection(value: Any, name: str = "layout_projection") -> dict[str, Projected]:

@@ -188,3 +188,19 @@ def test_a_bad_layout_is_one_line_naming_it(s3_server, firehose):
                           layout="{date:yyyy/MM/dd/{hour:HH}")
     text = str(err.value)
     assert "\n" not in text and "layout" in text and "character 1" in text
+
+
+def test_the_cli_reads_a_layout(s3_server, firehose, capsys):
+    from listing.cli import main
+
+    url, rows = firehose
+    args = [url, "--format", "json", "--layout", "{date:yyyy/MM/dd}/{hour:HH}",
+            "--storage-option", f"endpoint_url={s3_server.endpoint_url}",
+            "--storage-option", "key=testing", "--storage-option", "secret=testing"]
+    assert main(["ls", *args, "-q", "--where", "date = '2026-11-26' AND hour = 13"]) == 0
+    out, err = capsys.readouterr()
+    assert len(out.splitlines()) == 2 and "/2026/11/26/13/stream-1-" in out
+    assert "1 LIST requests" in err
+    assert main(["ls", *args, "--layout", "{date:yyyy/MM/dd/{hour:HH}"]) == 2
+    err = capsys.readouterr().err
+    assert "layout" in err and "character 1" in err and len(err.strip().splitlines()) == 1
