@@ -90,13 +90,16 @@ def _level(parts: tuple[Part, ...]) -> _Level:
 class TemplateLayout:
     """Keys below ``root`` (ending in ``/``) laid out as ``template`` says, data files
     directly under its last segment; ``columns`` typed (pattern columns by their pattern,
-    timestamps in ``time_zone``); ``projection``: declared values per column."""
+    timestamps in ``time_zone``); ``projection``: declared values per column; ``whole``:
+    the keys ``open()`` sampled were all the table's (one listing page), so listing any
+    prefix of it flat costs one request."""
 
     root: str
     template: Template
     columns: tuple[tuple[str, pa.DataType], ...]
     time_zone: str = "UTC"
     projection: Mapping[str, Projected] = field(default_factory=dict)
+    whole: bool = False
     levels: tuple[_Level, ...] = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -106,7 +109,7 @@ class TemplateLayout:
     @classmethod
     def build(cls, root: str, layout: Any, declared: Sequence[tuple[str, Any]] | None = None,
               sample: Sequence[str] = (), time_zone: str = "UTC",
-              projection: Any = None) -> TemplateLayout:
+              projection: Any = None, whole: bool = False) -> TemplateLayout:
         """The layout of ``layout`` (text or a parsed template): value columns typed as
         ``declared`` (``partition_cols``) says, else inferred from the ``sample`` keys that
         match as Hive values are; projection checked against the columns."""
@@ -147,7 +150,7 @@ class TemplateLayout:
                     type_ = pa.string()
             cols.append((c.name, type_))
         projected = parse_projection(projection) if projection is not None else {}
-        layout = cls(root, template, tuple(cols), time_zone, projected)
+        layout = cls(root, template, tuple(cols), time_zone, projected, whole)
         for name in projected:
             if name not in dict(cols):
                 raise OptionError(f"option layout_projection names {name!r}, which the layout "

@@ -201,7 +201,8 @@ class ListingTable:
             sample = _first_page(lister, table_url)
             template = TemplateLayout.build(table_url.prefix, parsed, declared,
                                             [m.path for m in sample.files],
-                                            opts.time_zone, projection)
+                                            opts.time_zone, projection,
+                                            whole=not sample.truncated)
             cols = list(template.columns)
         elif declared is not None and schema is not None and all(t for _, t in declared):
             # everything is declared: no request now; the first scan samples if it must

@@ -11,7 +11,9 @@ Level by level from the root, the run does the cheapest of three things:
   directory bounds a date to its year); directories that do not follow the template (a
   ``CloudTrail-Digest/`` beside ``CloudTrail/``) are not listed, and counted
   (``prefixes_skipped_layout``);
-- **list**: else everything below is listed flat, and every key decoded.
+- **list**: else everything below is listed flat, and every key decoded; so too where a
+  walk would be, when the whole table fit the one page ``open()`` sampled (a flat listing
+  of any prefix is then one request, a walk at least one).
 
 Below the last level lie the data files: the last prefix is listed flat, and a key deeper
 than the template, or one that does not follow it anywhere, is skipped and counted
@@ -92,7 +94,7 @@ class TemplateRun:
             self._enumerated += len(children)
             for segment, child in children:
                 yield from self._level(depth + 1, f"{prefix}{segment}/", child)
-        elif self._decides_below(depth):
+        elif self._decides_below(depth) and not self.layout.whole:
             yield from self._walk(depth, prefix, found)
         else:
             yield from self._flat(prefix, "list")

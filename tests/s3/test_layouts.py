@@ -97,18 +97,42 @@ def test_firehose_timestamp_column(s3_server, firehose):
     assert ids == sorted(r["id"] for h in (13, 14) for r in rows[(DAYS[0], h)])
 
 
-def test_firehose_open_range_walks_by_level(s3_server, firehose):
-    """``date >= X`` has no end: the levels are walked, the years, months and days before
-    X pruned, never more listings than there are folders on the way."""
+def test_firehose_open_range_on_a_small_lake_lists_once(s3_server, firehose):
+    """``date >= X`` has no end; the whole lake fit the page open() sampled, so one flat
+    listing is cheaper than any walk."""
     url, rows = firehose
     table = ListingTable.open(url, format="json", storage_options=s3_server.storage_options,
                               layout="{date:yyyy/MM/dd}/{hour:HH}")
     with s3_server.log.capture() as cap:
         ids, plan = _ids(table, "date >= '2026-11-27'")
-    # walk fh/, fh/2026/, fh/2026/11/ (27 kept, 26 pruned), then list fh/2026/11/27/
-    assert cap.count("LIST") == 4
+    assert cap.count("LIST") == 1
     assert ids == sorted(r["id"] for h in HOURS for r in rows[(DAYS[1], h)])
-    assert plan.metrics["partitions_pruned"] == 1
+    assert plan.metrics["partitions_pruned"] == len(HOURS)  # the hours of the 26th
+
+
+def test_an_open_range_walks_a_large_lake_by_level(s3_server):
+    """5,568 keys (six pages flat): ``date >= X`` walks the year, the month and the days,
+    pruning the month and the days before X, and lists the one day kept."""
+    with s3_server.temporary_buckets("layout-large") as (bucket,):
+        first = dt.date(2026, 10, 1)
+        days = [first + dt.timedelta(days=i) for i in range(58)]  # to 2026-11-27
+        objects = {f"fh/{d:%Y/%m/%d}/{h:02d}/s-{n}.json": b'{"id": 1}\n'
+                   for d in days for h in range(24) for n in range(4)}
+        s3_server.put_objects_fast(bucket, objects)
+        table = ListingTable.open(f"s3://{bucket}/fh/", format="json",
+                                  storage_options=s3_server.storage_options,
+                                  layout="{date:yyyy/MM/dd}/{hour:HH}")
+        with s3_server.log.capture() as cap:
+            plan = table.scan(where="date >= '2026-11-27'")
+        # walk fh/, fh/2026/, fh/2026/11/ (October pruned whole), list fh/2026/11/27/
+        assert cap.count("LIST") == 4
+        assert len(plan.files) == 24 * 4
+        assert {f.partition_values["date"] for f in plan.files} == {days[-1]}
+        assert plan.metrics["partitions_pruned"] == 1 + 26  # October, Nov 1-26
+
+
+FILES = 2  # objects a day (one event each)
+FILLER = 1_040  # objects of an older day, so that the lake holds more than one LIST page
 
 
 @pytest.fixture(scope="module")
@@ -116,21 +140,27 @@ def cloudtrail(s3_server):
     """``AWSLogs/<acct>/CloudTrail/<region>/yyyy/MM/dd/<acct>_CloudTrail_<region>_….json``
     for two accounts, two regions, two days, with the ``CloudTrail-Digest/`` sibling."""
     with s3_server.temporary_buckets("layout-cloudtrail") as (bucket,):
-        client = s3_server.client()
         rows: dict[tuple[str, str, dt.date], list[dict]] = {}
+        objects: dict[str, bytes] = {}
         digests = []
         for acct in ("111122223333", "444455556666"):
             for region in ("us-east-1", "eu-west-1"):
                 for day in DAYS:
-                    got = [{"eventID": f"{acct}-{region}-{day}-{i}"} for i in range(2)]
+                    got = [{"eventID": f"{acct}-{region}-{day}-{i}"} for i in range(FILES)]
                     rows[(acct, region, day)] = got
-                    key = (f"AWSLogs/{acct}/CloudTrail/{region}/{day:%Y/%m/%d}/{acct}_"
-                           f"CloudTrail_{region}_{day:%Y%m%d}T0000Z_{uuid.uuid4().hex}.json")
-                    _put(client, bucket, key, got)
+                    for event in got:  # one event an object
+                        key = (f"AWSLogs/{acct}/CloudTrail/{region}/{day:%Y/%m/%d}/{acct}_"
+                               f"CloudTrail_{region}_{day:%Y%m%d}T0000Z_{uuid.uuid4().hex}"
+                               ".json")
+                        objects[key] = (json.dumps(event) + "\n").encode()
                     digest = (f"AWSLogs/{acct}/CloudTrail-Digest/{region}/{day:%Y/%m/%d}/"
                               f"{acct}_CloudTrail-Digest_{region}_{day:%Y%m%d}T0000Z.json")
-                    _put(client, bucket, digest, [{"digest": True}])
+                    objects[digest] = b'{"digest": true}\n'
                     digests.append(digest)
+        for n in range(FILLER):
+            objects[f"AWSLogs/111122223333/CloudTrail/us-east-1/2026/11/20/f-{n:04d}.json"] = (
+                b'{"eventID": "filler"}\n')
+        s3_server.put_objects_fast(bucket, objects)
         yield f"s3://{bucket}/", rows, digests
 
 
@@ -151,7 +181,7 @@ def test_cloudtrail_region_and_day(s3_server, cloudtrail):
         r["eventID"] for a in ("111122223333", "444455556666")
         for r in rows[(a, "eu-west-1", DAYS[1])])
     assert {r["account"] for r in got.to_pylist()} == {"111122223333", "444455556666"}
-    assert len(plan.files) == 2 and not any("Digest" in f.path for f in plan.files)
+    assert len(plan.files) == 2 * FILES and not any("Digest" in f.path for f in plan.files)
     listed = [e.query.get("prefix", "") for e in cap.entries() if e.kind == "LIST"]
     assert listed and not any("Digest" in p for p in listed)  # never listed
 
@@ -174,9 +204,10 @@ def test_cloudtrail_flat_listing_counts_the_digests(s3_server, cloudtrail):
     url, rows, digests = cloudtrail
     table = ListingTable.open(url, format="json", storage_options=s3_server.storage_options,
                               layout=CLOUDTRAIL)
-    plan = table.scan()
-    got = plan.to_arrow()
-    assert got.num_rows == sum(len(v) for v in rows.values())
+    with s3_server.log.capture() as cap:
+        plan = table.scan()
+    assert cap.count("LIST") == 2  # 1,056 keys: two pages
+    assert plan.metrics["files_matched"] == sum(len(v) for v in rows.values()) + FILLER
     assert plan.metrics["files_skipped_layout"] == len(digests)
     assert "files_skipped_layout" in plan.explain()
 
