@@ -13,7 +13,8 @@ Level by level from the root, the run does the cheapest of three things:
   (``prefixes_skipped_layout``);
 - **list**: else everything below is listed flat, and every key decoded; so too where a
   walk would be, when the whole table fit the one page ``open()`` sampled (a flat listing
-  of any prefix is then one request, a walk at least one).
+  of any prefix is then one request, a walk at least one), and such a table is listed
+  flat from its root whenever the plan would list more than one prefix.
 
 Below the last level lie the data files: the last prefix is listed flat, and a key deeper
 than the template, or one that does not follow it anywhere, is skipped and counted
@@ -78,7 +79,11 @@ class TemplateRun:
 
     def batches(self) -> Generator[ListedRun, None, None]:
         self.steps.append(f"layout {self.layout.template.text!r} below {self.root!r}")
-        yield from self._level(0, self.root, {})
+        if self.layout.whole and self._prefixes() > 1:
+            # the table fit one page: its flat listing is one request, the plan's more
+            yield from self._flat(self.root, "list")
+        else:
+            yield from self._level(0, self.root, {})
         if self._listings > _SHOWN:
             self.steps.append(f"  … {self._listings - _SHOWN} more listings")
         if self._enumerated:
@@ -98,6 +103,20 @@ class TemplateRun:
             yield from self._walk(depth, prefix, found)
         else:
             yield from self._flat(prefix, "list")
+
+    def _prefixes(self) -> int:
+        """How many prefixes the enumerations from the root end in (sends nothing): each
+        costs at least one request."""
+        states: list[Components] = [{}]
+        for depth in range(len(self.layout.levels)):
+            deeper: list[Components] = []
+            for found in states:
+                children = self._enumerate(depth, found)
+                if children is None:
+                    return len(states)
+                deeper += [child for _, child in children]
+            states = deeper
+        return len(states)
 
     def _enumerate(self, depth: int, found: Components
                    ) -> list[tuple[str, Components]] | None:
@@ -178,51 +197,57 @@ class TemplateRun:
             return
         self._note(f"{what} {prefix!r}")
         start = after if after is not None and after.startswith(prefix) else None
-        directory, values = "", None
+        directory = ""
+        values: dict[str, Any] | None = None
+        keep = False
         kept: list[ObjectMeta] = []
         for page in self.lister.pages(prefix, delimiter=False, start_after=start):
-            for meta in page.files:
+            for meta in page.files:  # a directory's keys come one after another
                 d = meta.path.rsplit("/", 1)[0] + "/"
                 if d != directory:
                     yield from self._run(kept, values)
                     directory, kept = d, []
-                    values = self._directory(meta.path)
-                kept += self._check(meta, values)
+                    values, keep = self._directory(meta.path)
+                if self._check(meta, values, keep):
+                    kept.append(meta)
         yield from self._run(kept, values)
 
-    def _directory(self, path: str) -> dict[str, Any] | None:
-        """Values of the directory of ``path`` when the filter keeps them; None when it
-        does not follow the template (a key name) or the filter prunes it."""
+    def _directory(self, path: str) -> tuple[dict[str, Any] | None, bool]:
+        """(values, kept) of the directory of the key ``path``: values None when it does
+        not follow the template; kept when the filter keeps them (a pruned directory is
+        counted once)."""
         values = self.layout.decode(path)
         if values is None:
-            return None
+            return None, False
         if not is_true(self.predicate, values):
             partition = path.rsplit("/", 1)[0]
             if partition not in self._pruned:
                 self._pruned.add(partition)
                 self.metrics.add("partitions_pruned")
-            return {"\0pruned": True}
-        return values
+            return values, False
+        return values, True
 
-    def _check(self, meta: ObjectMeta, values: dict[str, Any] | None) -> list[ObjectMeta]:
+    def _check(self, meta: ObjectMeta, values: dict[str, Any] | None, keep: bool) -> bool:
+        """Whether the key ``meta`` is a data file the scan keeps; what it is counted."""
         m = self.metrics
         m.add("files_listed")
         if self.layout.hidden(meta.path):
             m.add("files_skipped_hidden")
-            return []
+            return False
         if values is None:
             m.add("files_skipped_layout")
-            return []
-        if "\0pruned" in values:
-            return []
+            return False
+        if not keep:
+            return False
         if not self.file_filter.accepts(meta):
             m.add("files_skipped_other")
-            return []
+            return False
         m.add("files_matched")
-        return [meta]
+        return True
 
     @staticmethod
     def _run(kept: list[ObjectMeta], values: dict[str, Any] | None) -> Iterator[ListedRun]:
+        """The kept files of one directory as runs (none when nothing was kept)."""
         if kept and values is not None:
             for files in Page(files=kept).take_runs():
                 yield ListedRun(files, values)

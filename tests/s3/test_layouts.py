@@ -61,10 +61,10 @@ def test_firehose_day_and_hour_is_one_list(s3_server, firehose):
         ids, plan = _ids(table, "date = '2026-11-26' AND hour = 13")
     assert cap.count("LIST") == 1
     assert ids == sorted(r["id"] for r in rows[(DAYS[0], 13)])
-    # a two-hour range: two prefixes, two listings
+    # a two-hour range: two prefixes, but the lake fit one page: one flat listing
     with s3_server.log.capture() as cap:
         ids, plan = _ids(table, "date = '2026-11-27' AND hour BETWEEN 13 AND 14")
-    assert cap.count("LIST") == 2
+    assert cap.count("LIST") == 1
     assert ids == sorted(r["id"] for h in (13, 14) for r in rows[(DAYS[1], h)])
     assert plan.metrics["files_skipped_layout"] == 1  # errors/stray.json, below the hour
 
@@ -86,17 +86,6 @@ def test_firehose_without_filter_lists_flat_once(s3_server, firehose):
     assert {(r["date"], r["hour"]) for r in got.to_pylist()} == set(rows)
 
 
-def test_firehose_timestamp_column(s3_server, firehose):
-    url, rows = firehose
-    table = ListingTable.open(url, format="json", storage_options=s3_server.storage_options,
-                              layout="{ts:yyyy/MM/dd/HH}")
-    assert str(table.partition_cols[0][1]) == "timestamp[us, tz=UTC]"
-    with s3_server.log.capture() as cap:
-        ids, _ = _ids(table, "ts >= '2026-11-26 13:00:00' AND ts < '2026-11-26 15:00:00'")
-    assert cap.count("LIST") == 2
-    assert ids == sorted(r["id"] for h in (13, 14) for r in rows[(DAYS[0], h)])
-
-
 def test_firehose_open_range_on_a_small_lake_lists_once(s3_server, firehose):
     """``date >= X`` has no end; the whole lake fit the page open() sampled, so one flat
     listing is cheaper than any walk."""
@@ -110,25 +99,58 @@ def test_firehose_open_range_on_a_small_lake_lists_once(s3_server, firehose):
     assert plan.metrics["partitions_pruned"] == len(HOURS)  # the hours of the 26th
 
 
-def test_an_open_range_walks_a_large_lake_by_level(s3_server):
-    """5,568 keys (six pages flat): ``date >= X`` walks the year, the month and the days,
-    pruning the month and the days before X, and lists the one day kept."""
+@pytest.fixture(scope="module")
+def large(s3_server):
+    """A Firehose lake of 5,568 keys (six pages flat): 2026-10-01 to 2026-11-27, 24 hours
+    a day, four objects an hour, each one row naming its day, hour and number."""
     with s3_server.temporary_buckets("layout-large") as (bucket,):
         first = dt.date(2026, 10, 1)
-        days = [first + dt.timedelta(days=i) for i in range(58)]  # to 2026-11-27
-        objects = {f"fh/{d:%Y/%m/%d}/{h:02d}/s-{n}.json": b'{"id": 1}\n'
-                   for d in days for h in range(24) for n in range(4)}
-        s3_server.put_objects_fast(bucket, objects)
-        table = ListingTable.open(f"s3://{bucket}/fh/", format="json",
-                                  storage_options=s3_server.storage_options,
-                                  layout="{date:yyyy/MM/dd}/{hour:HH}")
-        with s3_server.log.capture() as cap:
-            plan = table.scan(where="date >= '2026-11-27'")
-        # walk fh/, fh/2026/, fh/2026/11/ (October pruned whole), list fh/2026/11/27/
-        assert cap.count("LIST") == 4
-        assert len(plan.files) == 24 * 4
-        assert {f.partition_values["date"] for f in plan.files} == {days[-1]}
-        assert plan.metrics["partitions_pruned"] == 1 + 26  # October, Nov 1-26
+        days = [first + dt.timedelta(days=i) for i in range(58)]
+        s3_server.put_objects_fast(bucket, {
+            f"fh/{d:%Y/%m/%d}/{h:02d}/s-{n}.json": json.dumps({"id": f"{d}-{h}-{n}"}).encode()
+            for d in days for h in range(24) for n in range(4)})
+        yield f"s3://{bucket}/fh/", days
+
+
+def _large(s3_server, url: str, layout: str) -> ListingTable:
+    return ListingTable.open(url, format="json", storage_options=s3_server.storage_options,
+                             layout=layout)
+
+
+def test_a_two_hour_range_is_two_lists(s3_server, large):
+    url, _ = large
+    table = _large(s3_server, url, "{date:yyyy/MM/dd}/{hour:HH}")
+    with s3_server.log.capture() as cap:
+        ids, _ = _ids(table, "date = '2026-11-26' AND hour BETWEEN 13 AND 14")
+    assert cap.count("LIST") == 2
+    assert ids == sorted(f"2026-11-26-{h}-{n}" for h in (13, 14) for n in range(4))
+
+
+def test_a_timestamp_column_enumerates_its_hours(s3_server, large):
+    url, _ = large
+    table = _large(s3_server, url, "{ts:yyyy/MM/dd/HH}")
+    assert str(table.partition_cols[0][1]) == "timestamp[us, tz=UTC]"
+    with s3_server.log.capture() as cap:
+        ids, _ = _ids(table, "ts >= '2026-11-26 13:00:00' AND ts < '2026-11-26 15:00:00'")
+    assert cap.count("LIST") == 2
+    assert ids == sorted(f"2026-11-26-{h}-{n}" for h in (13, 14) for n in range(4))
+
+
+def test_an_open_range_walks_a_large_lake_by_level(s3_server, large):
+    """``date >= X`` walks the year, the month and the days, pruning the month and the
+    days before X, and lists the one day kept: four requests where flat takes six."""
+    url, days = large
+    table = _large(s3_server, url, "{date:yyyy/MM/dd}/{hour:HH}")
+    with s3_server.log.capture() as cap:
+        plan = table.scan(where="date >= '2026-11-27'")
+    # walk fh/, fh/2026/, fh/2026/11/ (October pruned whole), list fh/2026/11/27/
+    assert cap.count("LIST") == 4
+    assert len(plan.files) == 24 * 4
+    assert {f.partition_values["date"] for f in plan.files} == {days[-1]}
+    assert plan.metrics["partitions_pruned"] == 1 + 26  # October, Nov 1-26
+    with s3_server.log.capture() as cap:  # positive control: no filter, six pages flat
+        assert len(table.scan().files) == len(days) * 24 * 4
+    assert cap.count("LIST") == 6
 
 
 FILES = 2  # objects a day (one event each)
