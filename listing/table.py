@@ -194,6 +194,11 @@ class ListingTable:
         cols: list[tuple[str, pa.DataType]]
         if layout is None and layout_projection is not None:
             raise OptionError("option layout_projection needs the option layout")
+        if layout is not None and (table_url.pattern is not None
+                                   or table_url.folders is not None):
+            raise OptionError(f"option layout reads the whole table at its root: give the "
+                              f"root ({table_url}) without a glob or folders, and filter on "
+                              "the layout's columns")
         if layout is not None:
             parsed = registry.option("layout").parse(layout)
             projection = (None if layout_projection is None else

@@ -267,3 +267,10 @@ def test_a_stream_of_a_layout_table_is_refused_naming_it(s3_server, firehose):
         table.discovery()
     hive = ListingTable.open(url, format="json", storage_options=s3_server.storage_options)
     assert hive.discovery() is not None  # positive control: the same root without one
+
+
+def test_a_layout_below_a_glob_is_refused(s3_server, firehose):
+    url, _ = firehose
+    with pytest.raises(OptionError, match="option layout reads the whole table at its root"):
+        ListingTable.open(url + "2026/*/*", format="json", layout="{date:yyyy/MM/dd}",
+                          storage_options=s3_server.storage_options)
