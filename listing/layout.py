@@ -245,20 +245,21 @@ class TemplateLayout:
         found = self.components(path)
         return None if found is None else self.values(found, path)
 
-    def domains(self, found: Components) -> dict[str, Domain]:
+    def domains(self, found: Components, path: str = "") -> dict[str, Domain]:
         """What components of the levels decoded so far tell of each column: its value
         when complete, the range a date's leading fields bound it to (``2026/`` is the
-        year 2026), nothing otherwise (the column is left out)."""
+        year 2026), nothing otherwise (the column is left out). A value that does not
+        parse as its column's type raises, naming ``path``."""
         out: dict[str, Domain] = {}
         for name, type_ in self.columns:
             column = self.column(name)
             if not column.fields:
                 if name in found:
-                    out[name] = Known(parse_value(found[name], type_, column=name, path=""))
+                    out[name] = Known(parse_value(found[name], type_, column=name, path=path))
                 continue
             have = [f for f in column.fields if (name, f) in found]
             if len(have) == len(column.fields):
-                value = self._value(name, type_, found, "")
+                value = self._value(name, type_, found, path)
                 # a day that does not exist holds no value: no filter can be true there
                 out[name] = (ValueRange(None, None, may_be_null=False, all_null=True)
                              if value is _NO_DATE else Known(value))

@@ -178,7 +178,7 @@ class TemplateRun:
                     self.metrics.add("prefixes_skipped_layout")
                     continue
                 child = {**found, **part}
-                if may_be_true(self.predicate, self.layout.domains(child)):
+                if may_be_true(self.predicate, self.layout.domains(child, d)):
                     yield from self._level(depth + 1, d, child)
                 else:
                     self.metrics.add("partitions_pruned")
