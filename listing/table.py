@@ -306,7 +306,8 @@ class ListingTable:
         listed by its template (:class:`~listing.planner.template_run.TemplateRun`)."""
         if self.layout is not None:
             return TemplateRun(lister or Lister(self.storage), self.layout, predicate,
-                               self.file_filter, start_after)
+                               self.file_filter, start_after, max_concurrent_requests=(
+                                   1 if sequential else self.options.max_concurrent_requests))
         return PlanRun(lister or Lister(self.storage), self.url.prefix,
                           self.partition_cols, self.profile, predicate, self.file_filter,
                           start_after, max_concurrent_requests=(

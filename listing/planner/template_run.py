@@ -21,7 +21,9 @@ than the template, or one that does not follow it anywhere, is skipped and count
 (``files_skipped_layout``), never an error. Every kept key is checked against the filter
 on its decoded values, so the plan can cost requests, never rows. Without a filter on
 layout columns the table is listed flat from its root: one listing, as for Hive tables.
-Requests are sent one after another (``max_concurrent_requests`` is not used yet).
+With ``max_concurrent_requests`` above 1, the listings of an enumeration's last level
+are sent ahead, from a few threads (:class:`~listing.storage.prefetch.Fetcher`), and read
+in key order as a sequential run reads them: the same requests, files and counts.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from listing.metrics import Counters
 from listing.planner.file_filter import FileFilter
 from listing.planner.run import LISTED, ListedFile, ListedRun
 from listing.storage.lister import Lister, ObjectMeta, Page
+from listing.storage.prefetch import Fetcher, Request
 
 #: what a layout run counts: the Hive run's counts and the keys/prefixes off the template
 LAYOUT_LISTED = (*LISTED, "files_skipped_layout", "prefixes_skipped_layout")
@@ -49,13 +52,16 @@ class TemplateRun:
     """Lists the keys one scan of a template-laid-out table needs (see module doc)."""
 
     def __init__(self, lister: Lister, layout: TemplateLayout, predicate: Expr | None,
-                 file_filter: FileFilter, start_after: str | None = None) -> None:
+                 file_filter: FileFilter, start_after: str | None = None, *,
+                 max_concurrent_requests: int = 1) -> None:
         self.lister = lister
         self.layout = layout
         self.root = layout.root
         self.predicate = predicate
         self.file_filter = file_filter
         self.start_after = start_after
+        self.max_concurrent_requests = max_concurrent_requests
+        self._fetcher: Fetcher | None = None
         self.metrics = Counters()
         self.metrics.start(*LAYOUT_LISTED)
         self.steps: list[str] = []
@@ -70,6 +76,7 @@ class TemplateRun:
                             if self._deciding else {})
 
     def files(self) -> Generator[ListedFile, None, None]:
+        """Every listed file that matches, in key order."""
         batches = self.batches()
         try:
             for batch in batches:
@@ -78,12 +85,20 @@ class TemplateRun:
             batches.close()
 
     def batches(self) -> Generator[ListedRun, None, None]:
+        """:meth:`files` a directory's run at a time."""
         self.steps.append(f"layout {self.layout.template.text!r} below {self.root!r}")
-        if self.layout.whole and self._prefixes() > 1:
-            # the table fit one page: its flat listing is one request, the plan's more
-            yield from self._flat(self.root, "list")
-        else:
-            yield from self._level(0, self.root, {})
+        if self.max_concurrent_requests > 1:
+            self._fetcher = Fetcher(self.lister, self.max_concurrent_requests)
+        try:
+            if self.layout.whole and self._prefixes() > 1:
+                # the table fit one page: its flat listing is one request, the plan's more
+                yield from self._flat(self.root, "list")
+            else:
+                yield from self._level(0, self.root, {})
+        finally:
+            if self._fetcher is not None:
+                self._fetcher.close()
+                self._fetcher = None
         if self._listings > _SHOWN:
             self.steps.append(f"  … {self._listings - _SHOWN} more listings")
         if self._enumerated:
@@ -97,6 +112,10 @@ class TemplateRun:
         children = self._enumerate(depth, found)
         if children is not None:
             self._enumerated += len(children)
+            if (self._fetcher is not None and self.start_after is None
+                    and depth + 1 == len(self.layout.levels)):  # data folders: send ahead
+                self._fetcher.hint([Request(f"{prefix}{segment}/", False)
+                                    for segment, _ in children])
             for segment, child in children:
                 yield from self._level(depth + 1, f"{prefix}{segment}/", child)
         elif self._decides_below(depth) and not self.layout.whole:
@@ -162,7 +181,7 @@ class TemplateRun:
 
     def _walk(self, depth: int, prefix: str, found: Components) -> Iterator[ListedRun]:
         self._note(f"walk {prefix!r}")
-        for page in self.lister.pages(prefix, delimiter=True):
+        for page in self._pages(prefix, True):
             for meta in page.files:  # a file where the template has directories
                 self.metrics.add("files_listed")
                 self.metrics.add("files_skipped_hidden" if self.layout.hidden(meta.path)
@@ -183,6 +202,13 @@ class TemplateRun:
                 else:
                     self.metrics.add("partitions_pruned")
 
+    def _pages(self, prefix: str, delimiter: bool, start_after: str | None = None
+               ) -> Iterator[Page]:
+        """The pages of one listing, from the fetcher when the run has one."""
+        if self._fetcher is None:
+            return iter(self.lister.pages(prefix, delimiter=delimiter, start_after=start_after))
+        return iter(self._fetcher.take(Request(prefix, delimiter, start_after)))
+
     def _note(self, what: str) -> None:
         self._listings += 1
         if self._listings <= _SHOWN:
@@ -201,7 +227,7 @@ class TemplateRun:
         values: dict[str, Any] | None = None
         keep = False
         kept: list[ObjectMeta] = []
-        for page in self.lister.pages(prefix, delimiter=False, start_after=start):
+        for page in self._pages(prefix, False, start):
             for meta in page.files:  # a directory's keys come one after another
                 d = meta.path.rsplit("/", 1)[0] + "/"
                 if d != directory:

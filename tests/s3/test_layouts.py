@@ -136,6 +136,22 @@ def test_a_timestamp_column_enumerates_its_hours(s3_server, large):
     assert ids == sorted(f"2026-11-26-{h}-{n}" for h in (13, 14) for n in range(4))
 
 
+@pytest.mark.parametrize("concurrent", [1, 8])
+def test_listings_sent_ahead_are_the_sequential_ones(s3_server, large, concurrent):
+    """Seven days, two hours: fourteen prefixes, listed one after another or sent ahead
+    from eight threads: the same fourteen requests, the same files in the same order."""
+    url, _ = large
+    table = ListingTable.open(url, format="json", storage_options=s3_server.storage_options,
+                              layout="{date:yyyy/MM/dd}/{hour:HH}",
+                              max_concurrent_requests=concurrent)
+    with s3_server.log.capture() as cap:
+        plan = table.scan(where="date BETWEEN '2026-11-20' AND '2026-11-26' AND hour IN (1, 13)")
+    prefixes = [f"fh/2026/11/{d}/{h:02d}/" for d in range(20, 27) for h in (1, 13)]
+    assert sorted(e.query.get("prefix") for e in cap.entries() if e.kind == "LIST") == prefixes
+    assert [f.path.split("/fh/")[1].rsplit("/", 1)[0] + "/" for f in plan.files] == [
+        p[3:] for p in prefixes for _ in range(4)]
+
+
 def test_an_open_range_walks_a_large_lake_by_level(s3_server, large):
     """``date >= X`` walks the year, the month and the days, pruning the month and the
     days before X, and lists the one day kept: four requests where flat takes six."""
