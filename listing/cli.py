@@ -48,7 +48,8 @@ def _open(args: argparse.Namespace) -> Any:
     return ListingTable.open(args.url, format=args.format,
                              storage_options=_storage_options(args.storage_option),
                              partition_cols=registry.option("partition_cols").parse(
-                                 args.partition_cols or ""))
+                                 args.partition_cols or ""),
+                             layout=args.layout, layout_projection=args.layout_projection)
 
 
 _progress_shown = False  # a progress line is open on stderr (ended before an error)
@@ -259,6 +260,12 @@ def build_parser() -> argparse.ArgumentParser:
                        help="an allowlisted storage option; repeat for several")
         p.add_argument("--partition-cols", metavar="NAME[:TYPE],...",
                        help="declare partition columns (and types) instead of inferring them")
+        p.add_argument("--layout", metavar="TEMPLATE",
+                       help="path template of a table that is not Hive-partitioned, e.g. "
+                            "'{date:yyyy/MM/dd}/{hour:HH}' (docs/layouts.md)")
+        p.add_argument("--layout-projection", metavar="COL=LOW..HIGH|COL=A|B;...",
+                       help="declared values of layout columns, e.g. "
+                            "'date=2024-01-01..NOW;region=us-east-1|eu-west-1'")
         p.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
         return p
 

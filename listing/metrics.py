@@ -27,6 +27,10 @@ COUNTERS: dict[str, str] = {
     "files_skipped_hidden": "listed keys left out as hidden (_ or . names, _COPYING_)",
     "files_skipped_other": "listed keys left out as no data file of the table (format, glob, "
                            "modification time)",
+    "files_skipped_layout": "listed keys left out as not following the table's layout "
+                            "template (a sibling folder, a stray file, a deeper key)",
+    "prefixes_skipped_layout": "folders a walk of a layout table found that do not follow "
+                               "its template (not listed)",
     "list_cache_hits": "listing requests the listing cache answered (list_cache_ttl)",
     # planning and opening
     "data_files_opened": "data files read to open a table (schema inference)",

@@ -46,12 +46,14 @@ from listing.hive import (
     partition_type,
     respelled_names,
 )
+from listing.layout import TemplateLayout
 from listing.list_cache import CACHE, CachedLister
 from listing.metrics import Counters, CountersView
-from listing.options import ListingOptions
+from listing.options import ListingOptions, registry
 from listing.packing import WHOLE_FILES, KeyPacking, pack_by_partition_key, pack_file_groups
 from listing.planner import FileFilter, ListedFile, ListedRun, PlanRun, TableProfile
 from listing.planner.glob_filter import folders_partition_filter, glob_partition_filter
+from listing.planner.template_run import TemplateRun
 from listing.pushdown import Pushdown
 from listing.scan import ScanMetrics, ScanPlan
 from listing.storage.lister import Lister, ObjectMeta, Page
@@ -95,8 +97,11 @@ class ListingTable:
                  partition_cols: list[tuple[str, pa.DataType]], file_schema: pa.Schema,
                  profile: TableProfile | None, options: ListingOptions,
                  open_metrics: Mapping[str, int],
-                 column_bytes: dict[str, int] | None = None) -> None:
+                 column_bytes: dict[str, int] | None = None,
+                 layout: TemplateLayout | None = None) -> None:
         self.url = url
+        #: the path template of a table that is not Hive-partitioned (option ``layout``)
+        self.layout = layout
         #: compressed bytes per data column in the file the schema came from, when the
         #: format's metadata says (Parquet): how much of each file a projection reads
         self.column_bytes = column_bytes
@@ -110,7 +115,8 @@ class ListingTable:
         self.open_metrics = open_metrics
         # declared partition names are checked against the directories once some scan
         # has listed a key (every listed key is checked); until then an empty scan checks
-        self._learned = _Learned(profile, layout_checked=profile is not None)
+        self._learned = _Learned(profile, layout_checked=profile is not None
+                                 or layout is not None)
         extra = [FILE_METADATA_FIELD] if options.include_file_metadata else []
         self.schema = pa.schema(list(file_schema)
                                 + [pa.field(n, t) for n, t in self.partition_cols]
@@ -128,6 +134,7 @@ class ListingTable:
              schema: pa.Schema | None = None, filesystem: Any = None,
              base_path: str | None = None, folders: Sequence[str] | None = None,
              cache_schema: bool = False, listing_options: ListingOptions | None = None,
+             layout: str | None = None, layout_projection: str | None = None,
              **options: Any) -> ListingTable:
         """Open the table at ``url``; ``options`` are listing options and format options,
         or, given ``listing_options`` already typed (the Spark source's), format options
@@ -148,7 +155,12 @@ class ListingTable:
 
         ``cache_schema``: an inferred schema is taken from, and kept in, this process's
         :data:`~listing.schema_cache.SCHEMAS` (keyed by the sampled file's version: a
-        rewritten file is read again), so that opening the table again reads no file."""
+        rewritten file is read again), so that opening the table again reads no file.
+
+        ``layout``: the path template of a table that is not Hive-partitioned
+        (``'{date:yyyy/MM/dd}/{hour:HH}'``), ``layout_projection`` the values its columns
+        take (``'date=2024-01-01..NOW'``); see docs/layouts.md. ``partition_cols`` then
+        declares types of the template's plain columns."""
         table_url = TableUrl.parse(url, base_path)
         if folders is not None:
             table_url = dataclasses.replace(
@@ -178,9 +190,28 @@ class ListingTable:
 
         declared = _declared(partition_cols)
         profile: TableProfile | None = None
-        if declared is not None and schema is not None and all(t for _, t in declared):
+        template: TemplateLayout | None = None
+        cols: list[tuple[str, pa.DataType]]
+        if layout is None and layout_projection is not None:
+            raise OptionError("option layout_projection needs the option layout")
+        if layout is not None and (table_url.pattern is not None
+                                   or table_url.folders is not None):
+            raise OptionError(f"option layout reads the whole table at its root: give the "
+                              f"root ({table_url}) without a glob or folders, and filter on "
+                              "the layout's columns")
+        if layout is not None:
+            parsed = registry.option("layout").parse(layout)
+            projection = (None if layout_projection is None else
+                          registry.option("layout_projection").parse(layout_projection))
+            sample = _first_page(lister, table_url)
+            template = TemplateLayout.build(table_url.prefix, parsed, declared,
+                                            [m.path for m in sample.files],
+                                            opts.time_zone, projection,
+                                            whole=not sample.truncated)
+            cols = list(template.columns)
+        elif declared is not None and schema is not None and all(t for _, t in declared):
             # everything is declared: no request now; the first scan samples if it must
-            cols: list[tuple[str, pa.DataType]] = [(n, t) for n, t in declared if t is not None]
+            cols = [(n, t) for n, t in declared if t is not None]
             sample = None
         else:
             sample = _first_page(lister, table_url)
@@ -195,11 +226,11 @@ class ListingTable:
 
         column_bytes = None
         if schema is None:
-            assert sample is not None and profile is not None
+            assert sample is not None and (profile is not None or template is not None)
             # the table without data columns yet: its schema comes from files it reads
             draft = cls(url=table_url, storage=storage, fmt=fmt, partition_cols=cols,
                         file_schema=pa.schema([]), profile=profile, options=opts,
-                        open_metrics={})
+                        open_metrics={}, layout=template)
             if fmt.options.get("merge_schema") is True:
                 file_schema = draft._merged_schema(lister)
             else:
@@ -213,7 +244,7 @@ class ListingTable:
         metrics = CountersView(counters.snapshot(), OPEN_METRICS, OPEN_METRICS)
         return cls(url=table_url, storage=storage, fmt=fmt, partition_cols=cols,
                    file_schema=file_schema, profile=profile, options=opts, open_metrics=metrics,
-                   column_bytes=column_bytes)
+                   column_bytes=column_bytes, layout=template)
 
     @property
     def profile(self) -> TableProfile | None:
@@ -264,13 +295,19 @@ class ListingTable:
 
     # --- listing --------------------------------------------------------------------------
     def listing_run(self, predicate: Expr | None = None, *, start_after: str | None = None,
-                    lister: Lister | None = None, sequential: bool = False) -> PlanRun:
+                    lister: Lister | None = None, sequential: bool = False
+                    ) -> PlanRun | TemplateRun:
         """The listing of the keys ``predicate`` (bound, on partition columns only) can
         match, after the key ``start_after``: the one place a run of this table is built,
         with its prefix, partition columns, learned profile, file filter and
         ``max_concurrent_requests`` (one request at a time when ``sequential``: a caller
         that stops at its first file). ``lister``: whose requests it counts (default: a
-        new one, its counts at ``run.lister.counters``)."""
+        new one, its counts at ``run.lister.counters``). A table with a ``layout`` is
+        listed by its template (:class:`~listing.planner.template_run.TemplateRun`)."""
+        if self.layout is not None:
+            return TemplateRun(lister or Lister(self.storage), self.layout, predicate,
+                               self.file_filter, start_after, max_concurrent_requests=(
+                                   1 if sequential else self.options.max_concurrent_requests))
         return PlanRun(lister or Lister(self.storage), self.url.prefix,
                           self.partition_cols, self.profile, predicate, self.file_filter,
                           start_after, max_concurrent_requests=(
@@ -301,7 +338,7 @@ class ListingTable:
             self._check_declared_layout(counters)
             layout_checked = True
         profile = learned.profile or run.profile  # a fresh sample this scan took: kept
-        renamed = run.layout.renamed_levels
+        renamed = run.layout.renamed_levels if isinstance(run, PlanRun) else frozenset()
         if profile is not None and any(profile.one_spelling(d) for d in renamed):
             # a directory spelled a column's name in another case: no prefix from it is whole
             profile = dataclasses.replace(profile, respelled=[
@@ -415,7 +452,9 @@ class ListingTable:
 
         def first_in_sample(accepts: Callable[[ObjectMeta], bool]) -> PartitionedFile | None:
             meta = next((m for m in sample.files if m.size and accepts(m)
-                         and not is_hidden_below(url.prefix, m.path)), None)
+                         and not is_hidden_below(url.prefix, m.path)
+                         and (self.layout is None or self.layout.decode(m.path) is not None)),
+                        None)
             if meta is None:
                 return None
             versions[meta.path] = meta

@@ -19,6 +19,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from listing.errors import OptionError
+from listing.options.templates import parse_layout, parse_projection
 
 MB = 1024 * 1024
 MAX_CONCURRENT_REQUESTS = 64  # listing threads one scan may use
@@ -357,6 +358,8 @@ KINDS: dict[str, Callable[[Any, str], Any]] = {
     "write mode": parse_write_mode,
     "column names": parse_column_names,
     "partition columns": parse_partition_cols,
+    "layout": parse_layout,
+    "layout projection": parse_projection,
 }
 
 

@@ -188,6 +188,12 @@ OPTIONS: tuple[Option, ...] = (
     _o("partition_cols", "source", "partition columns", "partition columns, "
        "'date:date,region'",
        on_write="refuse", instead="partition_by"),
+    _o("layout", "source", "layout", "a path template of a table that is not "
+       "Hive-partitioned, '{date:yyyy/MM/dd}/{hour:HH}' (docs/layouts.md)", native="planner",
+       on_write="refuse"),
+    _o("layout_projection", "source", "layout projection", "declared values of layout "
+       "columns, 'date=2024-01-01..NOW;region=a|b' (docs/layouts.md)", native="planner",
+       on_write="refuse"),
     _o("storage_options", "source", "json", "storage options as one JSON object",
        native="planner", on_write="take"),
     _o("where", "source", "string", "a filter in Spark SQL, applied before listing",

@@ -77,6 +77,9 @@ class SourceConfig:
     #: Spark's filters the extension handed over as an option where Spark pushes none
     #: (pyspark's filter form, :func:`listing.spark.filters.decode_filters`)
     spark_filters: list[Any] = dataclasses.field(default_factory=list)
+    #: the path template of a table that is not Hive-partitioned, and its projection
+    layout: Any = None
+    layout_projection: Any = None
 
     def __repr__(self) -> str:
         return (f"SourceConfig(url={self.url!r}, format={self.format!r}, "
@@ -107,7 +110,9 @@ class SourceConfig:
             opts["path"] = opts["basepath"]
         # the source's own options with a value (an empty one is none), typed
         own = registry.parse({k: opts[k] for k in ("limit", "engine", "recursivefilelookup",
-                                                   "partition_cols") if opts.get(k)}, "source")
+                                                   "partition_cols", "layout",
+                                                   "layout_projection") if opts.get(k)},
+                              "source")
         if own.get("recursivefilelookup"):
             raise OptionError("recursiveFileLookup is not supported: the listing source "
                               "reads Hive-partitioned tables and infers their partitions")
@@ -169,7 +174,8 @@ class SourceConfig:
                    listing_options=ListingOptions.from_dict(listing), where=where or None,
                    limit=own.get("limit"), table_schema=schema, engine=engine,
                    stream_options=stream, column_bytes=sizes, filesystem=filesystem,
-                   base_path=base_path, folders=folders, spark_filters=spark_filters)
+                   base_path=base_path, folders=folders, spark_filters=spark_filters,
+                   layout=own.get("layout"), layout_projection=own.get("layout_projection"))
 
     def open(self, data_schema: pa.Schema | None = None,
              filesystems: dict[str, Any] | None = None) -> ListingTable:
@@ -186,6 +192,8 @@ class SourceConfig:
                                   storage_options=self.storage_options, filesystem=factory,
                                   partition_cols=self.partition_cols,
                                   base_path=self.base_path, folders=self.folders,
+                                  layout=self.layout,
+                                  layout_projection=self.layout_projection,
                                   cache_schema=True,  # each query opens the table again
                                   schema=data_schema if data_schema is not None
                                   else self.table_schema)

@@ -67,6 +67,10 @@ def table_options(table: ListingTable, where: Sequence[Bound], limit: int | None
             "table_spec": json.dumps(spec),
             "storage_options": json.dumps(table.storage.options),
             **stated_options(name, format_options, len(where))}
+    if table.layout is not None:  # the template the worker decodes keys by
+        opts["layout"] = table.layout.template.text
+        if table.layout.projection:
+            opts["layout_projection"] = table.layout.projection_text
     if table.url.glob is not None:  # the glob, read below the table's root
         opts["basePath"] = root
     folders = table.url.folders

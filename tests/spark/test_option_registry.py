@@ -122,8 +122,10 @@ def test_every_spelling_reaches_the_option_it_names() -> None:
             if option.on_write == "take":
                 assert write_options({"path": "/t", spelling: "1"})[option.name] == "1"
     refused = [o for o in registry.OPTIONS if o.on_write == "refuse"]
+    # a layout is read only (writes with one are not planned yet: docs/layouts.md)
     assert {o.name for o in refused} == {"partition_cols", "where", "limit", "table_spec",
-                                         "expression_filters", "basepath"}
+                                         "expression_filters", "basepath", "layout",
+                                         "layout_projection"}
 
 
 # --- the s3 storage options as S3A settings (storage_options.S3A, S3ASettings.java) ----------

@@ -34,7 +34,7 @@ def _cli_partition_cols(text: str, monkeypatch: pytest.MonkeyPatch) -> Any:
 
     monkeypatch.setattr("listing.ListingTable.open", fake_open)
     cli._open(argparse.Namespace(url="/t", format="parquet", storage_option=[],  # noqa: SLF001
-                                 partition_cols=text))
+                                 partition_cols=text, layout=None, layout_projection=None))
     return seen["partition_cols"]
 
 
