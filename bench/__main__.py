@@ -4,6 +4,7 @@
     python -m bench --quick             # small sizes
     python -m bench --only listing      # one section: listing | throughput | memory | write
                                         #   | streaming | s3a | planning | planning-s3 | client
+                                        #   | layouts
                                         #   | latency (listing's latency-model table
                                         #   alone, ours and the peers: ~5 min)
     python -m bench --runs 5 --out /tmp/results
@@ -18,7 +19,9 @@ off and on the Python engine) against Spark's own S3A reader, from ``bench.s3a``
 planning at scale: plans of local trees of 210k and 1 M files against pyarrow.dataset and
 Polars, and of a synthetic 10 M-key table, from ``bench.planning``, and that table served
 over HTTP as S3 and planned through Spark, from ``bench.planning_s3``; (8) the client's CPU
-per key: the measurements behind the code's per-key choices, from ``bench.client_cpu``.
+per key: the measurements behind the code's per-key choices, from ``bench.client_cpu``;
+(9) one hour of a Firehose-shaped lake through Spark with a ``layout`` against Spark
+reading the hour's folder by hand and listing the lake whole, from ``bench.layouts``.
 Prints the tables and writes ``latest.json`` and ``latest.md`` to ``--out``.
 """
 
@@ -39,7 +42,7 @@ from typing import Any
 from bench import report
 
 SECTIONS = ("listing", "throughput", "memory", "write", "streaming", "s3a", "planning",
-            "planning-s3", "client")
+            "planning-s3", "client", "layouts")
 #: run only when named: the listing section's latency-model table on its own (minutes)
 EXTRA_SECTIONS = ("latency",)
 ROOT = Path(__file__).resolve().parents[1]
@@ -226,6 +229,12 @@ def main(argv: list[str] | None = None) -> int:
                     "--runs", str(args.runs if args.quick else 1),
                     "--out", str(out), *(["--quick"] if args.quick else [])],
                     timeout=max(args.timeout, 7200))
+            elif name == "layouts":
+                out = args.out / "layouts" / ("quick" if args.quick else "latest")
+                sec = _module_section("bench.layouts", [
+                    sys.executable, "-m", "bench.layouts", "--runs", str(args.runs),
+                    "--out", str(out), *(["--quick"] if args.quick else [])],
+                    timeout=max(args.timeout, 2400))
             elif name == "client":
                 sec = _module_section("bench.client_cpu", [
                     sys.executable, "-m", "bench.client_cpu", *(["--quick"] if args.quick
