@@ -37,6 +37,8 @@ CHUNK = 4 << 20
 #: bytes fetched per request past a range's end, looking for the straddling line's end
 TAIL = 64 << 10
 BOM = b"\xef\xbb\xbf"
+#: how a stream in the snappy framing format starts (its stream identifier chunk)
+SNAPPY_FRAMED = b"\xff\x06\x00\x00sNaPpY"
 
 
 # --- files ----------------------------------------------------------------------------------
@@ -90,6 +92,11 @@ class HadoopBlockStream(io.RawIOBase):
             header = self._exact(4, "block header")
             if header is None:
                 return False
+            if header == SNAPPY_FRAMED[:4] and self._codec.name == "snappy":
+                raise FileReadError(
+                    f"{self._path}: compressed in the snappy framing format (Firehose's "
+                    "'Snappy'), not in Hadoop's snappy block framing that .snappy names "
+                    "here and in Spark; deliver with Hadoop-compatible Snappy or gzip")
             self._left = int.from_bytes(header, "big")
         size = int.from_bytes(self._exact(4, "chunk header") or b"", "big")
         if size > 1 << 30:
