@@ -125,9 +125,10 @@ class FileFormat:
     @property
     def name_endings(self) -> tuple[str, ...] | None:
         """The lower-case endings that alone make a path this format's, when :meth:`matches`
-        is that test; None when any name is (the built-in formats) or a subclass decides
-        otherwise: the planner then keeps every listed key :meth:`matches` keeps."""
-        return None
+        is that test: ``()`` when every name is (:meth:`matches` not overridden), None when
+        a subclass decides otherwise (the planner then asks :meth:`matches` for every
+        listed key)."""
+        return () if type(self).matches is FileFormat.matches else None
 
     def is_splittable(self, file: PartitionedFile) -> bool:
         """Whether one file may be read by several tasks as byte ranges."""
