@@ -20,7 +20,7 @@ import io
 import zlib
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, Literal
 
 import pyarrow as pa
 
@@ -68,7 +68,7 @@ class HadoopBlockStream(io.RawIOBase):
     decompressed length, then chunks of a 4-byte big-endian compressed length and the raw
     ``codec`` bytes, until the block's length is reached. Reads one chunk at a time."""
 
-    def __init__(self, raw: Any, codec: str, path: str) -> None:
+    def __init__(self, raw: Any, codec: Literal["snappy", "lz4_raw"], path: str) -> None:
         super().__init__()
         self._raw, self._codec, self._path = raw, pa.Codec(codec), path
         self._left = 0  # decompressed bytes the current block still owes
@@ -180,7 +180,8 @@ def decompressing(raw: Any, compression: str, path: str, chunk: int) -> Any:
     if compression == "deflate":
         return ZlibStream(raw, path, chunk)
     if compression.startswith("hadoop-"):
-        codec = {"hadoop-snappy": "snappy", "hadoop-lz4": "lz4_raw"}[compression]
+        codec: Literal["snappy", "lz4_raw"] = (
+            "snappy" if compression == "hadoop-snappy" else "lz4_raw")
         return HadoopBlockStream(io.BufferedReader(_Reader(raw), chunk), codec, path)
     buffered = pa.BufferedInputStream(pa.PythonFile(raw, mode="r"), chunk)
     # pyarrow-stubs want a Literal codec name; this one comes from COMPRESSIONS
