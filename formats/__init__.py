@@ -116,6 +116,6 @@ def for_path(path: str) -> FileFormat | None:
             fmt = get(name)
         except (OptionError, ImportError):
             continue
-        if fmt.extensions and fmt.matches(path):
+        if fmt.has_extension(path):
             return fmt
     return None

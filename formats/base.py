@@ -42,7 +42,14 @@ __all__ = ["CorruptFileError", "FileFormat", "FileOpener", "FileSink", "FileSour
 log = logging.getLogger("listing")
 
 DEFAULT_BATCH_SIZE = 65_536
-COMPRESSIONS = {".gz": "gzip", ".bz2": "bz2", ".zst": "zstd", ".zstd": "zstd", ".xz": "xz"}
+#: a name's compression suffix and the codec text formats decode it with: Hadoop's codecs
+#: as Spark's readers pick them by suffix (``.deflate`` a zlib stream, ``.snappy`` and
+#: ``.lz4`` Hadoop's block framing), plus ``.zstd`` and ``.xz``
+COMPRESSIONS = {".gz": "gzip", ".bz2": "bz2", ".zst": "zstd", ".zstd": "zstd", ".xz": "xz",
+                ".deflate": "deflate", ".snappy": "hadoop-snappy", ".lz4": "hadoop-lz4"}
+#: compression suffixes no reader here decodes: such a file is an error naming it, never
+#: read as plain text (Spark would parse the compressed bytes)
+UNREADABLE_COMPRESSIONS = {".zip": "zip", ".lzo": "lzo", ".lzo_deflate": "lzo", ".br": "brotli"}
 
 
 @functools.lru_cache(maxsize=64)
@@ -94,23 +101,34 @@ class FileFormat:
 
     # --- files -------------------------------------------------------------------------
     def matches(self, path: str) -> bool:
-        """True when ``path`` is one of this format's files (by extension)."""
-        if not self.extensions:
-            return True
-        return path.lower().endswith(self._suffixes)  # no ending holds a "/": the name's
+        """True when ``path``, a data file of a table of this format, is read. Every name
+        is (``part-0``, ``x.gz``, ``x.json.gz``), as Spark's own readers read every file of
+        a folder whatever its name; hidden and in-progress files are left out before this
+        is asked. A subclass may narrow it (the planner then asks for every listed key);
+        users narrow a table by name with the ``path_glob_filter`` option."""
+        return True
 
-    @functools.cached_property
-    def _suffixes(self) -> tuple[str, ...]:
+    def has_extension(self, path: str) -> bool:
+        """True when ``path`` ends in one of this format's extensions, optionally followed
+        by one of its compression suffixes (``.csv``, ``.csv.gz``): how a format is told
+        from a name (:func:`listing.formats.for_path`), not which files a table reads."""
+        if not self.extensions:
+            return False
+        return path.lower().endswith(self.extension_endings)  # no ending holds a "/"
+
+    @property
+    def extension_endings(self) -> tuple[str, ...]:
+        """The lower-case endings :meth:`has_extension` tests (the native hand-off spells
+        them as Spark's ``pathGlobFilter``)."""
         return _suffixes(tuple(self.extensions), tuple(self.compressions))
 
     @property
     def name_endings(self) -> tuple[str, ...] | None:
         """The lower-case endings that alone make a path this format's, when :meth:`matches`
-        is that test (None: a subclass decides otherwise, or any name is): the planner
-        then tests a listed key without calling back here."""
-        if type(self).matches is not FileFormat.matches or not self.extensions:
-            return None
-        return self._suffixes
+        is that test: ``()`` when every name is (:meth:`matches` not overridden), None when
+        a subclass decides otherwise (the planner then asks :meth:`matches` for every
+        listed key)."""
+        return () if type(self).matches is FileFormat.matches else None
 
     def is_splittable(self, file: PartitionedFile) -> bool:
         """Whether one file may be read by several tasks as byte ranges."""

@@ -17,15 +17,16 @@ offer a ``multiline`` option that reads such files whole instead.
 from __future__ import annotations
 
 import io
+import zlib
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, Literal
 
 import pyarrow as pa
 
 from listing.errors import FileReadError
 from listing.files import PartitionedFile
-from listing.formats.base import COMPRESSIONS, FileFormat, FileOpener
+from listing.formats.base import COMPRESSIONS, UNREADABLE_COMPRESSIONS, FileFormat, FileOpener
 from listing.formats.conform import canonical_type, unify_schemas
 from listing.storage.errors import raise_as, read_failure
 from listing.storage.reading import open_input
@@ -36,17 +37,178 @@ CHUNK = 4 << 20
 #: bytes fetched per request past a range's end, looking for the straddling line's end
 TAIL = 64 << 10
 BOM = b"\xef\xbb\xbf"
+#: how a stream in the snappy framing format starts (its stream identifier chunk)
+SNAPPY_FRAMED = b"\xff\x06\x00\x00sNaPpY"
 
 
 # --- files ----------------------------------------------------------------------------------
 
 def compression_of(path: str, allowed: tuple[str, ...] | None = None) -> str | None:
-    """pyarrow codec name for a compressed path (``.csv.gz`` -> ``gzip``), else None."""
+    """Codec of a compressed path by its suffix, in any case (``x.csv.gz``, ``x.GZ`` ->
+    ``gzip``; see :data:`~listing.formats.base.COMPRESSIONS`), else None. A suffix of
+    :data:`~listing.formats.base.UNREADABLE_COMPRESSIONS` (``.zip``) raises
+    :class:`FileReadError` naming the file and the codec: its bytes are never parsed as
+    text."""
     name = path.rsplit("/", 1)[-1].lower()
     for suffix, codec in COMPRESSIONS.items():
         if name.endswith(suffix) and (allowed is None or suffix in allowed):
             return codec
+    for suffix, codec in UNREADABLE_COMPRESSIONS.items():
+        if name.endswith(suffix):
+            raise FileReadError(f"{path}: compressed as {codec} (its name ends in {suffix}), "
+                                "which this reader cannot decode; known: "
+                                f"{', '.join(sorted(COMPRESSIONS))}. Leave such files out "
+                                "with the path_glob_filter option, or recompress them")
     return None
+
+
+class HadoopBlockStream(io.RawIOBase):
+    """Decodes Hadoop's block framing (``BlockCompressorStream``, what Spark's
+    ``SnappyCodec`` and ``Lz4Codec`` read and write): blocks of a 4-byte big-endian
+    decompressed length, then chunks of a 4-byte big-endian compressed length and the raw
+    ``codec`` bytes, until the block's length is reached. Reads one chunk at a time."""
+
+    def __init__(self, raw: Any, codec: Literal["snappy", "lz4_raw"], path: str) -> None:
+        super().__init__()
+        self._raw, self._codec, self._path = raw, pa.Codec(codec), path
+        self._left = 0  # decompressed bytes the current block still owes
+        self._data, self._i = b"", 0
+
+    def _exact(self, n: int, what: str) -> bytes | None:
+        parts, have = [], 0
+        while have < n:
+            part = self._raw.read(n - have)
+            if not part:
+                if have == 0 and what == "block header":
+                    return None  # the end of the stream, between blocks
+                raise FileReadError(f"{self._path}: truncated {self._codec.name} stream "
+                                    f"(Hadoop block framing) in a {what}")
+            parts.append(bytes(part))
+            have += len(part)
+        return b"".join(parts)
+
+    def _next_chunk(self) -> bool:
+        while self._left == 0:
+            header = self._exact(4, "block header")
+            if header is None:
+                return False
+            if header == SNAPPY_FRAMED[:4] and self._codec.name == "snappy":
+                raise FileReadError(
+                    f"{self._path}: compressed in the snappy framing format (Firehose's "
+                    "'Snappy'), not in Hadoop's snappy block framing that .snappy names "
+                    "here and in Spark; deliver with Hadoop-compatible Snappy or gzip")
+            self._left = int.from_bytes(header, "big")
+        size = int.from_bytes(self._exact(4, "chunk header") or b"", "big")
+        if size > 1 << 30:
+            raise FileReadError(f"{self._path}: not a Hadoop {self._codec.name} stream (a "
+                                f"chunk of {size} bytes)")
+        chunk = self._exact(size, "chunk") or b""
+        try:
+            data = self._codec.decompress(chunk, decompressed_size=self._left, asbytes=True)
+        except (pa.ArrowException, OSError) as err:
+            raise FileReadError(f"{self._path}: not a Hadoop {self._codec.name} stream: "
+                                f"{err}") from None
+        if not data and size:
+            raise FileReadError(f"{self._path}: not a Hadoop {self._codec.name} stream")
+        self._left -= len(data)
+        self._data, self._i = data, 0
+        return True
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        view = memoryview(b).cast("B")
+        while self._i >= len(self._data):
+            if not self._next_chunk():
+                return 0
+        k = min(len(view), len(self._data) - self._i)
+        view[:k] = memoryview(self._data)[self._i:self._i + k]
+        self._i += k
+        return k
+
+    def close(self) -> None:
+        try:
+            self._raw.close()
+        finally:
+            super().close()
+
+
+class ZlibStream(io.RawIOBase):
+    """A zlib stream (Hadoop's ``DefaultCodec``, the ``.deflate`` suffix), decoded as read."""
+
+    def __init__(self, raw: Any, path: str, chunk: int) -> None:
+        super().__init__()
+        self._raw, self._path, self._chunk = raw, path, chunk
+        self._z = zlib.decompressobj()
+        self._data, self._i = b"", 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        view = memoryview(b).cast("B")
+        while self._i >= len(self._data):
+            if self._z.eof:
+                return 0
+            raw = bytes(self._raw.read(self._chunk) or b"")
+            try:
+                self._data = self._z.decompress(raw) if raw else self._z.flush()
+            except zlib.error as err:
+                raise FileReadError(f"{self._path}: not a deflate (zlib) stream: "
+                                    f"{err}") from None
+            self._i = 0
+            if not raw and not self._data:
+                if not self._z.eof:
+                    raise FileReadError(f"{self._path}: truncated deflate (zlib) stream")
+                return 0
+        k = min(len(view), len(self._data) - self._i)
+        view[:k] = memoryview(self._data)[self._i:self._i + k]
+        self._i += k
+        return k
+
+    def close(self) -> None:
+        try:
+            self._raw.close()
+        finally:
+            super().close()
+
+
+def decompressing(raw: Any, compression: str, path: str, chunk: int) -> Any:
+    """A readable stream of ``raw``'s decompressed bytes (``compression`` a codec of
+    :data:`~listing.formats.base.COMPRESSIONS`)."""
+    if compression == "deflate":
+        return ZlibStream(raw, path, chunk)
+    if compression.startswith("hadoop-"):
+        codec: Literal["snappy", "lz4_raw"] = (
+            "snappy" if compression == "hadoop-snappy" else "lz4_raw")
+        return HadoopBlockStream(io.BufferedReader(_Reader(raw), chunk), codec, path)
+    buffered = pa.BufferedInputStream(pa.PythonFile(raw, mode="r"), chunk)
+    # pyarrow-stubs want a Literal codec name; this one comes from COMPRESSIONS
+    return pa.CompressedInputStream(buffered, compression)  # type: ignore[arg-type]
+
+
+class _Reader(io.RawIOBase):
+    """Any object with ``read(n)`` as a raw stream ``io.BufferedReader`` takes."""
+
+    def __init__(self, raw: Any) -> None:
+        super().__init__()
+        self._raw = raw
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        data = self._raw.read(len(b))
+        n = len(data)
+        memoryview(b).cast("B")[:n] = data
+        return n
+
+    def close(self) -> None:
+        try:
+            self._raw.close()
+        finally:
+            super().close()
 
 
 class LineStream(io.RawIOBase):
@@ -195,10 +357,7 @@ def open_lines(fs: Any, file: PartitionedFile, *, compression: str | None = None
             if file.byte_range is not None and file.byte_range[0] > 0:
                 raise FileReadError(f"{file.path}: a compressed file cannot be read from byte "
                                     f"{file.byte_range[0]}; it is not splittable")
-            buffered = pa.BufferedInputStream(pa.PythonFile(raw, mode="r"), chunk)
-            # pyarrow-stubs want a Literal codec name; this one comes from COMPRESSIONS
-            stream = pa.CompressedInputStream(buffered, compression)  # type: ignore[arg-type]
-            return LineStream(stream, chunk=chunk)
+            return LineStream(decompressing(raw, compression, file.path, chunk), chunk=chunk)
         if file.byte_range is None:
             return LineStream(raw, chunk=chunk)
         start, end = file.byte_range
@@ -291,7 +450,9 @@ class TextFormat(FileFormat):
     schema inferred from a bounded sample of the first file (of every file with
     ``merge_schema``), samples read concurrently."""
 
-    compressions = (".gz", ".bz2", ".zst")
+    #: every suffix of :data:`~listing.formats.base.COMPRESSIONS`: a table of any name
+    #: decodes each file by its suffix, as Spark's readers do
+    compressions = tuple(COMPRESSIONS)
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import repeat
 
 from listing.options import ListingOptions, compile_glob
 from listing.storage.lister import ObjectMeta
@@ -23,7 +24,7 @@ class FileFilter:
     options: ListingOptions
     is_format_file: Callable[[str], bool] = lambda path: True
     #: the lower-case endings that alone make a path the format's, when that is its test
-    #: (``FileFormat.name_endings``; None: ask ``is_format_file``)
+    #: (``FileFormat.name_endings``; ``()``: every name is; None: ask ``is_format_file``)
     name_endings: tuple[str, ...] | None = None
 
     @functools.cached_property
@@ -37,6 +38,20 @@ class FileFilter:
                 or any(e.endswith(in_progress) for e in endings)):
             return None
         return endings
+
+    @functools.cached_property
+    def every_name(self) -> bool:
+        """Whether every listed name is kept but in-progress ones: the format reads any
+        name (``name_endings == ()``, the built-in formats) and nothing else decides. Then
+        :meth:`kept` decides a directory's names without an ``ObjectMeta`` per key."""
+        return self.by_name_only and self.name_endings == ()
+
+    def kept(self, names: Sequence[str], visible: range | list[int]) -> range | list[int]:
+        """The indices of ``visible`` whose names :attr:`every_name` keeps: all but the
+        in-progress ones (one pass of C in the common case, where there is none)."""
+        if not any(map(str.endswith, names, repeat(IN_PROGRESS_SUFFIXES))):
+            return visible
+        return [i for i in visible if not names[i].endswith(IN_PROGRESS_SUFFIXES)]
 
     @functools.cached_property
     def by_name_only(self) -> bool:

@@ -38,8 +38,8 @@ def registry_json() -> str:
     registration replaced that format (the extension then keeps it on our reader)."""
     data = registry.as_json_data()
     replaced = formats.registered()
-    data["extensions"] = {name: [e.removeprefix(".") for e in formats.get(name).name_endings
-                                 or ()]
+    data["extensions"] = {name: [e.removeprefix(".") for e in
+                                 formats.get(name).extension_endings]
                           for name in registry.NATIVE_FORMATS if name not in replaced}
     return json.dumps(data, separators=(",", ":"))
 

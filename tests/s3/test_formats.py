@@ -467,7 +467,10 @@ def test_registry_names_and_extensions() -> None:
     assert isinstance(formats.for_path("s3://b/x/part-0.csv.zst"), CsvFormat)
     assert isinstance(formats.for_path("s3://b/x/part-0.jsonl.gz"), JsonFormat)
     assert isinstance(formats.for_path("s3://b/x/part-0.feather"), ArrowFormat)
-    assert not CsvFormat().matches("s3://b/x/part-0.csv.lzma")
+    assert not CsvFormat().has_extension("s3://b/x/part-0.csv.lzma")
+    assert not formats.for_path("s3://b/x/events-1-2026-11-27-13-00-00-x.gz")
+    # a given format reads every name (Spark's readers do), whatever its extension
+    assert CsvFormat().matches("s3://b/x/part-0.csv.lzma") and JsonFormat().matches("s3://b/x/a")
 
 
 def test_batch_size_bounds_batches(store: Store) -> None:

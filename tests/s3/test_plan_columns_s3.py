@@ -47,7 +47,7 @@ def bucket(s3_server) -> Iterator[str]:
                 items[f"t/date=2020-01-0{d}/hour={h}/part-{k:04d}.parquet"] = \
                     b"x" * (next(sizes) * 7 % 61 + 1)
     # a directory's files in three runs (a subfolder between them), a hidden file, a file
-    # of another format, a folder marker
+    # of another name (a data file: every name is, as in Spark), a folder marker
     items[ODD] = b"a" * 20
     items["t/date=2020-01-02/hour=1/m/x.parquet"] = b"y" * 40
     items["t/date=2020-01-02/hour=1/_SUCCESS"] = b""
@@ -170,7 +170,7 @@ def test_planned_values_are_those_boto3_lists(s3_server, bucket, monkeypatch, de
         for o in page.get("Contents", []):
             listed[o["Key"]] = o
     files = columnar.files
-    assert len(files) == len(listed) - 3  # the marker, _SUCCESS, notes.txt
+    assert len(files) == len(listed) - 2  # the marker, _SUCCESS
     for f in files:
         o = listed[f.path.split("/", 3)[3]]
         assert (f.size, f.last_modified, f.etag) == \
@@ -237,7 +237,8 @@ def test_the_table_is_what_the_cases_are_named_for(s3_server, bucket, monkeypatc
     keys = _keys(whole)
     assert ODD in keys and ODD_ETAG in keys
     assert "t/date=2020-01-02/hour=1/m/x.parquet" in keys
-    assert not any(k.endswith(("_SUCCESS", ".txt", "/")) for k in keys)
+    assert "t/date=2020-01-03/hour=0/notes.txt" in keys
+    assert not any(k.endswith(("_SUCCESS", "/")) for k in keys)
     assert whole.metrics["files_skipped_hidden"] >= 1
     odd = next(f for f in whole.files if f.path.endswith(ODD_ETAG))
     assert odd.etag == "in-quotes"  # its quotes stripped

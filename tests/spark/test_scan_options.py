@@ -131,8 +131,9 @@ _NAME_PARTS = ["part-0", ".parquet", ".PARQUET", ".parq", ".csv", ".CSV.GZ", ".c
 @example(parts=["dir.parquet", "/", "x.csv"], name="parquet")
 @example(parts=["x.parquet", "._COPYING_"], name="parquet")
 def test_a_key_decided_by_its_ending_alone_is_decided_as_the_format_decides(parts, name):
-    """The planner's common case tests ``path.lower().endswith(endings)`` once per key;
-    it must keep exactly the keys the format's own test (and the in-progress rule) keeps."""
+    """The planner's common case decides a directory's names in one pass
+    (``FileFilter.kept``: a built-in format reads every name); it must keep exactly the keys
+    the format's own test (and the in-progress rule) keeps."""
     from listing.planner import FileFilter
     from listing.storage import ObjectMeta
     from listing.url import TableUrl
@@ -140,9 +141,10 @@ def test_a_key_decided_by_its_ending_alone_is_decided_as_the_format_decides(part
     fmt = formats.get(name)
     url = TableUrl.parse("s3://b/t/")
     rule = FileFilter(url, ListingOptions(), fmt.matches, fmt.name_endings)
-    assert rule.endings is not None
+    assert rule.every_name and rule.endings is None
     path = "b/t/k=1/" + "".join(parts)
-    assert path.lower().endswith(rule.endings) == rule.accepts(ObjectMeta(path, 1))
+    kept = rule.kept([path.rsplit("/", 1)[-1]], range(1))
+    assert bool(len(kept)) == rule.accepts(ObjectMeta(path, 1))
 
 
 def test_a_key_is_decided_by_the_format_when_its_test_is_not_the_ending_alone(tmp_path):
@@ -152,7 +154,7 @@ def test_a_key_is_decided_by_the_format_when_its_test_is_not_the_ending_alone(tm
 
     class KeepOnly(ParquetFormat):
         def matches(self, path: str) -> bool:
-            return path.rsplit("/", 1)[-1].startswith("keep-") and super().matches(path)
+            return path.rsplit("/", 1)[-1].startswith("keep-") and self.has_extension(path)
 
     assert KeepOnly().name_endings is None
     url = TableUrl.parse(str(tmp_path))
@@ -174,7 +176,7 @@ def test_a_file_extension_with_a_slash_is_refused():
         extensions = (".parquet", "dir/.parquet")
 
     with pytest.raises(ValueError, match="dir/.parquet"):
-        Odd().matches("b/t/x.parquet")
+        Odd().has_extension("b/t/x.parquet")
 
 
 def write(path, n: int = 3) -> None:

@@ -44,7 +44,7 @@ def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
             for k in range(4):
                 (folder / f"part-{k}.parquet").write_bytes(b"x" * (next(sizes) * 7 % 61 + 1))
     # a folder below the partitions between two files (a directory's files in two runs),
-    # a hidden file and a file of another format
+    # a hidden file and a file of another name (a data file: every name is, as in Spark)
     (root / "date=2020-01-02/hour=1/a.parquet").write_bytes(b"a" * 20)
     (root / "date=2020-01-02/hour=1/m").mkdir()
     (root / "date=2020-01-02/hour=1/m/x.parquet").write_bytes(b"y" * 40)
@@ -164,7 +164,7 @@ def test_a_scan_answered_by_the_listing_cache_plans_columns(tree):
     assert pickled == [pickle.dumps(g, pickle.HIGHEST_PROTOCOL) for g in listed.file_groups]
     assert pickled == [pickle.dumps(FileGroup(g.index, g.files), pickle.HIGHEST_PROTOCOL)
                        for g in cached.file_groups]
-    assert cached.files == listed.files and cached.file_count == 51
+    assert cached.files == listed.files and cached.file_count == 52
     for k in ("bytes", "file_groups", *LISTED):
         assert cached.metrics[k] == listed.metrics[k], k
 
