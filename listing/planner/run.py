@@ -363,6 +363,8 @@ class PlanRun:
         if endings is not None and not hidden and all(map(str.endswith, names,
                                                           repeat(endings))):
             kept = visible  # the common case, in one pass of C
+        elif self.file_filter.every_name:  # the format reads any name
+            kept = self.file_filter.kept(names, visible)
         elif endings is not None:
             kept = [i for i in visible
                     if names[i].endswith(endings) or names[i].lower().endswith(endings)]

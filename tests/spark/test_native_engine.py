@@ -197,7 +197,6 @@ def _nodes(plan):
     ("include_file_metadata", "true", "include_file_metadata"),
     ("ignoreCorruptFiles", "true", "ignorecorruptfiles"),
     ("ignore_missing_files", "yes", "ignore_missing_files"),
-    ("path_glob_filter", "*.parquet", "path_glob_filter"),
 ])
 def test_options_spark_cannot_honour_stay_python(spark, parquet_events, option, value, named):
     auto = read(spark, parquet_events, None, **{option: value})
@@ -206,6 +205,37 @@ def test_options_spark_cannot_honour_stay_python(spark, parquet_events, option, 
         assert auto.count() == parquet_events.num_rows
     with pytest.raises(Exception, match=f"engine=native.*{named}"):
         read(spark, parquet_events, "native", **{option: value})
+
+
+def test_a_file_name_glob_reads_natively_with_and_without_our_planner(spark, tmp_path):
+    """``path_glob_filter`` keeps the files Spark's ``pathGlobFilter`` keeps: our planner
+    applies it; without one (Spark Connect), Spark's own index is given it."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from listing.spark.file_index import register_planner, unregister_planner
+
+    root = tmp_path / "globbed" / "k=1"
+    root.mkdir(parents=True)
+    for i, name in enumerate(["keep-1.parquet", "drop-1.parquet", "keep-2", "Keep-3.parquet"]):
+        pq.write_table(pa.table({"id": [i]}), root / name)
+    load = str(tmp_path / "globbed")
+
+    def ids(engine):
+        df = (spark.read.format("listing").option("engine", engine)
+              .option("path_glob_filter", "keep-*").load(load))
+        return engine_of(df), sorted(r.id for r in df.collect())
+
+    want = sorted(r.id for r in spark.read.option("pathGlobFilter", "keep-*")
+                  .parquet(load).collect())
+    assert want == [0, 2]  # case-sensitive, any ending
+    assert ids("python") == ("python", want)
+    assert ids("native") == ("native", want)
+    unregister_planner(spark)
+    try:
+        assert ids("native") == ("native", want)
+    finally:
+        assert register_planner(spark)
 
 
 def test_custom_format_stays_python(spark, tmp_path):

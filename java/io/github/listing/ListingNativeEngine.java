@@ -638,15 +638,13 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
     if (where.size() == 1) {
       plan.where = where.get(0);
     }
-    if (userGlob != null) {
-      throw new NotNative("option path_glob_filter: Spark takes one file-name glob, and it "
-          + "must keep the " + format + " file extensions our listing keeps");
+    if (userGlob != null) {  // our planner applies it; without one, Spark's index does
+      plan.options.put("pathGlobFilter", userGlob);
     }
-    List<String> extensions = registry.extensions.get(format);
-    if (extensions == null) {
+    if (registry.extensions.get(format) == null) {  // a Python registration replaced it
       throw new NotNative("the option registry has no file extensions of format " + format);
     }
-    plan.options.put("pathGlobFilter", extensionGlob(extensions));
+    // no name filter: Spark's reader, as ours, reads every file that is not hidden
     formatOptions(plan, formatOptions, registry);
     return plan;
   }
@@ -696,24 +694,6 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
         out.put("escape", spark);  // ours doubles the quote character to escape it
       }
     }
-  }
-
-  /** Our listing keeps a format's files by extension, in any case: so does this glob. */
-  static String extensionGlob(List<String> extensions) {
-    List<String> parts = new ArrayList<>();
-    for (String ext : extensions) {
-      StringBuilder b = new StringBuilder();
-      for (char c : ext.toCharArray()) {
-        if (Character.isLetter(c)) {
-          b.append('[').append(Character.toLowerCase(c)).append(Character.toUpperCase(c))
-              .append(']');
-        } else {
-          b.append(c);
-        }
-      }
-      parts.add(b.toString());
-    }
-    return "*.{" + String.join(",", parts) + "}";
   }
 
   /** The one character Spark takes for our character option {@code value}, as Python's
