@@ -354,7 +354,7 @@ class TemplateLayout:
         ``HH`` pattern, a value holding the literal text that follows it) is a
         :class:`PartitionValueError` naming the column and the template."""
         found: Components = {}
-        for name, type_ in self.columns:
+        for name in self.names:
             value = values[name]
             column = self.column(name)
             if not column.fields:

@@ -11,7 +11,7 @@ untrusted: :func:`outside` says why it is not a path under a root this job may t
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -45,8 +45,9 @@ def short(value: object) -> str:
     return text if len(text) <= 160 else f"{text[:157]}..."
 
 
-_PATTERN_KINDS = {"int": pa.types.is_integer, "date": pa.types.is_date,
-                  "timestamp": pa.types.is_timestamp}
+#: the data types a date/time placeholder's column may have, by the pattern's kind
+_PATTERN_KINDS: dict[str, Callable[[pa.DataType], bool]] = {
+    "int": pa.types.is_integer, "date": pa.types.is_date, "timestamp": pa.types.is_timestamp}
 
 
 def write_layout(root: str, layout: Any, schema: pa.Schema,
