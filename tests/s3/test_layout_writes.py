@@ -74,3 +74,14 @@ def test_a_value_the_template_cannot_spell_back_is_refused(s3_server, s3_bucket)
     with pytest.raises(PartitionValueError, match=r"cannot be written with the layout"):
         write_table(f"s3://{s3_bucket}/layout-hour-25/", rows, layout=FIREHOSE,
                     storage_options=s3_server.storage_options)
+
+
+def test_a_layout_append_to_a_hive_table_is_refused_and_a_static_overwrite_is_not(
+        s3_server, s3_bucket):
+    url, storage = f"s3://{s3_bucket}/hive/", s3_server.storage_options
+    write_table(url, _rows((13,), "a"), partition_by=["date", "hour"], storage_options=storage)
+    with pytest.raises(OptionError, match=r"option layout=.*does not describe.*date="):
+        write_table(url, _rows((14,), "b"), layout=FIREHOSE, storage_options=storage)
+    second = _rows((14,), "b")  # positive control: a static overwrite replaces the table
+    write_table(url, second, layout=FIREHOSE, mode="overwrite", storage_options=storage)
+    assert _read(url, storage) == _expected(second)
