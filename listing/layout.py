@@ -33,11 +33,14 @@ from listing.expressions import (
     range_bounds,
 )
 from listing.hive import (
+    DEFAULT_PARTITION_NAME,
+    escape_path_name,
     infer_column_type,
     is_hidden,
     parse_value,
     partition_type,
     spell_value,
+    value_text,
 )
 from listing.options import zone_info
 from listing.options.templates import (
@@ -342,6 +345,41 @@ class TemplateLayout:
             parts = {"yyyy": value.year, "MM": value.month, "dd": value.day}
         return {(name, f): parts[f] for f in column.fields}
 
+    def write_dir(self, values: Mapping[str, Any]) -> str:
+        """The folder (below the root, ending in ``/``) a write puts rows of partition
+        ``values`` in, one typed value per column: a plain value spelled as Hive spells
+        it (escaped, the Hive null ``__HIVE_DEFAULT_PARTITION__``), a date/time in its
+        pattern, a timestamp in the table's time zone. A value the template cannot spell
+        so that :meth:`decode` reads it back (a null date, an hour of 25, 13:30 in a
+        ``HH`` pattern, a value holding the literal text that follows it) is a
+        :class:`PartitionValueError` naming the column and the template."""
+        found: Components = {}
+        for name in self.names:
+            value = values[name]
+            column = self.column(name)
+            if not column.fields:
+                raw = value_text(value, self.time_zone)
+                found[name] = DEFAULT_PARTITION_NAME if raw is None else escape_path_name(raw)
+            elif value is None:
+                raise PartitionValueError(
+                    f"partition column {name!r} holds a null, which the layout "
+                    f"{self.template.text!r} cannot spell (its pattern has no null); "
+                    "nothing was written")
+            else:
+                found.update(self.fields_of(name, value) or {})
+        folders = [self.spell(depth, found) for depth in range(len(self.levels))]
+        path = "".join(f"{folder}/" for folder in folders if folder is not None)
+        back = self.decode(f"{self.root}{path}x") if None not in folders else None
+        if back is None or any(not _same_value(values[n], back[n], self.time_zone)
+                               for n in self.names):
+            shown = {n: values[n] for n in self.names}
+            raise PartitionValueError(
+                f"partition values {shown!r} cannot be written with the layout "
+                f"{self.template.text!r}: the folder {path!r} does not read back as them "
+                "(a value its pattern cannot spell, or one holding the template's literal "
+                "text); nothing was written")
+        return path
+
     # --- candidates ----------------------------------------------------------------------
     def projected_values(self, name: str, today: dt.datetime | None = None
                          ) -> list[Components] | None:
@@ -437,6 +475,20 @@ class TemplateLayout:
                     return None  # a value without one spelling (or null): listed
                 out.append(found)
         return out if len(out) <= MAX_VALUES else None
+
+
+def _same_value(written: Any, read: Any, time_zone: str) -> bool:
+    """Whether a value read back from a written folder is the value written (``""`` is the
+    Hive null; a naive timestamp is local time in ``time_zone``)."""
+    if written == "":
+        written = None
+    if isinstance(written, dt.datetime) and written.tzinfo is None \
+            and isinstance(read, dt.datetime) and read.tzinfo is not None:
+        written = written.replace(tzinfo=zone_info(time_zone))
+    try:
+        return bool(written == read)
+    except TypeError:
+        return False
 
 
 def _same_kind(a: pa.DataType, b: pa.DataType) -> bool:

@@ -190,7 +190,7 @@ OPTIONS: tuple[Option, ...] = (
        on_write="refuse", instead="partition_by"),
     _o("layout", "source", "layout", "a path template of a table that is not "
        "Hive-partitioned, '{date:yyyy/MM/dd}/{hour:HH}' (docs/layouts.md)", native="planner",
-       on_write="refuse"),
+       on_write="take"),
     _o("layout_projection", "source", "layout projection", "declared values of layout "
        "columns, 'date=2024-01-01..NOW;region=a|b' (docs/layouts.md)", native="planner",
        on_write="refuse"),

@@ -157,7 +157,8 @@ class ListingWriter(DataSourceArrowWriter):
         partition_by = target_partition_by(
             kwargs["url"], data, kwargs.get("partition_by") or (), mode=mode,
             partition_overwrite_mode=overwrite_mode,
-            storage_options=kwargs["storage_options"], counters=looked)
+            storage_options=kwargs["storage_options"], counters=looked,
+            layout=kwargs.get("layout"))
         self.job = WriteJob(kwargs["url"], data, format=kwargs["format"],
                             partition_by=partition_by, mode=mode,
                             partition_overwrite_mode=overwrite_mode,
@@ -168,6 +169,7 @@ class ListingWriter(DataSourceArrowWriter):
                             part_size=kwargs.get("part_size"),
                             overwrite_without_lock=kwargs.get("overwrite_without_lock", False),
                             time_zone=kwargs.get("time_zone", "UTC"),
+                            layout=kwargs.get("layout"),
                             **kwargs["format_options"])
         self.job.setup_metrics.add_all(looked)
         self.job.setup()

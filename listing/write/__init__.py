@@ -65,9 +65,9 @@ The package, top to bottom (each module imports only from those below it):
   back, abort);
 - :mod:`~listing.write.manifest` (a job's manifest and the rules it must meet) and
   :mod:`~listing.write.lock` (the overwrite lock);
-- :mod:`~listing.write.paths` (the hidden layout, path checks), :mod:`~listing.write.results`
-  (the values that travel) and :mod:`~listing.write.options` (the write options as the
-  registry types them, partition_by checked against the data).
+- :mod:`~listing.write.paths` (the hidden layout, partition folders, path checks),
+  :mod:`~listing.write.results` (the values that travel) and :mod:`~listing.write.options`
+  (the write options as the registry types them, partition_by checked against the data).
 """
 
 from __future__ import annotations

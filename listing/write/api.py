@@ -18,7 +18,8 @@ from listing.storage.lister import Lister
 from listing.storage.spec import StorageSpec
 from listing.url import TableUrl
 from listing.write.job import WriteJob
-from listing.write.options import checked_partition_by, write_mode
+from listing.write.options import checked_partition_by, layout_partition_by, write_mode
+from listing.write.paths import write_layout
 from listing.write.results import WriteResult
 
 log = logging.getLogger("listing.write")
@@ -30,22 +31,26 @@ def write_table(url: str, data: pa.Table | pa.RecordBatch | Iterable[pa.RecordBa
                 partition_overwrite_mode: str = "static",
                 storage_options: dict[str, Any] | None = None,
                 max_records_per_file: int | None = None, compression: str | None = None,
-                **format_options: Any) -> WriteResult:
+                layout: str | None = None, **format_options: Any) -> WriteResult:
     """Write ``data`` to the table at ``url``, Hive-partitioned by ``partition_by`` (by
     default, an existing table's own partition columns: :func:`target_partition_by`).
 
     ``mode``: ``append`` (default), ``overwrite`` (``partition_overwrite_mode`` ``static``:
     the whole table; ``dynamic``: only the partitions written), ``error`` (fail if the table
     has files), ``ignore`` (do nothing if it has). ``format_options`` are the format's own
-    (CSV ``header``, ``delimiter``). Nothing is visible before the commit; any failure
-    before it deletes the staged files and leaves the table as it was.
+    (CSV ``header``, ``delimiter``). ``layout``: a path template (docs/layouts.md) the
+    partition folders are spelled with instead of Hive's ``k=v``; its columns are the
+    partition columns. Nothing is visible before the commit; any failure before it
+    deletes the staged files and leaves the table as it was.
     """
     schema, batches = _schema_and_batches(data)
     looked = Counters()
     partition_by = target_partition_by(url, schema, partition_by, mode=mode,
                                        partition_overwrite_mode=partition_overwrite_mode,
-                                       storage_options=storage_options, counters=looked)
+                                       storage_options=storage_options, counters=looked,
+                                       layout=layout)
     job = WriteJob(url, schema, format=format, partition_by=partition_by, mode=mode,
+                   layout=layout,
                    partition_overwrite_mode=partition_overwrite_mode,
                    storage_options=storage_options, max_records_per_file=max_records_per_file,
                    compression=compression, **format_options)
@@ -96,7 +101,7 @@ def _schema_and_batches(data: Any) -> tuple[pa.Schema, Iterable[pa.RecordBatch]]
 def target_partition_by(url: str, schema: pa.Schema, partition_by: Sequence[str] | str = (),
                         *, mode: str = "append", partition_overwrite_mode: str = "static",
                         storage_options: dict[str, Any] | None = None,
-                        counters: Counters | None = None) -> list[str]:
+                        counters: Counters | None = None, layout: Any = None) -> list[str]:
     """The partition columns a write of ``schema`` to ``url`` must use, so that reads see
     every row it writes and every row the table held (Spark's ``insertInto``).
 
@@ -111,9 +116,19 @@ def target_partition_by(url: str, schema: pa.Schema, partition_by: Sequence[str]
       ``P``; except a static overwrite, which replaces every file (the layout given wins);
     - not partitioned (files at its root): a ``partition_by`` is refused unless the write
       is a static overwrite, since its directories would hide the root files from reads;
-    - a layout reads cannot determine (:class:`PartitionLayoutError`) refuses the write.
+    - a layout reads cannot determine (:class:`PartitionLayoutError`) refuses the write;
+    - with a ``layout`` template: its columns are the partition columns (a different
+      ``partition_by`` is an :class:`OptionError` naming both options), and a table whose
+      first page holds visible files the template does not describe is refused, except
+      by a static overwrite (reads with the layout would skip them, Hive reads the new
+      folders).
     """
-    given = checked_partition_by(partition_by, schema)
+    template = None
+    if layout not in (None, ""):
+        template = write_layout(TableUrl.parse(url).prefix, layout, schema)
+        given = layout_partition_by(template.names, partition_by, schema)
+    else:
+        given = checked_partition_by(partition_by, schema)
     mode = write_mode(mode)
     if mode not in ("append", "overwrite"):
         return given
@@ -127,6 +142,16 @@ def target_partition_by(url: str, schema: pa.Schema, partition_by: Sequence[str]
     visible = [p for p in paths if not is_hidden_below(table.prefix, p)]
     if not visible:
         return given  # a new or empty table takes the layout given
+    if template is not None:
+        stray = [p for p in visible if template.components(p) is None]
+        if stray and not replaces_all:
+            raise OptionError(
+                f"{table} holds files the option layout={template.template.text!r} does "
+                f"not describe ({table.to_url(stray[0])}, {len(stray)} on its first page): "
+                "reads with the layout skip them and Hive reads would not see the new "
+                "folders; write with the table's own layout, or overwrite the whole table "
+                "(mode='overwrite', partition_overwrite_mode='static')")
+        return given
     try:
         existing = [n for n, _ in discover_columns(table.prefix, visible, None, table.to_url)]
     except PartitionLayoutError as err:

@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 from listing import formats
 from listing.errors import CommitError, OptionError, PartitionValueError, TableExistsError
 from listing.formats.base import FileFormat, FileSink, FileWriter
-from listing.hive import partition_path
+from listing.layout import TemplateLayout
 from listing.metrics import Counters
 from listing.options import registry
 from listing.storage import multipart
@@ -31,10 +31,17 @@ from listing.write.lock import LOCK_FILE, check_isolation
 from listing.write.manifest import ManifestRefusedError
 from listing.write.options import (
     checked_partition_by,
+    layout_partition_by,
     typed_commit_protocol,
     write_mode,
 )
-from listing.write.paths import JOB_ID, STAGING_DIR, list_files
+from listing.write.paths import (
+    JOB_ID,
+    STAGING_DIR,
+    list_files,
+    partition_dir,
+    write_layout,
+)
 from listing.write.results import StagedFile, TaskCommit
 
 log = logging.getLogger("listing.write")
@@ -71,7 +78,7 @@ class WriteJob(JobCommit):
                  job_id: str | None = None, recover_after: float = RECOVER_AFTER,
                  commit_protocol: str = "auto", part_size: int | str | None = None,
                  overwrite_without_lock: bool | str = False, time_zone: str = "UTC",
-                 **format_options: Any) -> None:
+                 layout: Any = None, **format_options: Any) -> None:
         self.recover_after = recover_after
         #: the zone a timestamp partition value is spelled in (Spark's session time zone)
         self.time_zone: str = registry.parse({"time_zone": time_zone}, "listing")["time_zone"]
@@ -94,6 +101,11 @@ class WriteJob(JobCommit):
         self.mode = write_mode(mode)
         self.partition_overwrite_mode: str = given.get("partition_overwrite_mode", "static")
         self.partition_by = checked_partition_by(partition_by, schema)
+        #: the template (option ``layout``) partition folders are spelled with; None: Hive
+        self.layout: TemplateLayout | None = None
+        if layout not in (None, ""):
+            self.layout = write_layout(table.prefix, layout, schema, self.time_zone)
+            self.partition_by = layout_partition_by(self.layout.names, partition_by, schema)
         self.max_records_per_file: int | None = given.get("max_records_per_file")
         storage = StorageSpec(table.protocol, table.storage_options(storage_options))
         protocol = typed_commit_protocol(commit_protocol)
@@ -221,7 +233,8 @@ class WriteJob(JobCommit):
                                 f.rows >= self.max_records_per_file:
                             close(open_files.pop(partition))
             if not done and not open_files and not self.partition_by and task == 0:
-                open_files[""] = open_file("")  # an empty table keeps its schema
+                # an empty table keeps its schema
+                open_files[self._root_dir()] = open_file(self._root_dir())
             for partition in list(open_files):
                 close(open_files.pop(partition))
         except BaseException:
@@ -232,6 +245,10 @@ class WriteJob(JobCommit):
                     pass
             raise
         return TaskCommit(task, attempt, tuple(done), metrics)
+
+    def _root_dir(self) -> str:
+        """The folder of an unpartitioned write: the root, or a literal-only layout's."""
+        return partition_dir([], self.time_zone, self.layout)
 
     def _file_name(self, task: int, n: int) -> str:
         """The name of a task's ``n``-th file in a partition: the job id makes it a name
@@ -260,7 +277,7 @@ class WriteJob(JobCommit):
         data = batch.select(self.data_schema.names)
         if not self.partition_by:
             if batch.num_rows:
-                yield "", data
+                yield self._root_dir(), data
             return
         if not batch.num_rows:
             return
@@ -280,7 +297,7 @@ class WriteJob(JobCommit):
                     raise PartitionValueError(
                         f"partition column {name!r} holds a value with a NUL byte "
                         f"({value!r}): no store keeps it in a path; nothing was written")
-            path = partition_path(pairs, self.time_zone)
+            path = partition_dir(pairs, self.time_zone, self.layout)
             if key_room is not None and len(path.encode()) > key_room:
                 raise PartitionValueError(
                     f"partition {path.rstrip('/')!r} makes S3 keys under {self.url} longer "

@@ -60,3 +60,17 @@ def checked_partition_by(columns: Sequence[str] | str, schema: pa.Schema) -> lis
     if out and len(out) == len(schema.names):
         raise OptionError("partition_by cannot name every column: the files would hold none")
     return out
+
+
+def layout_partition_by(layout: Sequence[str], partition_by: Sequence[str] | str,
+                        schema: pa.Schema) -> list[str]:
+    """The partition columns of a write with a ``layout`` whose columns are ``layout`` (in
+    template order): those columns, checked as partition columns; a ``partition_by``
+    naming other columns is an :class:`OptionError` naming both options."""
+    given = registry.option("partition_by").parse(partition_by)
+    if given and sorted(given) != sorted(layout):
+        raise OptionError(
+            f"option partition_by={list(given)} disagrees with option layout, whose columns "
+            f"are {list(layout)}: a layout's columns are the partition columns; drop "
+            "partition_by (or give the layout's columns)")
+    return checked_partition_by(list(layout), schema)

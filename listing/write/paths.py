@@ -1,4 +1,6 @@
-"""A table's hidden write layout and the rules a path read back from it must meet.
+"""A table's hidden write layout, the one spelling of a partition's folder
+(:func:`partition_dir`: Hive ``k=v/`` or a ``layout`` template) and the rules a path read
+back from it must meet.
 
 Every job stages under ``<root>/_temporary/<job id>/`` (hidden from readers), names each
 data file ``part-<task>-<job id>-c<n>.<ext>`` (:func:`job_of` reads the id back) and marks
@@ -9,9 +11,14 @@ untrusted: :func:`outside` says why it is not a path under a root this job may t
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
+from typing import Any
 
-from listing.errors import StorageError
-from listing.hive import is_hidden_below
+import pyarrow as pa
+
+from listing.errors import OptionError, StorageError
+from listing.hive import is_hidden_below, partition_path
+from listing.layout import TemplateLayout
 from listing.list_cache import CACHE
 from listing.storage.spec import StorageSpec
 from listing.storage.store import Store
@@ -36,6 +43,45 @@ def short(value: object) -> str:
     """``value``'s repr, cut to 160 characters (untrusted text in a message)."""
     text = repr(value)
     return text if len(text) <= 160 else f"{text[:157]}..."
+
+
+#: the data types a date/time placeholder's column may have, by the pattern's kind
+_PATTERN_KINDS: dict[str, Callable[[pa.DataType], bool]] = {
+    "int": pa.types.is_integer, "date": pa.types.is_date, "timestamp": pa.types.is_timestamp}
+
+
+def write_layout(root: str, layout: Any, schema: pa.Schema,
+                 time_zone: str = "UTC") -> TemplateLayout:
+    """The template layout (option ``layout``) a write of ``schema`` below ``root`` spells
+    its folders with: each placeholder a column of the data, a date/time pattern's column
+    of its kind (an integer for ``{hour:HH}``, a date for ``{date:yyyy/MM/dd}``, a
+    timestamp for ``{ts:yyyy/MM/dd/HH}``), plain values typed as the data's columns."""
+    draft = TemplateLayout.build(root, layout, time_zone=time_zone)
+    declared = []
+    for column in draft.template.columns:
+        if column.name not in schema.names:
+            raise OptionError(f"option layout={draft.template.text!r} names {column.name!r}, "
+                              f"which is not a column of the data ({', '.join(schema.names)})")
+        type_ = schema.field(column.name).type
+        if column.fields:
+            if not _PATTERN_KINDS[column.kind](type_):
+                raise OptionError(
+                    f"option layout={draft.template.text!r}: column {column.name!r} is a "
+                    f"{type_} in the data, but its pattern spells a {column.kind}")
+        else:
+            declared.append((column.name, type_))
+    return TemplateLayout.build(root, layout, declared, time_zone=time_zone)
+
+
+def partition_dir(values: Sequence[tuple[str, Any]], time_zone: str = "UTC",
+                  layout: TemplateLayout | None = None) -> str:
+    """The folder below the table's root (``""`` or ending in ``/``) a write puts rows of
+    partition ``values`` in: Hive's ``k1=v1/k2=v2/`` (:func:`~listing.hive.partition_path`,
+    timestamps in ``time_zone``), or with a ``layout`` the folders its template spells
+    (:meth:`TemplateLayout.write_dir`). The one place a write spells a partition."""
+    if layout is None:
+        return partition_path(values, time_zone)
+    return layout.write_dir(dict(values))
 
 
 _BAD_SEGMENTS = frozenset(("", ".", ".."))
