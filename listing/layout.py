@@ -167,8 +167,8 @@ class TemplateLayout:
         A value placeholder (``{region}/…``, ``dt={day}``) makes the order unknown."""
         placeholders = [p for level in self.template.levels for p in level
                         if p.kind != "literal"]
-        return bool(placeholders) and len(placeholders) <= len(ORDER) and all(
-            p.kind == "field" and p.field == f for p, f in zip(placeholders, ORDER))
+        fields = [p.field if p.kind == "field" else "" for p in placeholders]
+        return bool(fields) and tuple(fields) == ORDER[:len(fields)]
 
     @property
     def projection_text(self) -> str:
