@@ -6,7 +6,9 @@ after the *frontier* (the greatest key read so far), plus a *lookback* window (t
 partitions read, re-listed to catch files that arrive late inside a partition already
 passed). Every ``reconcile_every`` triggers, and on the first trigger of a new reader
 (a restarted query), a full listing finds files that arrived anywhere else: they are read
-once and counted as ``late_files``.
+once and counted as ``late_files``. A table with a ``layout`` is listed the same way when
+its template sorts by time (:attr:`TemplateLayout.chronological`: a partition directory is
+the folder under its last level); one that does not is listed whole on every trigger.
 
 What was read is remembered in the offset as Spark's file source remembers it
 (``maxFileAge``): every key read whose modification time is within ``max_file_age`` of the
@@ -36,6 +38,7 @@ from listing.errors import OptionError
 from listing.expressions import Bound, Expr, conjunction, split_by_columns
 from listing.files import PartitionedFile
 from listing.hive import HiveLayout
+from listing.layout import TemplateLayout
 from listing.metrics import Counters
 from listing.options import registry
 from listing.planner import PlanRun
@@ -215,15 +218,21 @@ class FileDiscovery:
 
     def __init__(self, table: DiscoveredTable, where: Any = None,
                  settings: DiscoverySettings | None = None) -> None:
-        layout = getattr(table, "layout", None)
-        if layout is not None:  # its newest prefixes are not k=v levels: not planned yet
-            raise OptionError(f"streaming a table with a layout ({layout.template.text!r}) is "
-                              "not supported yet: read it in batches (docs/layouts.md)")
         self.table = table
         self.settings = settings or DiscoverySettings()
         bound = [b.expr for b in table.bind(where)]
         self.predicate, _ = split_by_columns(conjunction(bound), table.partition_names)
-        self.layout = HiveLayout(table.url.prefix, tuple(table.partition_cols))
+        template: TemplateLayout | None = getattr(table, "layout", None)
+        #: decodes a key's partition values: the table's path template, else Hive's k=v
+        self.layout: HiveLayout | TemplateLayout = (
+            template if template is not None
+            else HiveLayout(table.url.prefix, tuple(table.partition_cols)))
+        #: a key's partition directory is its first this many segments (0: its parent)
+        self._depth = (len(template.levels) if template is not None
+                       else len(table.partition_cols))
+        #: new keys sort after old ones, so the frontier finds them; else (a template
+        #: such as ``{region}/{date:yyyy/MM/dd}``) every trigger lists the table whole
+        self.incremental = template is None or template.chronological
         # a new reader's first trigger reconciles (a restarted query may have missed files)
         self._since_full = self.settings.reconcile_every
         # the last listing and the offset it was last served up to: a backlog bigger than
@@ -279,7 +288,7 @@ class FileDiscovery:
         counts.start("list_requests", "full_listing")
         listed = self._backlog if (self._frozen or self._backlog_end == start) else None
         if listed is None:
-            full = start.frontier is None or (
+            full = start.frontier is None or not self.incremental or (
                 self.settings.reconcile_every > 0
                 and self._since_full >= self.settings.reconcile_every)
             after = None if full else self._list_start(start)
@@ -391,7 +400,7 @@ class FileDiscovery:
         return min(offset.recent) if offset.recent else None
 
     def _partition_dir(self, key: str) -> str:
-        depth = len(self.table.partition_cols)
+        depth = self._depth
         parts = key.split("/")
         if depth:
             return "/".join(parts[:depth]) + "/"

@@ -162,6 +162,18 @@ class TemplateLayout:
         return layout
 
     @property
+    def chronological(self) -> bool:
+        """Whether keys sort by time: every placeholder is a date/time field and they run
+        most significant first from ``yyyy`` (``{date:yyyy/MM/dd}/{hour:HH}``). Fields are
+        fixed-width digits and literals constant, so such keys sort as their instants do,
+        and a new hour's keys sort after every older one (what streaming's frontier needs).
+        A value placeholder (``{region}/…``, ``dt={day}``) makes the order unknown."""
+        placeholders = [p for level in self.template.levels for p in level
+                        if p.kind != "literal"]
+        fields = [p.field if p.kind == "field" else "" for p in placeholders]
+        return bool(fields) and tuple(fields) == ORDER[:len(fields)]
+
+    @property
     def projection_text(self) -> str:
         """The projection as the option ``layout_projection`` spells it."""
         return ";".join(str(p) for p in self.projection.values())

@@ -275,16 +275,6 @@ def test_the_cli_reads_a_layout(s3_server, firehose, capsys):
     assert "layout" in err and "character 1" in err and len(err.strip().splitlines()) == 1
 
 
-def test_a_stream_of_a_layout_table_is_refused_naming_it(s3_server, firehose):
-    url, _ = firehose
-    table = ListingTable.open(url, format="json", storage_options=s3_server.storage_options,
-                              layout="{date:yyyy/MM/dd}/{hour:HH}")
-    with pytest.raises(OptionError, match=r"streaming a table with a layout \('\{date"):
-        table.discovery()
-    hive = ListingTable.open(url, format="json", storage_options=s3_server.storage_options)
-    assert hive.discovery() is not None  # positive control: the same root without one
-
-
 def test_a_layout_below_a_glob_is_refused(s3_server, firehose):
     url, _ = firehose
     with pytest.raises(OptionError, match="option layout reads the whole table at its root"):

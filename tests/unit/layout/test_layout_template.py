@@ -171,3 +171,19 @@ def test_projections_are_checked_against_the_columns(projection: str, what: str)
     with pytest.raises(OptionError, match="layout_projection") as err:
         _layout("{date:yyyy/MM/dd}/{hour:HH}", projection=projection)
     assert what in str(err.value)
+
+
+@pytest.mark.parametrize(("template", "chronological"), [
+    ("{date:yyyy/MM/dd}/{hour:HH}", True),
+    ("AWSLogs/x/{ts:yyyy/MM/dd/HH}", True),
+    ("dt={date:yyyy-MM-dd}/hr={hour:HH}", True),
+    ("{date:yyyy/MM/dd}", True),
+    ("{region}/{date:yyyy/MM/dd}", False),  # a new day in region a sorts before region b
+    ("{date:yyyy/MM/dd}/{region}", False),
+    ("{hour:HH}/{date:yyyy/MM/dd}", False),  # least significant first
+    ("{date:yyyy/MM/dd}/{minute:mm}", False),  # a gap: no HH
+    ("dt={day}/hr={hour}", False),  # value columns: their spelling is unknown
+])
+def test_chronological_templates_sort_keys_by_time(template: str, chronological: bool) -> None:
+    """Streaming's frontier needs new keys to sort after old ones (listing.discovery)."""
+    assert TemplateLayout.build("t/", template).chronological is chronological
