@@ -1,29 +1,35 @@
 """Listing a table laid out by a path template (:class:`~listing.layout.TemplateLayout`).
 
-Level by level from the root, the run does the cheapest of three things:
+**Bound**: a scan sends at most F + 1 LIST requests, F being the requests of one flat
+listing of the table (from its root, after ``start_after`` when given). How:
 
-- **enumerate**: when every column of the level has finitely many values the filter (its
-  equalities, lists, short date and hour ranges) or the ``layout_projection`` allows,
-  the level's directory names are spelled, not listed (no request). A date spanning
-  several levels (``{date:yyyy/MM/dd}``) is enumerated field by field;
-- **walk**: else, when the filter decides a column at this level or below, the level is
-  listed with a delimiter and each directory decided on what it holds (a ``yyyy``
-  directory bounds a date to its year); directories that do not follow the template (a
-  ``CloudTrail-Digest/`` beside ``CloudTrail/``) are not listed, and counted
-  (``prefixes_skipped_layout``);
-- **list**: else everything below is listed flat, and every key decoded; so too where a
-  walk would be, when the whole table fit the one page ``open()`` sampled (a flat listing
-  of any prefix is then one request, a walk at least one), and such a table is listed
-  flat from its root whenever the plan would list more than one prefix.
+- **enumerate**: when every level's columns have finitely many values the filter (its
+  equalities, lists, short date and hour ranges) or the ``layout_projection`` allows, the
+  data folders are spelled, not listed (a date spanning several levels,
+  ``{date:yyyy/MM/dd}``, is spelled field by field). Up to :data:`MAX_SPELLED` (2) of
+  them are listed one by one, their listings sent ahead with ``max_concurrent_requests``
+  above 1: one folder costs what its keys cost flat (at most F), two at most F + 1;
+- **seek**: otherwise, with a filter on layout columns, one flat listing that jumps. Each
+  request lists, below the longest prefix holding every key the filter may still want
+  (:meth:`TemplateRun._target`), the keys after the first such key: past a folder the
+  keys listed show pruned (a ``yyyy`` or ``MM`` folder bounds a date), to the next spelled
+  folder. Its i-th request starts no earlier in key order than the flat listing's i-th,
+  and returns a full page or every key still wanted: by induction, at most F requests;
+- **walk one level** (before a seek, at most once, one request: the ``+ 1``): when the
+  levels above spell a single folder and the filter spells the level below but not this
+  one (the accounts of ``AWSLogs/{account}/CloudTrail/{region}/…``), the level is listed
+  with a delimiter so the seek jumps to spelled folders; folders that do not follow the
+  template (a ``CloudTrail-Digest/`` beside ``CloudTrail/``) are never listed, and counted
+  (``prefixes_skipped_layout``). A truncated walk is not used;
+- **list**: without a filter on layout columns, flat from the root (F), as for Hive
+  tables; and flat from the root whenever the whole table fit the one page ``open()``
+  sampled (F = 1) and the plan would send more.
 
-Below the last level lie the data files: the last prefix is listed flat, and a key deeper
-than the template, or one that does not follow it anywhere, is skipped and counted
-(``files_skipped_layout``), never an error. Every kept key is checked against the filter
-on its decoded values, so the plan can cost requests, never rows. Without a filter on
-layout columns the table is listed flat from its root: one listing, as for Hive tables.
-With ``max_concurrent_requests`` above 1, the listings of an enumeration's last level
-are sent ahead, from a few threads (:class:`~listing.storage.prefetch.Fetcher`), and read
-in key order as a sequential run reads them: the same requests, files and counts.
+Below the last level lie the data files. A key deeper than the template, or one that does
+not follow it anywhere, is skipped and counted (``files_skipped_layout``), never an error.
+Every kept key is checked against the filter on its decoded values, so the plan can cost
+requests, never rows; a jump only skips keys the filter rules out (or that do not follow
+the template). Pages are counted of ``PAGE_SIZE`` keys, as the store returns them.
 """
 
 from __future__ import annotations
@@ -233,7 +239,8 @@ class TemplateRun:
         accounts of ``AWSLogs/{account}/CloudTrail/…``): one request, so the listing then
         jumps to spelled prefixes (``CloudTrail-Digest/`` siblings are never listed). At
         most one such request per scan; a truncated one is not used."""
-        prefix, found = self.root, {}
+        prefix = self.root
+        found: Components = {}
         levels = self.layout.levels
         for depth in range(len(levels) - 1):
             kids = self._kids(depth, prefix, found)
@@ -272,7 +279,8 @@ class TemplateRun:
 
     def _last_prefix(self) -> str:
         """The deepest prefix the last keys the scan may want lie below."""
-        prefix, found = self.root, {}
+        prefix = self.root
+        found: Components = {}
         for depth in range(len(self.layout.levels)):
             kids = self._kids(depth, prefix, found)
             if not kids:
