@@ -18,9 +18,11 @@ listing of the table (from its root, after ``start_after`` when given). How:
 - **walk one level** (before a seek, at most once, one request: the ``+ 1``): when the
   levels above spell a single folder and the filter spells the level below but not this
   one (the accounts of ``AWSLogs/{account}/CloudTrail/{region}/…``), the level is listed
-  with a delimiter so the seek jumps to spelled folders; folders that do not follow the
-  template (a ``CloudTrail-Digest/`` beside ``CloudTrail/``) are never listed, and counted
-  (``prefixes_skipped_layout``). A truncated walk is not used;
+  with a delimiter so the seek jumps to spelled folders (a ``CloudTrail-Digest/`` beside
+  ``CloudTrail/`` is never listed as a prefix; a request that jumps over it between two
+  accounts may pass its keys, skipped and counted). Folders of the level that do not
+  follow the template are counted (``prefixes_skipped_layout``). A truncated walk is not
+  used;
 - **list**: without a filter on layout columns, flat from the root (F), as for Hive
   tables; and flat from the root whenever the whole table fit the one page ``open()``
   sampled (F = 1) and the plan would send more.
@@ -205,7 +207,9 @@ class TemplateRun:
         target = self._target(cursor)
         while target is not None:
             after, prefix = target
-            self._note(f"list {prefix!r}" + (f" after {after!r}" if after else ""))
+            self._note(f"list {prefix!r}" + (
+                "" if after is None else f" past {after[:-1]!r}" if after.endswith(_END)
+                else f" after {after!r}"))
             # page by page from the store (a fetcher would list on past a jump)
             pages = self.lister.pages(prefix, delimiter=False, start_after=after)
             target = None
