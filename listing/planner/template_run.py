@@ -1,34 +1,43 @@
 """Listing a table laid out by a path template (:class:`~listing.layout.TemplateLayout`).
 
-Level by level from the root, the run does the cheapest of three things:
+**Bound**: a scan sends at most F + 1 LIST requests, F being the requests of one flat
+listing of the table (from its root, after ``start_after`` when given). How:
 
-- **enumerate**: when every column of the level has finitely many values the filter (its
-  equalities, lists, short date and hour ranges) or the ``layout_projection`` allows,
-  the level's directory names are spelled, not listed (no request). A date spanning
-  several levels (``{date:yyyy/MM/dd}``) is enumerated field by field;
-- **walk**: else, when the filter decides a column at this level or below, the level is
-  listed with a delimiter and each directory decided on what it holds (a ``yyyy``
-  directory bounds a date to its year); directories that do not follow the template (a
-  ``CloudTrail-Digest/`` beside ``CloudTrail/``) are not listed, and counted
-  (``prefixes_skipped_layout``);
-- **list**: else everything below is listed flat, and every key decoded; so too where a
-  walk would be, when the whole table fit the one page ``open()`` sampled (a flat listing
-  of any prefix is then one request, a walk at least one), and such a table is listed
-  flat from its root whenever the plan would list more than one prefix.
+- **enumerate**: when every level's columns have finitely many values the filter (its
+  equalities, lists, short date and hour ranges) or the ``layout_projection`` allows, the
+  data folders are spelled, not listed (a date spanning several levels,
+  ``{date:yyyy/MM/dd}``, is spelled field by field). Up to :data:`MAX_SPELLED` (2) of
+  them are listed one by one, their listings sent ahead with ``max_concurrent_requests``
+  above 1: one folder costs what its keys cost flat (at most F), two at most F + 1;
+- **seek**: otherwise, with a filter on layout columns, one flat listing that jumps. Each
+  request lists, below the longest prefix holding every key the filter may still want
+  (:meth:`TemplateRun._target`), the keys after the first such key: past a folder the
+  keys listed show pruned (a ``yyyy`` or ``MM`` folder bounds a date), to the next spelled
+  folder. Its i-th request starts no earlier in key order than the flat listing's i-th,
+  and returns a full page or every key still wanted: by induction, at most F requests;
+- **walk one level** (before a seek, at most once, one request: the ``+ 1``): when the
+  levels above spell a single folder and the filter spells the level below but not this
+  one (the accounts of ``AWSLogs/{account}/CloudTrail/{region}/…``), the level is listed
+  with a delimiter so the seek jumps to spelled folders (a ``CloudTrail-Digest/`` beside
+  ``CloudTrail/`` is never listed as a prefix; a request that jumps over it between two
+  accounts may pass its keys, skipped and counted). Folders of the level that do not
+  follow the template are counted (``prefixes_skipped_layout``). A truncated walk is not
+  used;
+- **list**: without a filter on layout columns, flat from the root (F), as for Hive
+  tables; and flat from the root whenever the whole table fit the one page ``open()``
+  sampled (F = 1) and the plan would send more.
 
-Below the last level lie the data files: the last prefix is listed flat, and a key deeper
-than the template, or one that does not follow it anywhere, is skipped and counted
-(``files_skipped_layout``), never an error. Every kept key is checked against the filter
-on its decoded values, so the plan can cost requests, never rows. Without a filter on
-layout columns the table is listed flat from its root: one listing, as for Hive tables.
-With ``max_concurrent_requests`` above 1, the listings of an enumeration's last level
-are sent ahead, from a few threads (:class:`~listing.storage.prefetch.Fetcher`), and read
-in key order as a sequential run reads them: the same requests, files and counts.
+Below the last level lie the data files. A key deeper than the template, or one that does
+not follow it anywhere, is skipped and counted (``files_skipped_layout``), never an error.
+Every kept key is checked against the filter on its decoded values, so the plan can cost
+requests, never rows; a jump only skips keys the filter rules out (or that do not follow
+the template). Pages are counted of ``PAGE_SIZE`` keys, as the store returns them.
 """
 
 from __future__ import annotations
 
 import itertools
+import os
 from collections.abc import Generator, Iterator
 from typing import Any
 
@@ -38,12 +47,16 @@ from listing.metrics import Counters
 from listing.planner.file_filter import FileFilter
 from listing.planner.run import LISTED, ListedFile, ListedRun
 from listing.storage.lister import Lister, ObjectMeta, Page
-from listing.storage.prefetch import Fetcher, Request
+from listing.storage.prefetch import Fetcher, Request, close_pages
 
 #: what a layout run counts: the Hive run's counts and the keys/prefixes off the template
 LAYOUT_LISTED = (*LISTED, "files_skipped_layout", "prefixes_skipped_layout")
 #: prefixes one scan may enumerate before it lists the level instead
 MAX_ENUMERATED = 4096
+#: spelled prefixes listed one by one at most (more: one listing that jumps between them)
+MAX_SPELLED = 2
+#: after every key that starts with a prefix: ``prefix + _END`` (the greatest code point)
+_END = "\U0010ffff"
 #: listings explain() names one by one (the rest are counted)
 _SHOWN = 8
 
@@ -69,6 +82,9 @@ class TemplateRun:
         self._listings = 0
         self._enumerated = 0
         self._pruned: set[str] = set()
+        #: a seek's directories by prefix: spelled, listed by its one walk, or None (any)
+        self._children: dict[str, list[tuple[str, Components]] | None] = {}
+        self._last = self.root
         names = set(layout.names)
         #: the filter's conjuncts on layout columns only (what a level can decide)
         self._deciding = [c.columns() for c in conjuncts(predicate) if c.columns() <= names]
@@ -90,11 +106,14 @@ class TemplateRun:
         if self.max_concurrent_requests > 1:
             self._fetcher = Fetcher(self.lister, self.max_concurrent_requests)
         try:
-            if self.layout.whole and self._prefixes() > 1:
+            spelled = self._spelled()
+            if self.layout.whole and (spelled is None or len(spelled) > 1):
                 # the table fit one page: its flat listing is one request, the plan's more
                 yield from self._flat(self.root, "list")
-            else:
+            elif not self._deciding or (spelled is not None and len(spelled) <= MAX_SPELLED):
                 yield from self._level(0, self.root, {})
+            else:
+                yield from self._seek()
         finally:
             if self._fetcher is not None:
                 self._fetcher.close()
@@ -106,36 +125,38 @@ class TemplateRun:
 
     # --- levels -----------------------------------------------------------------------
     def _level(self, depth: int, prefix: str, found: Components) -> Iterator[ListedRun]:
+        """Enumerate the levels from ``depth``, as far as they are spelled, then list the
+        rest flat (no walk: the filter decides nothing below, or every level is spelled)."""
         if depth == len(self.layout.levels):
             yield from self._flat(prefix, "list")
             return
         children = self._enumerate(depth, found)
-        if children is not None:
-            self._enumerated += len(children)
-            if (self._fetcher is not None and self.start_after is None
-                    and depth + 1 == len(self.layout.levels)):  # data folders: send ahead
-                self._fetcher.hint([Request(f"{prefix}{segment}/", False)
-                                    for segment, _ in children])
-            for segment, child in children:
-                yield from self._level(depth + 1, f"{prefix}{segment}/", child)
-        elif self._decides_below(depth) and not self.layout.whole:
-            yield from self._walk(depth, prefix, found)
-        else:
+        if children is None:
             yield from self._flat(prefix, "list")
+            return
+        self._enumerated += len(children)
+        if (self._fetcher is not None and self.start_after is None
+                and depth + 1 == len(self.layout.levels)):  # data folders: send ahead
+            self._fetcher.hint([Request(f"{prefix}{segment}/", False)
+                                for segment, _ in children])
+        for segment, child in children:
+            yield from self._level(depth + 1, f"{prefix}{segment}/", child)
 
-    def _prefixes(self) -> int:
-        """How many prefixes the enumerations from the root end in (sends nothing): each
-        costs at least one request."""
-        states: list[Components] = [{}]
+    def _spelled(self) -> list[str] | None:
+        """The data-folder prefixes the enumerations from the root spell when every level
+        is spelled (sends nothing), else None."""
+        states: list[tuple[str, Components]] = [(self.root, {})]
         for depth in range(len(self.layout.levels)):
-            deeper: list[Components] = []
-            for found in states:
+            deeper: list[tuple[str, Components]] = []
+            for prefix, found in states:
                 children = self._enumerate(depth, found)
                 if children is None:
-                    return len(states)
-                deeper += [child for _, child in children]
+                    return None
+                deeper += [(f"{prefix}{segment}/", child) for segment, child in children]
+                if len(deeper) > MAX_ENUMERATED:
+                    return None
             states = deeper
-        return len(states)
+        return [prefix for prefix, _ in states]
 
     def _enumerate(self, depth: int, found: Components
                    ) -> list[tuple[str, Components]] | None:
@@ -170,37 +191,160 @@ class TemplateRun:
             if not may_be_true(self.predicate, self.layout.domains(child)):
                 continue
             out.append((segment, child))
-            if self._enumerated + len(out) > MAX_ENUMERATED:
+            if len(out) > MAX_ENUMERATED:
                 return None
         return sorted(out, key=lambda sc: sc[0])
 
-    def _decides_below(self, depth: int) -> bool:
-        """Whether some conjunct of the filter reads a column of this level or below."""
-        below = set().union(*(lv.columns for lv in self.layout.levels[depth:]))
-        return any(cols & below for cols in self._deciding)
+    # --- seeking ------------------------------------------------------------------------
+    def _seek(self) -> Iterator[ListedRun]:
+        """One flat listing that jumps: each request lists, below the longest prefix that
+        holds every key still wanted, the keys after the first one that may be wanted
+        (see module doc: never more requests than a flat listing of the table)."""
+        self._walk_once()
+        self._last = self._last_prefix()
+        state = _Keys(self)
+        cursor = self.start_after
+        target = self._target(cursor)
+        while target is not None:
+            after, prefix = target
+            self._note(f"list {prefix!r}" + (
+                "" if after is None else f" past {after[:-1]!r}" if after.endswith(_END)
+                else f" after {after!r}"))
+            # page by page from the store (a fetcher would list on past a jump)
+            pages = self.lister.pages(prefix, delimiter=False, start_after=after)
+            target = None
+            try:
+                for page in pages:
+                    last = page.last_key()
+                    yield from state.page(page)
+                    if not page.truncated or last is None:
+                        break  # every key still wanted lay below prefix: all listed
+                    cursor = last
+                    target = self._target(cursor)
+                    if target != (cursor, prefix):
+                        break  # a jump (or nothing left): a new request
+                    target = None  # the listing goes on from its last key
+            finally:
+                close_pages(pages)
+        yield from state.done()
+        self._enumerated = sum(len(c) for c in self._children.values() if c)
 
-    def _walk(self, depth: int, prefix: str, found: Components) -> Iterator[ListedRun]:
-        self._note(f"walk {prefix!r}")
-        for page in self._pages(prefix, True):
-            for meta in page.files:  # a file where the template has directories
-                self.metrics.add("files_listed")
-                self.metrics.add("files_skipped_hidden" if self.layout.hidden(meta.path)
-                                 else "files_skipped_layout")
+    def _kids(self, depth: int, prefix: str, found: Components
+              ) -> list[tuple[str, Components]] | None:
+        """The directories of ``prefix`` (level ``depth``) a wanted key may lie in, as the
+        filter spells them or the walk listed them; None: any."""
+        if prefix not in self._children:
+            self._children[prefix] = self._enumerate(depth, found)
+        return self._children[prefix]
+
+    def _walk_once(self) -> None:
+        """List, with a delimiter, the one level whose names the template cannot spell
+        when the levels above spell a single prefix and the level below is spelled (the
+        accounts of ``AWSLogs/{account}/CloudTrail/…``): one request, so the listing then
+        jumps to spelled prefixes (``CloudTrail-Digest/`` siblings are never listed). At
+        most one such request per scan; a truncated one is not used."""
+        prefix = self.root
+        found: Components = {}
+        levels = self.layout.levels
+        for depth in range(len(levels) - 1):
+            kids = self._kids(depth, prefix, found)
+            if kids is not None:
+                if len(kids) != 1:
+                    return
+                segment, found = kids[0]
+                prefix = f"{prefix}{segment}/"
+                continue
+            if any(self._candidates.get(n) is None for n in levels[depth + 1].columns):
+                return  # the names would not let the listing jump any further
+            self._note(f"walk {prefix!r}")
+            pages = self.lister.pages(prefix, delimiter=True)
+            try:
+                page = next(pages, None)
+            finally:
+                close_pages(pages)
+            if page is None or page.truncated:
+                return
+            kept: list[tuple[str, Components]] = []
             for d in page.dirs:
                 segment = d[len(prefix):].rstrip("/")
                 if self.layout.hidden(d.rstrip("/")):
                     continue
-                if self.start_after is not None and d < self.start_after[:len(d)]:
-                    continue  # wholly listed already
                 part = self.layout.match(depth, segment)
                 if part is None:
                     self.metrics.add("prefixes_skipped_layout")
                     continue
                 child = {**found, **part}
                 if may_be_true(self.predicate, self.layout.domains(child, d)):
-                    yield from self._level(depth + 1, d, child)
+                    kept.append((segment, child))
                 else:
                     self.metrics.add("partitions_pruned")
+            self._children[prefix] = kept
+            return
+
+    def _last_prefix(self) -> str:
+        """The deepest prefix the last keys the scan may want lie below."""
+        prefix = self.root
+        found: Components = {}
+        for depth in range(len(self.layout.levels)):
+            kids = self._kids(depth, prefix, found)
+            if not kids:
+                break
+            segment, found = kids[-1]
+            prefix = f"{prefix}{segment}/"
+        return prefix
+
+    def _target(self, cursor: str | None) -> tuple[str | None, str] | None:
+        """(start_after, prefix) of the next request once every key up to ``cursor`` is
+        listed: ``prefix`` holds every key the scan may still want, none lies between
+        ``cursor`` and ``start_after`` (None: from the prefix's first key); None: no key
+        after ``cursor`` may be wanted."""
+        found = self._next(0, self.root, {}, cursor)
+        if found is None:
+            return None
+        after, first = found
+        common = os.path.commonprefix([first, self._last])
+        prefix = common[:common.rfind("/") + 1]
+        if after is None and prefix != first:
+            after = first[:-1]  # first's keys follow its name without the slash
+        if cursor is not None and cursor.startswith(prefix):
+            after = cursor if after is None else max(after, cursor)
+        if after is not None and after < prefix:
+            after = None
+        return after, prefix
+
+    def _next(self, depth: int, prefix: str, found: Components, cursor: str | None
+              ) -> tuple[str | None, str] | None:
+        """(start_after, first) of the first key after ``cursor`` below ``prefix`` the
+        scan may want: it lies below ``first``, none between ``cursor`` and
+        ``start_after`` (None: from first's first key); None: there is none."""
+        inside = cursor is not None and cursor.startswith(prefix)
+        if cursor is not None and not inside and cursor > prefix:
+            return None  # every key below prefix is listed already
+        if depth == len(self.layout.levels):
+            return (cursor if inside else None), prefix
+        kids = self._kids(depth, prefix, found)
+        if kids is not None:
+            for segment, child in kids:
+                got = self._next(depth + 1, f"{prefix}{segment}/", child, cursor)
+                if got is not None:
+                    return got
+            return None
+        if not inside:
+            return None, prefix
+        assert cursor is not None
+        segment, slash, _ = cursor[len(prefix):].partition("/")
+        if not slash:
+            return cursor, prefix  # a key where directories are expected
+        d = f"{prefix}{segment}/"
+        part = None if self.layout.hidden(d.rstrip("/")) else self.layout.match(depth, segment)
+        if part is not None:
+            child = {**found, **part}
+            if may_be_true(self.predicate, self.layout.domains(child, d)):
+                got = self._next(depth + 1, d, child, cursor)
+                if got is not None:
+                    after, first = got
+                    return (after if after is not None else first[:-1]), prefix
+        return d + _END, prefix  # nothing more below d: past its keys
 
     def _pages(self, prefix: str, delimiter: bool, start_after: str | None = None
                ) -> Iterator[Page]:
@@ -223,20 +367,10 @@ class TemplateRun:
             return
         self._note(f"{what} {prefix!r}")
         start = after if after is not None and after.startswith(prefix) else None
-        directory = ""
-        values: dict[str, Any] | None = None
-        keep = False
-        kept: list[ObjectMeta] = []
+        state = _Keys(self)
         for page in self._pages(prefix, False, start):
-            for meta in page.files:  # a directory's keys come one after another
-                d = meta.path.rsplit("/", 1)[0] + "/"
-                if d != directory:
-                    yield from self._run(kept, values)
-                    directory, kept = d, []
-                    values, keep = self._directory(meta.path)
-                if self._check(meta, values, keep):
-                    kept.append(meta)
-        yield from self._run(kept, values)
+            yield from state.page(page)
+        yield from state.done()
 
     def _directory(self, path: str) -> tuple[dict[str, Any] | None, bool]:
         """(values, kept) of the directory of the key ``path``: values None when it does
@@ -277,3 +411,30 @@ class TemplateRun:
         if kept and values is not None:
             for files in Page(files=kept).take_runs():
                 yield ListedRun(files, values)
+
+
+class _Keys:
+    """Listed keys decoded and checked, a directory at a time, across the pages and the
+    requests of one run (a directory's keys come one after another)."""
+
+    def __init__(self, run: TemplateRun) -> None:
+        self.run = run
+        self.directory = ""
+        self.values: dict[str, Any] | None = None
+        self.keep = False
+        self.kept: list[ObjectMeta] = []
+
+    def page(self, page: Page) -> Iterator[ListedRun]:
+        run = self.run
+        for meta in page.files:
+            d = meta.path.rsplit("/", 1)[0] + "/"
+            if d != self.directory:
+                yield from run._run(self.kept, self.values)
+                self.directory, self.kept = d, []
+                self.values, self.keep = run._directory(meta.path)
+            if run._check(meta, self.values, self.keep):
+                self.kept.append(meta)
+
+    def done(self) -> Iterator[ListedRun]:
+        yield from self.run._run(self.kept, self.values)
+        self.kept = []

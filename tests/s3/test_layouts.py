@@ -137,9 +137,10 @@ def test_a_timestamp_column_enumerates_its_hours(s3_server, large):
 
 
 @pytest.mark.parametrize("concurrent", [1, 8])
-def test_listings_sent_ahead_are_the_sequential_ones(s3_server, large, concurrent):
-    """Seven days, two hours: fourteen prefixes, listed one after another or sent ahead
-    from eight threads: the same fourteen requests, the same files in the same order."""
+def test_many_spelled_prefixes_are_one_listing_that_jumps(s3_server, large, concurrent):
+    """Seven days, two hours: fourteen spelled prefixes, which one request each would
+    list in fourteen; one listing of ``fh/2026/11/`` from the first of them holds them
+    all (768 keys), sequential or with eight threads: the files in key order."""
     url, _ = large
     table = ListingTable.open(url, format="json", storage_options=s3_server.storage_options,
                               layout="{date:yyyy/MM/dd}/{hour:HH}",
@@ -147,23 +148,24 @@ def test_listings_sent_ahead_are_the_sequential_ones(s3_server, large, concurren
     with s3_server.log.capture() as cap:
         plan = table.scan(where="date BETWEEN '2026-11-20' AND '2026-11-26' AND hour IN (1, 13)")
     prefixes = [f"fh/2026/11/{d}/{h:02d}/" for d in range(20, 27) for h in (1, 13)]
-    assert sorted(e.query.get("prefix") for e in cap.entries() if e.kind == "LIST") == prefixes
+    assert [(e.query.get("prefix"), e.query.get("start-after"))
+            for e in cap.entries() if e.kind == "LIST"] == [("fh/2026/11/", "fh/2026/11/20/01")]
     assert [f.path.split("/fh/")[1].rsplit("/", 1)[0] + "/" for f in plan.files] == [
         p[3:] for p in prefixes for _ in range(4)]
 
 
 def test_an_open_range_walks_a_large_lake_by_level(s3_server, large):
-    """``date >= X`` walks the year, the month and the days, pruning the month and the
-    days before X, and lists the one day kept: four requests where flat takes six."""
+    """``date >= X``: one listing that jumps past the month and the days before X as its
+    pages reach them: four requests where flat takes six."""
     url, days = large
     table = _large(s3_server, url, "{date:yyyy/MM/dd}/{hour:HH}")
     with s3_server.log.capture() as cap:
         plan = table.scan(where="date >= '2026-11-27'")
-    # walk fh/, fh/2026/, fh/2026/11/ (October pruned whole), list fh/2026/11/27/
+    # fh/ from its start (Oct 1-11), after October, after Nov 11, after Nov 22
     assert cap.count("LIST") == 4
     assert len(plan.files) == 24 * 4
     assert {f.partition_values["date"] for f in plan.files} == {days[-1]}
-    assert plan.metrics["partitions_pruned"] == 1 + 26  # October, Nov 1-26
+    assert plan.metrics["partitions_pruned"] > 0  # hours of the days the pages held
     with s3_server.log.capture() as cap:  # positive control: no filter, six pages flat
         assert len(table.scan().files) == len(days) * 24 * 4
     assert cap.count("LIST") == 6
