@@ -4,6 +4,7 @@ same rows as the Python API, the same single LIST for a day and an hour."""
 from __future__ import annotations
 
 import datetime as dt
+import gzip
 import json
 import uuid
 
@@ -18,17 +19,21 @@ WHERE = "date = '2026-11-26' AND hour = 13"
 
 @pytest.fixture(scope="module")
 def firehose(s3_server):
-    """``fh/yyyy/MM/dd/HH/stream-1-…-<uuid>.json``: two days, three hours, NDJSON."""
+    """``fh/yyyy/MM/dd/HH/stream-1-…-<uuid>.gz`` as Firehose names its gzipped NDJSON
+    objects, and beside each an uncompressed one with no extension: two days, three
+    hours."""
     with s3_server.temporary_buckets("layout-spark") as (bucket,):
         client = s3_server.client()
         for day in (26, 27):
             for hour in (12, 13, 14):
                 at = dt.datetime(2026, 11, day, hour)
-                body = "".join(json.dumps({"id": f"{day}-{hour}-{i}", "n": i}) + "\n"
-                               for i in range(3))
-                client.put_object(Bucket=bucket, Body=body.encode(),
-                                  Key=f"fh/{at:%Y/%m/%d/%H}/stream-1-{at:%Y-%m-%d-%H-%M-%S}-"
-                                      f"{uuid.uuid4()}.json")
+                for suffix in (".gz", ""):
+                    body = "".join(json.dumps({"id": f"{day}-{hour}-{i}{suffix}", "n": i})
+                                   + "\n" for i in range(3)).encode()
+                    client.put_object(
+                        Bucket=bucket, Body=gzip.compress(body) if suffix else body,
+                        Key=f"fh/{at:%Y/%m/%d/%H}/stream-1-{at:%Y-%m-%d-%H-%M-%S}-"
+                            f"{uuid.uuid4()}{suffix}")
         yield f"s3://{bucket}/fh/"
 
 
@@ -38,7 +43,7 @@ def test_spark_reads_a_layout_as_the_python_api(spark, s3_server, firehose, engi
                               storage_options=s3_server.storage_options)
     want = sorted((r["id"], r["n"], r["date"], r["hour"])
                   for r in table.to_arrow(where=WHERE).to_pylist())
-    assert len(want) == 3
+    assert len(want) == 6 and {w[0] for w in want} >= {"26-13-0.gz", "26-13-0"}
     df = (spark.read.format("listing").option("format", "json").option("engine", engine)
           .option("layout", LAYOUT)
           .option("storage_options", json.dumps(s3_server.storage_options))
