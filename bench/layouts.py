@@ -15,6 +15,8 @@ connector fetched by ``make s3a``):
   filtered on ``_metadata.file_path`` (Spark lists the whole lake, then prunes files by
   path before reading them).
 
+Every reader is given the schema (:data:`SCHEMA`), as a careful user gives it.
+
 Each figure: LIST / HEAD / GET requests from the server's log and seconds to the end of
 ``count()``, median of ``--runs`` after one warm-up; rows checked equal across readers.
 moto is one Python process on the same cores as Spark: its per-request cost
@@ -42,29 +44,25 @@ READERS = ("listing native", "listing python", "spark by hand", "spark full + pa
 LAYOUT = "{date:yyyy/MM/dd}/{hour:HH}"
 PER_HOUR = 60  # Firehose's default buffer interval: one object a minute
 ROWS_PER_OBJECT = 20
+#: given to every reader, as a careful user gives it: Spark's JSON reader would otherwise
+#: read every listed file to infer it (the whole lake, for a reader that lists it whole)
+SCHEMA = "id long, at string"
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def lake(objects: int, last: dt.datetime) -> tuple[dict[str, bytes], dt.datetime]:
-    """Keys (below ``fh/``) and payloads of ``objects`` Firehose objects, one a minute
-    ending at hour ``last``, and the hour the query reads (``last``, full: 60 objects)."""
-    hours = -(-objects // PER_HOUR)
-    start = last - dt.timedelta(hours=hours - 1)
+def lake(objects: int, last: dt.datetime) -> dict[str, bytes]:
+    """Keys (below ``fh/``) and payloads of ``objects`` Firehose objects, one a minute,
+    the last in hour ``last`` (the hour the query reads: full, 60 objects when
+    ``objects`` allows)."""
     keys: dict[str, bytes] = {}
-    n = 0
-    for h in range(hours):
-        hour = start + dt.timedelta(hours=h)
-        for minute in range(PER_HOUR):
-            if n == objects:
-                break
-            when = hour + dt.timedelta(minutes=minute)
-            rows = "".join(json.dumps({"id": n * ROWS_PER_OBJECT + i,
-                                       "at": when.isoformat()}) + "\n"
-                           for i in range(ROWS_PER_OBJECT))
-            name = f"stream-1-{when:%Y-%m-%d-%H-%M-%S}-{uuid.UUID(int=n)}.gz"
-            keys[f"fh/{when:%Y/%m/%d/%H}/{name}"] = gzip.compress(rows.encode(), mtime=0)
-            n += 1
-    return keys, last
+    end = last + dt.timedelta(minutes=PER_HOUR - 1)
+    for n in range(objects):
+        when = end - dt.timedelta(minutes=n)
+        rows = "".join(json.dumps({"id": n * ROWS_PER_OBJECT + i, "at": when.isoformat()})
+                       + "\n" for i in range(ROWS_PER_OBJECT))
+        name = f"stream-1-{when:%Y-%m-%d-%H-%M-%S}-{uuid.UUID(int=n)}.gz"
+        keys[f"fh/{when:%Y/%m/%d/%H}/{name}"] = gzip.compress(rows.encode(), mtime=0)
+    return keys
 
 
 def _frame(spark: Any, reader: str, bucket: str, storage: dict[str, Any],
@@ -75,13 +73,13 @@ def _frame(spark: Any, reader: str, bucket: str, storage: dict[str, Any],
     s3a_root = "s3a" + root[2:]
     where = f"date = DATE '{hour:%Y-%m-%d}' AND hour = {hour.hour}"
     if reader.startswith("listing"):
-        return (spark.read.format("listing").option("format", "json")
+        return (spark.read.format("listing").schema(SCHEMA).option("format", "json")
                 .option("layout", LAYOUT).option("storage_options", json.dumps(storage))
                 .option("engine", "auto" if reader.endswith("native") else "python")
                 .load(root).where(where))
     if reader == "spark by hand":
-        return spark.read.json(f"{s3a_root}/{hour:%Y/%m/%d/%H}/")
-    return (spark.read.option("recursiveFileLookup", "true").json(s3a_root)
+        return spark.read.schema(SCHEMA).json(f"{s3a_root}/{hour:%Y/%m/%d/%H}/")
+    return (spark.read.schema(SCHEMA).option("recursiveFileLookup", "true").json(s3a_root)
             .where(F.col("_metadata.file_path").contains(f"/{hour:%Y/%m/%d/%H}/")))
 
 
@@ -119,7 +117,8 @@ def run(objects: int, runs: int, log: Callable[[str], None]) -> dict[str, Any]:
             storage = server.storage_options
             bucket = server.create_bucket(f"bench-layouts-{uuid.uuid4().hex[:8]}")
             t0 = time.perf_counter()
-            keys, hour = lake(objects, dt.datetime(2026, 11, 27, 13))
+            hour = dt.datetime(2026, 11, 27, 13)
+            keys = lake(objects, hour)
             server.put_objects_fast(bucket, keys)
             log(f"[layouts] built {len(keys):,} objects ({time.perf_counter() - t0:.1f} s)")
             _s3a_conf(spark, storage, SimpleNamespace(bucket=bucket))
