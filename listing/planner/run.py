@@ -64,6 +64,15 @@ class ListedRun(NamedTuple):
 
 
 
+def files_of(batches: Generator[ListedRun, None, None]) -> Generator[ListedFile, None, None]:
+    """The files of a run's ``batches``, one at a time; closing it closes them."""
+    try:
+        for batch in batches:
+            yield from batch.listed()
+    finally:
+        batches.close()
+
+
 class _Choice(Enum):
     SKIP = "skip"  # hidden, or wholly listed already
     PRUNED = "pruned"
@@ -113,12 +122,7 @@ class PlanRun:
     def files(self) -> Generator[ListedFile, None, None]:
         """Every listed file that matches, in key order, listing as the plan decides (see
         module doc)."""
-        batches = self.batches()
-        try:
-            for batch in batches:
-                yield from batch.listed()
-        finally:
-            batches.close()
+        return files_of(self.batches())
 
     def batches(self) -> Generator[ListedRun, None, None]:
         """:meth:`files` a directory's run at a time, as columns (a long listing's keys

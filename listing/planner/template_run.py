@@ -45,7 +45,7 @@ from listing.expressions import Expr, conjuncts, is_true, may_be_true
 from listing.layout import Components, TemplateLayout
 from listing.metrics import Counters
 from listing.planner.file_filter import FileFilter
-from listing.planner.run import LISTED, ListedFile, ListedRun
+from listing.planner.run import LISTED, ListedFile, ListedRun, files_of
 from listing.storage.lister import Lister, ObjectMeta, Page
 from listing.storage.prefetch import Fetcher, Request, close_pages
 
@@ -93,12 +93,7 @@ class TemplateRun:
 
     def files(self) -> Generator[ListedFile, None, None]:
         """Every listed file that matches, in key order."""
-        batches = self.batches()
-        try:
-            for batch in batches:
-                yield from batch.listed()
-        finally:
-            batches.close()
+        return files_of(self.batches())
 
     def batches(self) -> Generator[ListedRun, None, None]:
         """:meth:`files` a directory's run at a time."""
