@@ -10,6 +10,7 @@ reading: it lists only what the partition filter can match and returns a
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -489,10 +490,11 @@ class ListingTable:
     def _check_declared_layout(self, counters: Counters) -> None:
         """An empty scan of a table opened with declared partition columns: make sure the
         names exist on disk, so a misspelt column cannot pass for an empty result."""
-        page = next(iter(Lister(self.storage, counters).pages(self.url.prefix,
-                                                             delimiter=False)), None)
+        lister = Lister(self.storage, counters)
+        page = next(iter(lister.pages(self.url.prefix, delimiter=False)), None)
         if page is None or not page.files:
-            raise TableNotFoundError(f"no objects under {self.url}")
+            raise TableNotFoundError(f"no objects under {self.url}: "
+                                     f"{_why_empty(lister, self.url)}")
         paths = [m.path for m in page.files]
         discover_columns(self.url.prefix, paths, [(n, t) for n, t in self.partition_cols],
                          self.url.to_url, case_sensitive=self.options.case_sensitive)
@@ -621,10 +623,24 @@ def _first_page(lister: Lister, url: TableUrl) -> Page:
     else:
         page = next(iter(lister.pages(url.prefix, delimiter=False)), Page([], []))
     if not page.files:
-        where = "bucket " + repr(url.bucket) if url.protocol != "file" else "directory"
-        raise TableNotFoundError(f"no objects under {url} (the {where} is empty or the "
-                                 "prefix does not exist)")
+        raise TableNotFoundError(f"no objects under {url}: {_why_empty(lister, url)}")
     return page
+
+
+def _why_empty(lister: Lister, url: TableUrl) -> str:
+    """Why a listing of ``url`` found nothing: for a store with buckets, whether the bucket
+    holds anything else (one LIST of one page, on this error path only; a missing bucket
+    failed the table's own LIST already, as its own error); for a local path, whether the
+    directory exists."""
+    if url.protocol == "file":
+        return ("the directory exists but holds no files" if os.path.isdir(url.prefix)
+                else "no such directory")
+    if not url.bucket:  # a store without buckets (memory://)
+        return "the prefix holds no objects"
+    root = next(iter(lister.pages(url.bucket + "/", delimiter=True)), Page([], []))
+    if root.files or root.dirs:
+        return f"the prefix holds no objects (bucket {url.bucket!r} is not empty)"
+    return f"bucket {url.bucket!r} is empty"
 
 
 def _declared(partition_cols: PartitionCols) -> list[tuple[str, pa.DataType | None]] | None:
