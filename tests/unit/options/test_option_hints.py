@@ -96,3 +96,15 @@ def test_the_cli_names_the_flag_meant(tmp_path, capsys, args: list[str], hint: s
     assert done.value.code == 2
     assert capsys.readouterr().err == (f"error: unrecognized arguments: {' '.join(args)}"
                                        f"{hint} (see: listing ls --help)\n")
+
+
+def test_the_profile_option_is_refused_saying_what_to_do_instead() -> None:
+    """``profile`` is withheld from s3 on purpose (docs/security.md): the refusal says why
+    and names AWS_PROFILE; elsewhere it is an unknown name like any other."""
+    with pytest.raises(StorageConfigError) as err:
+        storage_options.check("s3", {"profile": "prod-admin"})
+    assert "may not choose an AWS profile" in str(err.value) and "AWS_PROFILE" in str(err.value)
+    assert "prod-admin" not in str(err.value)
+    with pytest.raises(StorageConfigError) as err:  # the control: gcs has no such reason
+        storage_options.check("gcs", {"profile": "prod-admin"})
+    assert "AWS" not in str(err.value) and "valid options:" in str(err.value)
