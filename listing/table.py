@@ -59,7 +59,7 @@ from listing.pushdown import Pushdown
 from listing.scan import ScanMetrics, ScanPlan
 from listing.storage.lister import Lister, ObjectMeta, Page
 from listing.storage.spec import StorageSpec
-from listing.url import TableUrl
+from listing.url import AZURE_PROTOCOLS, TableUrl
 
 #: what ``ListingTable.open_metrics`` shows
 OPEN_METRICS = ("list_requests", "data_files_opened")
@@ -637,10 +637,11 @@ def _why_empty(lister: Lister, url: TableUrl) -> str:
                 else "no such directory")
     if not url.bucket:  # a store without buckets (memory://)
         return "the prefix holds no objects"
+    bucket = f"{'container' if url.protocol in AZURE_PROTOCOLS else 'bucket'} {url.bucket!r}"
     root = next(iter(lister.pages(url.bucket + "/", delimiter=True)), Page([], []))
     if root.files or root.dirs:
-        return f"the prefix holds no objects (bucket {url.bucket!r} is not empty)"
-    return f"bucket {url.bucket!r} is empty"
+        return f"the prefix holds no objects ({bucket} is not empty)"
+    return f"{bucket} is empty"
 
 
 def _declared(partition_cols: PartitionCols) -> list[tuple[str, pa.DataType | None]] | None:
