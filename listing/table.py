@@ -162,10 +162,12 @@ class ListingTable:
         (``'{date:yyyy/MM/dd}/{hour:HH}'``), ``layout_projection`` the values its columns
         take (``'date=2024-01-01..NOW'``); see docs/layouts.md. ``partition_cols`` then
         declares types of the template's plain columns."""
-        registry.refuse_unknown(options, {
-            "keywords": registry.keyword_names(cls.open), "listing options": ListingOptions.names(),
-            f"{formats.label(format)} options": formats.option_names(format)},
-            "for ListingTable.open")
+        if options:  # names no keyword took: listing and format options, or misspelt
+            registry.refuse_unknown(options, {
+                "keywords": registry.keyword_names(cls.open),
+                "listing options": ListingOptions.names(),
+                f"{formats.label(format)} options": formats.option_names(format)},
+                "for ListingTable.open")
         table_url = TableUrl.parse(url, base_path)
         if folders is not None:
             table_url = dataclasses.replace(

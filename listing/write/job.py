@@ -69,6 +69,8 @@ def check_write_options(fmt: str | FileFormat, options: dict[str, Any], where: s
     """Refuse, before any request, an option of a write that is no keyword of
     :class:`WriteJob` (or of the ``entry`` point that passes its options on) and no
     option of the format ``fmt``, naming the option meant."""
+    if not options:
+        return
     registry.refuse_unknown(options, {
         "keywords": registry.keyword_names(WriteJob.__init__, *entry),
         f"{formats.label(fmt)} options": formats.option_names(fmt)}, where)
