@@ -417,6 +417,16 @@ def markdown_table() -> str:
     return "\n".join(rows)
 
 
+def withheld_markdown_table() -> str:
+    """The table of the names withheld on purpose (:data:`WITHHELD`) and what the refusal
+    says instead (generated at build time)."""
+    rows = ["| protocol | option | refused because, and what to do instead |",
+            "| --- | --- | --- |"]
+    rows += [f"| `{proto}://` | `{name}` | {why} |"
+             for proto, names in WITHHELD.items() for name, why in names.items()]
+    return "\n".join(rows)
+
+
 def _flatten(options: tuple[StorageOption, ...], prefix: str = "") -> list[tuple[str, str, str]]:
     out: list[tuple[str, str, str]] = []
     for o in options:
