@@ -165,6 +165,12 @@ def _storage_table() -> str:
     return storage_options.markdown_table()
 
 
+def _withheld_table() -> str:
+    from listing.options import storage_options
+
+    return storage_options.withheld_markdown_table()
+
+
 def _s3a_table() -> str:
     from listing.options import storage_options
 
@@ -206,6 +212,7 @@ GENERATORS: dict[str, Callable[[], str]] = {
     "write-options": write_options_table,
     "format-options": format_options_table,
     "storage-allowlist": _storage_table,
+    "storage-withheld": _withheld_table,
     "s3a-mapping": _s3a_table,
     "errors": errors_table,
     "metrics": metrics_table,

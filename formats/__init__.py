@@ -105,6 +105,23 @@ def get(fmt: str | FileFormat, **options: Any) -> FileFormat:
     return _factory(fmt)(**options)
 
 
+def option_names(fmt: str | FileFormat | type[FileFormat]) -> list[str]:
+    """The option names the format ``fmt`` (as :func:`get` takes it) accepts, built with
+    no option when its factory does not declare them."""
+    if isinstance(fmt, FileFormat):
+        return sorted(fmt.option_defaults)
+    factory = fmt if isinstance(fmt, type) else _factory(fmt) if isinstance(fmt, str) else None
+    if factory is None:
+        raise OptionError(f"format must be a name or a FileFormat, got {fmt!r}")
+    declared = getattr(factory, "option_defaults", None)
+    return sorted(declared if isinstance(declared, dict) else factory().option_defaults)
+
+
+def label(fmt: str | FileFormat | type[FileFormat]) -> str:
+    """How messages name the format ``fmt``: its name, else ``format``."""
+    return fmt if isinstance(fmt, str) else (getattr(fmt, "name", "") or "format")
+
+
 def names() -> list[str]:
     return sorted(set(_BUILTIN) | set(_REGISTRY) | set(_installed()))
 

@@ -239,6 +239,17 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"error: {message} (see: {self.prog} --help)\n")
 
 
+def _flag_hint(parser: argparse.ArgumentParser, extra: list[str]) -> str:
+    """`` (did you mean '--x'?)`` for the first unknown flag in ``extra``: the closest of
+    the flags ``parser`` takes, by the hint every unknown option carries."""
+    from listing.options import did_you_mean
+
+    flags = [s for action in parser._actions for s in action.option_strings
+             if s.startswith("--")]
+    given = next((e.partition("=")[0] for e in extra if e.startswith("--")), None)
+    return did_you_mean(given, flags) if given else ""
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="listing", description="List, inspect and plan Hive-partitioned tables on any "
@@ -331,7 +342,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     if extra:  # named by the subcommand they were given to (argparse names the top level)
-        args.parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        args.parser.error(f"unrecognized arguments: {' '.join(extra)}"
+                          f"{_flag_hint(args.parser, extra)}")
     _progress_shown = False
     try:
         code = args.func(args)

@@ -10,6 +10,7 @@ reading: it lists only what the partition filter can match and returns a
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -58,7 +59,7 @@ from listing.pushdown import Pushdown
 from listing.scan import ScanMetrics, ScanPlan
 from listing.storage.lister import Lister, ObjectMeta, Page
 from listing.storage.spec import StorageSpec
-from listing.url import TableUrl
+from listing.url import AZURE_PROTOCOLS, TableUrl
 
 #: what ``ListingTable.open_metrics`` shows
 OPEN_METRICS = ("list_requests", "data_files_opened")
@@ -161,6 +162,12 @@ class ListingTable:
         (``'{date:yyyy/MM/dd}/{hour:HH}'``), ``layout_projection`` the values its columns
         take (``'date=2024-01-01..NOW'``); see docs/layouts.md. ``partition_cols`` then
         declares types of the template's plain columns."""
+        if options:  # names no keyword took: listing and format options, or misspelt
+            registry.refuse_unknown(options, {
+                "keywords": registry.keyword_names(cls.open),
+                "listing options": ListingOptions.names(),
+                f"{formats.label(format)} options": formats.option_names(format)},
+                "for ListingTable.open")
         table_url = TableUrl.parse(url, base_path)
         if folders is not None:
             table_url = dataclasses.replace(
@@ -485,10 +492,11 @@ class ListingTable:
     def _check_declared_layout(self, counters: Counters) -> None:
         """An empty scan of a table opened with declared partition columns: make sure the
         names exist on disk, so a misspelt column cannot pass for an empty result."""
-        page = next(iter(Lister(self.storage, counters).pages(self.url.prefix,
-                                                             delimiter=False)), None)
+        lister = Lister(self.storage, counters)
+        page = next(iter(lister.pages(self.url.prefix, delimiter=False)), None)
         if page is None or not page.files:
-            raise TableNotFoundError(f"no objects under {self.url}")
+            raise TableNotFoundError(f"no objects under {self.url}: "
+                                     f"{_why_empty(lister, self.url)}")
         paths = [m.path for m in page.files]
         discover_columns(self.url.prefix, paths, [(n, t) for n, t in self.partition_cols],
                          self.url.to_url, case_sensitive=self.options.case_sensitive)
@@ -608,6 +616,7 @@ class ListingTable:
 
 # --- open() helpers ------------------------------------------------------------------------
 
+
 def _first_page(lister: Lister, url: TableUrl) -> Page:
     """The first page of the table's flat listing (from the listing cache when ``lister``
     keeps one: ``list_cache_ttl``)."""
@@ -616,10 +625,25 @@ def _first_page(lister: Lister, url: TableUrl) -> Page:
     else:
         page = next(iter(lister.pages(url.prefix, delimiter=False)), Page([], []))
     if not page.files:
-        where = "bucket " + repr(url.bucket) if url.protocol != "file" else "directory"
-        raise TableNotFoundError(f"no objects under {url} (the {where} is empty or the "
-                                 "prefix does not exist)")
+        raise TableNotFoundError(f"no objects under {url}: {_why_empty(lister, url)}")
     return page
+
+
+def _why_empty(lister: Lister, url: TableUrl) -> str:
+    """Why a listing of ``url`` found nothing: for a store with buckets, whether the bucket
+    holds anything else (one LIST of one page, on this error path only; a missing bucket
+    failed the table's own LIST already, as its own error); for a local path, whether the
+    directory exists."""
+    if url.protocol == "file":
+        return ("the directory exists but holds no files" if os.path.isdir(url.prefix)
+                else "no such directory")
+    if not url.bucket:  # a store without buckets (memory://)
+        return "the prefix holds no objects"
+    bucket = f"{'container' if url.protocol in AZURE_PROTOCOLS else 'bucket'} {url.bucket!r}"
+    root = next(iter(lister.pages(url.bucket + "/", delimiter=True)), Page([], []))
+    if root.files or root.dirs:
+        return f"the prefix holds no objects ({bucket} is not empty)"
+    return f"{bucket} is empty"
 
 
 def _declared(partition_cols: PartitionCols) -> list[tuple[str, pa.DataType | None]] | None:

@@ -22,7 +22,8 @@ Spark spellings and Spark equivalents some of them have.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Mapping
+import inspect
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any, Literal
 
@@ -371,6 +372,33 @@ def _typed(raw: Mapping[str, Any], known: Mapping[str, Option], what: str,
                           f"{did_you_mean(unknown[0], known)}; "
                           f"known: {', '.join(sorted(known))}")
     return {name: known[name].parse(value) for name, value in raw.items() if value is not None}
+
+
+def keyword_names(*functions: Callable[..., Any]) -> list[str]:
+    """The optional keyword parameters the ``functions`` name (not their ``**options``,
+    nor the arguments they require): what a misspelt option of a Python entry point is
+    compared with, besides the options."""
+    return sorted({p.name for f in functions for p in inspect.signature(f).parameters.values()
+                   if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+                   and p.default is not p.empty})
+
+
+def refuse_unknown(given: Iterable[str], groups: Mapping[str, Iterable[str]],
+                   where: str) -> None:
+    """Raise :class:`OptionError` when a name in ``given`` is in none of ``groups``
+    (label: names, e.g. ``{"keywords": …, "listing options": …}``): the unknown names,
+    the valid name closest to the first across every group ("did you mean"), and each
+    group's names. ``where`` places them (``"for ListingTable.open"``). Python entry points
+    call it before any request, so a misspelt keyword never reaches a format's own check,
+    which knows only the format's names."""
+    known = {str(n) for names in groups.values() for n in names}
+    unknown = sorted(str(k) for k in set(given) - known)
+    if unknown:
+        listed = "; ".join(f"{label}: {', '.join(sorted(map(str, names))) or 'none'}"
+                           for label, names in groups.items())
+        raise OptionError(f"unknown option{'s' if len(unknown) > 1 else ''} "
+                          f"{', '.join(map(repr, unknown))} {where}"
+                          f"{did_you_mean(unknown[0], known)}. Valid: {listed}")
 
 
 def kind_value(kind: str, value: Any, name: str) -> Any:

@@ -296,13 +296,26 @@ SAME_SETTING = {
 }
 
 
+#: per protocol, names its filesystem takes that the allowlist withholds on purpose: what
+#: the refusal says instead of the valid names (why, and what to do instead; never a value)
+WITHHELD = {"s3": {
+    "profile": "an option string may not choose an AWS profile: a profile can run a "
+               "command (credential_process) and picks among the credentials the machine "
+               "keeps for its owner; set AWS_PROFILE (or AWS_CONFIG_FILE and "
+               "AWS_SHARED_CREDENTIALS_FILE) in the environment of the driver and the "
+               "executors, or from Python pass "
+               "filesystem=lambda: s3fs.S3FileSystem(profile=...) to ListingTable.open",
+}}
+
+
 def check(name: str, options: Mapping[str, Any] | None) -> dict[str, Any]:
     """``options`` for protocol ``name``, each checked against the allowlist and converted
     to its kind (``"true"`` → ``True``, ``"30s"`` → ``30.0``). Raises
     :class:`StorageConfigError` naming the first option at fault and the valid ones, or
     the two spellings of one setting given together (:data:`SAME_SETTING`)."""
     found = protocol(name)
-    checked = _check_object(found.options, dict(options or {}), f"{name}://", "")
+    checked = _check_object(found.options, dict(options or {}), f"{name}://", "",
+                            WITHHELD.get(found.names[0], {}))
     for spellings in SAME_SETTING.get(found.names[0], ()):
         given = [s for s in spellings if _dotted(checked, s) is not None]
         if len(given) > 1:
@@ -321,12 +334,15 @@ def _dotted(options: Mapping[str, Any], name: str) -> Any:
 
 
 def _check_object(allowed: tuple[StorageOption, ...], given: Mapping[str, Any], store: str,
-                  parent: str) -> dict[str, Any]:
+                  parent: str, withheld: Mapping[str, str] | None = None) -> dict[str, Any]:
     by_name = {o.name: o for o in allowed}
     out: dict[str, Any] = {}
     for key, value in given.items():
         name = f"{parent}.{key}" if parent else str(key)
         option = by_name.get(key) if isinstance(key, str) else None
+        if option is None and withheld and key in withheld:
+            raise StorageConfigError(f"storage option {name!r} is not accepted for {store}: "
+                                     f"{withheld[key]}")
         if option is None:
             names = sorted(by_name)
             hint = did_you_mean(str(key), names)
@@ -398,6 +414,16 @@ def markdown_table() -> str:
             rows.append(f"| | `{option[0]}` | {option[1]} | {option[2]} |")
     rows.append("| every protocol | " + ", ".join(f"`{o.name}`" for o in SETTINGS)
                 + " | | the toolkit's own settings (see *A failing store*) |")
+    return "\n".join(rows)
+
+
+def withheld_markdown_table() -> str:
+    """The table of the names withheld on purpose (:data:`WITHHELD`) and what the refusal
+    says instead (generated at build time)."""
+    rows = ["| protocol | option | refused because, and what to do instead |",
+            "| --- | --- | --- |"]
+    rows += [f"| `{proto}://` | `{name}` | {why} |"
+             for proto, names in WITHHELD.items() for name, why in names.items()]
     return "\n".join(rows)
 
 

@@ -17,7 +17,7 @@ from listing.metrics import Counters
 from listing.storage.lister import Lister
 from listing.storage.spec import StorageSpec
 from listing.url import TableUrl
-from listing.write.job import WriteJob
+from listing.write.job import WriteJob, check_write_options
 from listing.write.options import checked_partition_by, layout_partition_by, write_mode
 from listing.write.paths import write_layout
 from listing.write.results import WriteResult
@@ -43,6 +43,7 @@ def write_table(url: str, data: pa.Table | pa.RecordBatch | Iterable[pa.RecordBa
     partition columns. Nothing is visible before the commit; any failure before it
     deletes the staged files and leaves the table as it was.
     """
+    check_write_options(format, format_options, "for write_table", write_table)
     schema, batches = _schema_and_batches(data)
     looked = Counters()
     partition_by = target_partition_by(url, schema, partition_by, mode=mode,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -64,6 +64,18 @@ class _OpenFile:
         self.rows = 0
 
 
+def check_write_options(fmt: str | FileFormat, options: dict[str, Any], where: str,
+                        *entry: Callable[..., Any]) -> None:
+    """Refuse, before any request, an option of a write that is no keyword of
+    :class:`WriteJob` (or of the ``entry`` point that passes its options on) and no
+    option of the format ``fmt``, naming the option meant."""
+    if not options:
+        return
+    registry.refuse_unknown(options, {
+        "keywords": registry.keyword_names(WriteJob.__init__, *entry),
+        f"{formats.label(fmt)} options": formats.option_names(fmt)}, where)
+
+
 class WriteJob(JobCommit):
     """One write job: ``setup()`` on the driver, ``write_task()`` in each task,
     ``commit(tasks)`` or ``abort()`` on the driver. Plain metadata, picklable (Spark ships it
@@ -79,6 +91,7 @@ class WriteJob(JobCommit):
                  commit_protocol: str = "auto", part_size: int | str | None = None,
                  overwrite_without_lock: bool | str = False, time_zone: str = "UTC",
                  layout: Any = None, **format_options: Any) -> None:
+        check_write_options(format, format_options, "for WriteJob")
         self.recover_after = recover_after
         #: the zone a timestamp partition value is spelled in (Spark's session time zone)
         self.time_zone: str = registry.parse({"time_zone": time_zone}, "listing")["time_zone"]

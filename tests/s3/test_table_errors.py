@@ -26,14 +26,34 @@ def put(server, bucket, *keys, payload=None):
 
 
 def test_missing_bucket_is_named(s3_server):
-    with pytest.raises(TableNotFoundError, match="no-such-bucket"):
+    with s3_server.log.capture() as cap, pytest.raises(TableNotFoundError) as err:
         ListingTable.open("s3://no-such-bucket/events/", storage_options=s3_server.storage_options)
+    assert str(err.value).startswith("bucket 'no-such-bucket' does not exist (listing "
+                                     "s3://no-such-bucket/events/)")
+    assert "empty" not in str(err.value) and cap.count("LIST") == 1  # its own error, one LIST
 
 
-def test_missing_prefix_is_named(s3_server, s3_bucket):
+def test_an_empty_bucket_is_named_empty(s3_server, s3_bucket):
     url = f"s3://{s3_bucket}/nothing/here/"
-    with pytest.raises(TableNotFoundError, match=f"no objects under {url}"):
+    with s3_server.log.capture(s3_bucket) as cap, pytest.raises(TableNotFoundError) as err:
         ListingTable.open(url, storage_options=s3_server.storage_options)
+    assert str(err.value) == f"no objects under {url}: bucket {s3_bucket!r} is empty"
+    assert cap.count("LIST") == 2  # the table's prefix, then the bucket's first page
+
+
+def test_an_empty_prefix_in_a_bucket_with_other_keys_says_so(s3_server, s3_bucket):
+    """One LIST more on this error path only: the open of a table sends the one it did."""
+    put(s3_server, s3_bucket, "events/date=2026-01-01/a.parquet")
+    url = f"s3://{s3_bucket}/event/"  # a prefix of a name is no folder of it
+    with s3_server.log.capture(s3_bucket) as cap, pytest.raises(TableNotFoundError) as err:
+        ListingTable.open(url, storage_options=s3_server.storage_options)
+    assert str(err.value) == (f"no objects under {url}: the prefix holds no objects "
+                              f"(bucket {s3_bucket!r} is not empty)")
+    assert cap.count("LIST") == 2
+    with s3_server.log.capture(s3_bucket) as cap:  # the control: a table there, one LIST
+        table = ListingTable.open(f"s3://{s3_bucket}/events/",
+                                  storage_options=s3_server.storage_options)
+    assert table.partition_cols[0][0] == "date" and cap.count("LIST") == 1
 
 
 def test_no_data_files_and_no_schema(s3_server, s3_bucket):

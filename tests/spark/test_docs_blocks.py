@@ -139,13 +139,15 @@ def test_every_marker_renders_and_the_reference_tables_are_the_codes():
     for page in pages():
         used |= set(hook.MARKER.findall(page.read_text()))
     assert used <= set(hook.GENERATORS), used - set(hook.GENERATORS)
-    for name in ("storage-allowlist", "s3a-mapping", "source-options", "listing-options",
-                 "stream-options", "write-options", "errors", "cli-help"):
+    for name in ("storage-allowlist", "storage-withheld", "s3a-mapping", "source-options",
+                 "listing-options", "stream-options", "write-options", "errors", "cli-help"):
         assert name in used, name  # each reference table is on a page
     from listing.options import storage_options
 
     assert hook.render("storage-allowlist") == storage_options.markdown_table()
     assert hook.render("s3a-mapping") == storage_options.s3a_markdown_table()
+    assert "| `s3://` | `profile` | an option string may not choose an AWS profile" in \
+        hook.render("storage-withheld")
     with pytest.raises(KeyError, match="unknown generated table"):
         hook.render("no-such-table")
 

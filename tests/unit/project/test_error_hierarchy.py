@@ -28,7 +28,8 @@ INTERNAL = {
 #: the Spark setup errors, under SparkSetupError
 SETUP = ("listing.spark.lines.UnsupportedSparkError", "listing.spark.lines.SparkClasspathError",
          "listing.spark.s3a.S3AFetchError", "listing.spark.extension.ExtensionBuildError",
-         "listing.spark.extension.ExtensionVersionError", "listing.spark.javac.JavacError")
+         "listing.spark.extension.ExtensionVersionError", "listing.spark.javac.JavacError",
+         "listing.spark.java_runtime.JavaMissingError")
 
 
 def _modules() -> list[ModuleType]:
