@@ -15,7 +15,8 @@ reads, and ``expression_filters`` when filters travel as our expressions. The so
 refuses a spec those options disagree with, so both engines read the same table.
 
 A format class the workers cannot import (a user's script or project folder) travels by
-value with whatever is pickled for them (:func:`ship_by_value`): the source class.
+value with whatever is pickled for them (:func:`ship_by_value`): the source class, or the
+tasks ``mapInArrow`` runs (:mod:`listing.spark.arrow_jobs`).
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ from listing import formats
 from listing.errors import OptionError
 from listing.redact import redact
 from listing.spark.compat import (
+    HAS_DATA_SOURCE_API,
     DataSource,
     DataSourceReader,
     DataSourceStreamReader,
@@ -196,6 +197,10 @@ def to_spark(table: ListingTable, spark: Any, columns: Sequence[str] | None = No
     """
     if limit is not None and (not isinstance(limit, int) or limit < 0):
         raise OptionError(f"limit must be a non-negative int, got {limit!r}")
+    if not HAS_DATA_SOURCE_API:  # Spark 3.5: no Python source; its tasks run in mapInArrow
+        from listing.spark.arrow_jobs import to_spark_by_tasks
+
+        return to_spark_by_tasks(table, spark, columns, where, limit)
     projection = [table.schema.field(n) for n in table.projection(columns)]
     filters = table.bind(where)  # errors surface here, in the driver
     options = table_options(table, filters, limit)  # registers an instance's format class
