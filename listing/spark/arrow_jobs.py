@@ -29,7 +29,7 @@ import json
 import logging
 import pickle
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import pyarrow as pa
 from pyspark import cloudpickle
@@ -66,8 +66,8 @@ def to_spark_by_tasks(table: ListingTable, spark: Any, columns: Sequence[str] | 
 
     def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            for payload in batch.column(0).to_pylist():
-                yield from reader.read(pickle.loads(payload))  # noqa: S301 - the driver's own
+            for payload in batch.column(0).to_pylist():  # bytes: the column is not nullable
+                yield from reader.read(pickle.loads(cast(bytes, payload)))  # noqa: S301 - ours
 
     df = task_rows(spark, payloads).mapInArrow(read, struct)
     return df.limit(limit) if limit is not None else df
