@@ -6,7 +6,8 @@ source gives the same rows and types on each:
 - :data:`HAS_DATA_SOURCE_API`: ``pyspark.sql.datasource`` (Spark 4.0 and later). Without it
   (3.5) ``listing`` is no Python data source: the base classes the source, readers and
   writer subclass are this module's stand-ins (so every module imports), ``to_spark`` and
-  :func:`listing.write_spark` run their tasks in ``mapInArrow`` (:mod:`listing.spark.tasks`).
+  :func:`listing.write_spark` run their tasks in ``mapInArrow``
+  (:mod:`listing.spark.arrow_jobs`).
 - :data:`HAS_FILTER_PUSHDOWN`: ``DataSourceReader.pushFilters`` and the filter classes
   (Spark 4.1 and later). Without them Spark never hands a Python source its filters; the
   filter classes are then this module's own, of the same names and fields, for the filters
