@@ -40,7 +40,7 @@ __all__ = [
     "MissingFileError", "OptionError", "PartitionLayoutError", "PartitionValueError",
     "PartitionedFile", "Pushdown", "ScanPlan", "SparkSetupError", "StorageConfigError",
     "StorageError", "TableExistsError", "TableNotFoundError", "WriteJob", "WriteResult", "col",
-    "explain", "register", "session", "skipped_files", "to_spark", "write_table",
+    "explain", "register", "session", "skipped_files", "to_spark", "write_spark", "write_table",
 ]
 
 
@@ -58,6 +58,10 @@ def __getattr__(name: str) -> Any:
         from listing.spark.source import to_spark
 
         return to_spark
+    if name == "write_spark":
+        from listing.spark.arrow_jobs import write_spark
+
+        return write_spark
     if name in ("write_table", "WriteJob", "WriteResult"):
         from listing import write
 

@@ -13,6 +13,10 @@ of it (``ListingNativeEngine.java``) travels beside it as plain options the opti
 knows (:func:`stated_options`): the format, the format's options for a format Spark also
 reads, and ``expression_filters`` when filters travel as our expressions. The source
 refuses a spec those options disagree with, so both engines read the same table.
+
+A format class the workers cannot import (a user's script or project folder) travels by
+value with whatever is pickled for them (:func:`ship_by_value`): the source class, or the
+tasks ``mapInArrow`` runs (:mod:`listing.spark.arrow_jobs`).
 """
 
 from __future__ import annotations
@@ -20,11 +24,15 @@ from __future__ import annotations
 import base64
 import dataclasses
 import json
+import os
 import secrets
+import sys
+import sysconfig
 from collections.abc import Sequence
 from typing import Any
 
 import pyarrow as pa
+from pyspark import cloudpickle
 
 from listing import formats
 from listing.errors import OptionError
@@ -88,6 +96,23 @@ def table_options(table: ListingTable, where: Sequence[Bound], limit: int | None
         if value != f.default and value is not None:
             opts[f.name] = value.isoformat() if hasattr(value, "isoformat") else str(value)
     return opts
+
+
+def ship_by_value(cls: type) -> None:
+    """Make cloudpickle send the modules of ``cls`` and its base classes by value when
+    Spark's Python workers could not import them (a user's script or project folder on the
+    driver's ``sys.path`` only). Installed packages (and this toolkit) travel by reference."""
+    installed = {sysconfig.get_paths()[k] for k in ("purelib", "platlib", "stdlib")}
+    for klass in cls.__mro__:  # a user's format may subclass another of the user's
+        module = sys.modules.get(klass.__module__)
+        path = getattr(module, "__file__", None)
+        if module is None or path is None or klass.__module__ == "__main__":
+            continue  # __main__ is pickled by value already
+        if klass.__module__.split(".")[0] in ("listing", "builtins"):
+            continue
+        if not any(os.path.abspath(path).startswith(os.path.abspath(p) + os.sep)
+                   for p in installed):
+            cloudpickle.register_pickle_by_value(module)
 
 
 def stated_options(format_name: str, format_options: dict[str, Any], filters: int

@@ -15,12 +15,11 @@ import datetime as dt
 import json
 from typing import Any
 
-from pyspark.sql.datasource import InputPartition
-
 from listing.file_stream import ReadSpec
 from listing.files import FileGroup
 from listing.hive import cast_text
 from listing.options.registry import PARTITION_MARKS
+from listing.spark.compat import InputPartition
 
 
 @dataclasses.dataclass

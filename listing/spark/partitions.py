@@ -10,16 +10,22 @@ object, as the ``listing`` source takes it). All are data: nothing names code.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-from pyspark.sql.udtf import AnalyzeArgument, AnalyzeResult
 
 from listing.errors import OptionError
+from listing.spark.compat import HAS_UDTF_ANALYZE
 from listing.spark.option_values import json_object
 from listing.spark.types import spark_struct
 from listing.table import ListingTable
+
+if TYPE_CHECKING:
+    from pyspark.sql.udtf import AnalyzeArgument, AnalyzeResult
+
+log = logging.getLogger("listing.spark")
 
 NAME = "listing_partitions"
 
@@ -46,6 +52,8 @@ class ListingPartitions:
     def analyze(path: AnalyzeArgument, format: AnalyzeArgument | None = None,  # noqa: A002
                 where: AnalyzeArgument | None = None,
                 storage_options: AnalyzeArgument | None = None) -> AnalyzeResult:
+        from pyspark.sql.udtf import AnalyzeResult  # Spark 4.0 and later (HAS_UDTF_ANALYZE)
+
         table = _open(_constant(path, "path", required=True), _constant(format, "format"),
                       _constant(storage_options, "storage_options"))
         _constant(where, "where")
@@ -60,11 +68,18 @@ class ListingPartitions:
         yield from (tuple(row.values()) for row in table.partitions(where).to_pylist())
 
 
-def register_partitions_function(spark: Any) -> None:
-    """Make ``listing_partitions(...)`` callable in ``spark``'s SQL."""
+def register_partitions_function(spark: Any) -> bool:
+    """Make ``listing_partitions(...)`` callable in ``spark``'s SQL; False where pyspark's
+    table functions cannot answer their schema from their arguments (Spark 3.5: not
+    registered, ``ListingTable.partitions`` answers the same in Python)."""
+    if not HAS_UDTF_ANALYZE:
+        log.info("%s is not registered: Spark 3.5's Python table functions have no analyze "
+                 "(use ListingTable.partitions)", NAME)
+        return False
     from pyspark.sql.functions import udtf
 
     # a few rows per call: plain Python rows. Left to Spark's default (Arrow UDTFs on, in
     # pyspark 4.3), a session without pandas (the wheel installed without the `connect`
     # extra) printed a UserWarning about pandas every time the source was registered
     spark.udtf.register(NAME, udtf(ListingPartitions, useArrow=False))
+    return True

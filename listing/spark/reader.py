@@ -15,7 +15,6 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pyarrow as pa
-from pyspark.sql.datasource import DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
 from listing.errors import ListingError, OptionError
@@ -25,6 +24,7 @@ from listing.formats.conform import conform_batch
 from listing.metrics import Counters, CountersView
 from listing.pushdown import Pushdown
 from listing.scan import ScanPlan
+from listing.spark.compat import DataSourceReader, InputPartition
 from listing.spark.filters import from_spark
 from listing.spark.input_partition import SUMMARY_END, SUMMARY_MARK, GroupPartition, key_marker
 from listing.spark.progress import ListingProgress

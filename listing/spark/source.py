@@ -11,49 +11,29 @@ write's (:mod:`listing.spark.writer`).
 
 from __future__ import annotations
 
-import os
-import sys
-import sysconfig
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import pyarrow as pa
-from pyspark import cloudpickle
-from pyspark.sql.datasource import (
-    DataSource,
-    DataSourceReader,
-    DataSourceStreamReader,
-    DataSourceWriter,
-)
 from pyspark.sql.types import StructType
 
 from listing import formats
 from listing.errors import OptionError
 from listing.redact import redact
+from listing.spark.compat import (
+    HAS_DATA_SOURCE_API,
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    DataSourceWriter,
+)
 from listing.spark.config import SourceConfig, hand_registry_to_jvm
-from listing.spark.dataframe import FILESYSTEMS, table_options
+from listing.spark.dataframe import FILESYSTEMS, ship_by_value, table_options
 from listing.spark.reader import ListingReader, PlainListingReader, split_row_counts
 from listing.spark.skips import accumulator as skips_accumulator
 from listing.spark.stream_reader import ListingStreamReader
 from listing.spark.types import arrow_schema, spark_schema, spark_struct
 from listing.table import ListingTable, Where
-
-
-def ship_by_value(cls: type) -> None:
-    """Make cloudpickle send the modules of ``cls`` and its base classes by value when
-    Spark's Python workers could not import them (a user's script or project folder on the
-    driver's ``sys.path`` only). Installed packages (and this toolkit) travel by reference."""
-    installed = {sysconfig.get_paths()[k] for k in ("purelib", "platlib", "stdlib")}
-    for klass in cls.__mro__:  # a user's format may subclass another of the user's
-        module = sys.modules.get(klass.__module__)
-        path = getattr(module, "__file__", None)
-        if module is None or path is None or klass.__module__ == "__main__":
-            continue  # __main__ is pickled by value already
-        if klass.__module__.split(".")[0] in ("listing", "builtins"):
-            continue
-        if not any(os.path.abspath(path).startswith(os.path.abspath(p) + os.sep)
-                   for p in installed):
-            cloudpickle.register_pickle_by_value(module)
 
 
 def open_table(config: SourceConfig, schema: StructType | None = None,
@@ -217,6 +197,10 @@ def to_spark(table: ListingTable, spark: Any, columns: Sequence[str] | None = No
     """
     if limit is not None and (not isinstance(limit, int) or limit < 0):
         raise OptionError(f"limit must be a non-negative int, got {limit!r}")
+    if not HAS_DATA_SOURCE_API:  # Spark 3.5: no Python source; its tasks run in mapInArrow
+        from listing.spark.arrow_jobs import to_spark_by_tasks
+
+        return to_spark_by_tasks(table, spark, columns, where, limit)
     projection = [table.schema.field(n) for n in table.projection(columns)]
     filters = table.bind(where)  # errors surface here, in the driver
     options = table_options(table, filters, limit)  # registers an instance's format class

@@ -22,11 +22,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pyarrow as pa
-from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.types import StructType
 
 from listing.discovery import DiscoveredFiles, DiscoverySettings, FileDiscovery
-from listing.spark.compat import HAS_ADMISSION_CONTROL
+from listing.spark.compat import HAS_ADMISSION_CONTROL, DataSourceStreamReader, InputPartition
 from listing.spark.input_partition import GroupPartition
 from listing.spark.reader import read_partition, resolve_columns
 from listing.spark.types import arrow_schema

@@ -35,13 +35,13 @@ from typing import Any
 
 import pyarrow as pa
 from pyspark import TaskContext
-from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
 from listing.errors import OptionError
 from listing.metrics import Counters
 from listing.options import registry
 from listing.options.registry import STORAGE_PREFIX
+from listing.spark.compat import DataSourceArrowWriter, WriterCommitMessage
 from listing.spark.config import CATALOG_OPTIONS
 from listing.spark.option_values import json_object, storage_value
 from listing.spark.types import arrow_schema
