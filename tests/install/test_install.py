@@ -55,6 +55,9 @@ REQUIRED_IN_WHEEL = (
     "listing/testing/s3.py",
     "listing/testing/datasets.py",
     "listing/testing/py.typed",
+    # the S3A connector's POMs (`python -m listing.spark.s3a`): Hadoop 3.4+ and Hadoop 3.3
+    "listing/spark/connector/pom.xml",
+    "listing/spark/connector/pom-hadoop-3.3.xml",
 )
 BUILD_TIMEOUT = 300
 RUN_TIMEOUT = 300
@@ -305,8 +308,12 @@ def test_installed_package_comes_from_the_wheel(installed: Installed) -> None:
 
 # --- a user's pyspark stays as it is ------------------------------------------------------
 
-#: the newest patch of each supported Spark line on PyPI (the first is what pip picks alone)
-USER_PYSPARKS = ("4.3.0", "4.2.1", "4.1.4", "4.0.5")
+#: the pyspark releases a user may hold (the first is what pip picks alone): the newest of
+#: the range (4.3), of 4.0 and of 3.5 (EMR 7's 3.5.6, pinning py4j 0.10.9.7 exactly). 4.1 and
+#: 4.2 declare the very dependencies 4.0 and 4.3 do (py4j >=0.10.9.7,<0.10.9.10), so pip
+#: resolves them alike; .ci/test-spark installs the project beside each and fails when pip
+#: replaced it.
+USER_PYSPARKS = ("4.3.0", "4.0.5", "3.5.6")
 
 
 def _pyspark_version(python: Path, env: dict[str, str], cwd: Path) -> str:
@@ -315,7 +322,7 @@ def _pyspark_version(python: Path, env: dict[str, str], cwd: Path) -> str:
 
 
 def test_installing_the_wheel_keeps_the_user_s_pyspark(installed: Installed) -> None:
-    """A user's virtualenv holding pyspark 4.0-4.3: ``pip install`` of the wheel (with its
+    """A user's virtualenv holding pyspark 3.5 or 4.0-4.3: ``pip install`` of the wheel (with its
     dependencies, as users run it, by the base interpreter's pip) leaves that pyspark as it
     is, and resolves without backtracking. Positive control: in a virtualenv without
     pyspark the same install brings the newest supported one."""

@@ -196,6 +196,9 @@ def _relation_options(df):
 
 
 def test_storage_options_map_to_per_bucket_s3a_settings(spark, s3_server, parquet_table):
+    """The options become the bucket's S3A settings, and S3A reads with them: timeouts as
+    plain milliseconds, which Hadoop 3.3's S3A (Spark 3.5) reads with getInt (a "5000ms"
+    fails the count there) and 3.4 and later as milliseconds."""
     bucket, ds = parquet_table
     opts = _options(s3_server, max_retries=2,
                     config_kwargs={"connect_timeout": 5, "read_timeout": 7.5,
@@ -210,8 +213,8 @@ def test_storage_options_map_to_per_bucket_s3a_settings(spark, s3_server, parque
         "aws.credentials.provider": "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider",
         "endpoint": s3_server.endpoint_url, "connection.ssl.enabled": "false",
         "path.style.access": "true", "endpoint.region": "us-east-1",
-        "attempts.maximum": "2", "connection.establish.timeout": "5000ms",
-        "connection.timeout": "7500ms", "connection.maximum": "16"}
+        "attempts.maximum": "2", "connection.establish.timeout": "5000",
+        "connection.timeout": "7500", "connection.maximum": "16"}
     assert not [k for k in got if k.startswith("fs.s3a.") and not k.startswith(p)]
 
 
@@ -227,7 +230,7 @@ def test_values_python_accepts_hand_off_as_python_reads_them(spark, s3_server, p
     p = f"fs.s3a.bucket.{bucket}."
     got = {k[len(p):]: v for k, v in _relation_options(df).items() if k.startswith(p)}
     assert (got["connection.establish.timeout"], got["connection.timeout"],
-            got["connection.maximum"]) == ("5000ms", "250ms", "1000")
+            got["connection.maximum"]) == ("5000", "250", "1000")
     bad = _options(s3_server, config_kwargs={"connect_timeout": "5 parsecs"})
     for engine in ("native", "auto"):
         with pytest.raises(Exception, match=r"config_kwargs.connect_timeout='5 parsecs' "

@@ -214,7 +214,7 @@ def _values(o: storage_options.StorageOption) -> list[Any]:
 
 def _converted(convert: str, value: Any) -> str | None:
     if convert == "millis":
-        return f"{round(value * 1000)}ms"
+        return str(round(value * 1000))  # plain: Hadoop 3.3's getInt refuses "5000ms"
     if convert == "retries_of_attempts":
         return str(max(0, value - 1))
     if convert == "flag":

@@ -341,14 +341,16 @@ final class S3ASettings {
     return n;
   }
 
-  /** A duration as Python's parse_duration reads it (seconds: 30, 5s, 250ms) as S3A's
-   * duration text in milliseconds. */
+  /** A duration as Python's parse_duration reads it (seconds: 30, 5s, 250ms) as a plain
+   * count of milliseconds: Hadoop 3.3's S3A (Spark 3.5) reads its timeouts with getInt and
+   * refuses a unit suffix such as "5000ms"; 3.4 and later read a plain number as
+   * milliseconds, the unit these settings default to. */
   private static String millis(String name, JsonNode v, OptionRegistry registry)
       throws ListingNativeEngine.NotNative {
     Double seconds = registry.values.seconds(v);
     if (seconds == null) {
       throw new ListingNativeEngine.NotNative("storage option " + name + " is not a duration");
     }
-    return Math.round(seconds * 1000) + "ms";
+    return String.valueOf(Math.round(seconds * 1000));
   }
 }
