@@ -36,6 +36,7 @@ from listing.spark.lines import (
     jar_name,
     line_of,
     maven_classpath,
+    resources,
     sources,
 )
 
@@ -211,19 +212,21 @@ def build_extension_jar(force: bool = False, cache_dir: Path | None = None,
     elif line.maven_version is not None:
         built_against = line.maven_version
         try:
-            classpath = maven_classpath(JAVA_SOURCES, line.maven_version, cache)
+            classpath = maven_classpath(JAVA_SOURCES, line.maven_version, cache, line.scala)
         except SparkClasspathError as err:
             raise ExtensionBuildError(str(err)) from None
     else:
         raise ExtensionBuildError(f"the extension for Spark {line.minor} compiles against "
                                   f"pyspark {line.minor}'s jars; this pyspark is "
                                   f"{pyspark.__version__}")
-    target = cache / f"listing-extension-{_cache_key(files, built_against)}.jar"
+    extra = resources(JAVA_SOURCES, line)
+    keyed = files + (sorted(f for f in extra.rglob("*") if f.is_file()) if extra else [])
+    target = cache / f"listing-extension-{_cache_key(keyed, built_against)}.jar"
     if target.is_file() and not force:
         return target
     javac, jar = _jdk_tool("javac"), _jdk_tool("jar")
     try:
-        return compile_jar(files, classpath, built_against, target, javac, jar)
+        return compile_jar(files, classpath, built_against, target, javac, jar, extra)
     except JavacError as err:
         raise ExtensionBuildError(str(err)) from None
 
