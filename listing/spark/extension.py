@@ -18,6 +18,7 @@ running line's shims are compiled on first use with the local JDK, against pyspa
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import re
 import shutil
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
 __all__ = [
     "EXTENSION_CLASS",
     "GUARD_RULE_CLASS",
+    "JVM_SOURCE_CLASS",
     "ExtensionVersionError",
     "ExtensionBuildError",
     "UnsupportedSparkError",
@@ -55,8 +57,11 @@ __all__ = [
     "extension_jar",
     "extension_conf",
     "is_guard_active",
+    "jvm_source_loaded",
     "running_spark_version",
 ]
+
+log = logging.getLogger("listing.spark")
 
 EXTENSION_CLASS = "io.github.listing.ListingSparkExtensions"
 """Value for ``spark.sql.extensions``: installs the listing rules (the guard among them) into
@@ -268,6 +273,26 @@ def extension_conf(jar_path: Path | str) -> dict[str, str]:
         "spark.jars": str(Path(jar_path).resolve()),
         "spark.sql.extensions": EXTENSION_CLASS,
     }
+
+
+#: the JVM ``listing`` source of the lines without Python data sources (Spark 3.5's jar)
+JVM_SOURCE_CLASS = "io.github.listing.ListingRelationProvider"
+
+
+def jvm_source_loaded(spark: SparkSession) -> bool:
+    """Whether ``format("listing")`` resolves, in this session's JVM, to the extension jar's
+    JVM source (Spark 3.5: the jar is on the driver's classpath); False on a session without
+    a JVM of its own (Spark Connect)."""
+    jsession = getattr(spark, "_jsparkSession", None)
+    if jsession is None:
+        return False
+    try:
+        found = spark._jvm.org.apache.spark.sql.execution.datasources.DataSource  # noqa: SLF001
+        cls = found.lookupDataSource("listing", jsession.sessionState().conf())
+        return bool(cls.getName() == JVM_SOURCE_CLASS)
+    except Exception as err:  # noqa: BLE001 - no such class on this classpath
+        log.debug("listing: no JVM listing source: %s", err)
+        return False
 
 
 def is_guard_active(spark: SparkSession) -> bool:

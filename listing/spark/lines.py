@@ -50,14 +50,16 @@ __all__ = [
 class SparkLine:
     """One Spark minor line: its shim folder and the Spark release its jar compiles against
     (``None``: the installed pyspark's own jars, for a line not on Maven Central), the Scala
-    binary version that Spark runs, and the files of ``java/io/github/listing/`` its jar
-    compiles (``None``: all of them)."""
+    binary version that Spark runs, the files of ``java/io/github/listing/`` its jar
+    compiles (``None``: all of them), and whether that Spark has Python data sources
+    (``pyspark.sql.datasource``, Spark 4): without them ``listing`` is the jar's JVM source."""
 
     minor: str
     shims: str
     maven_version: str | None
     scala: str = "2.13"
     shared: tuple[str, ...] | None = None
+    python_sources: bool = True
 
 
 #: the shared sources Spark 3.5's jar compiles: the file index our planner feeds, the
@@ -69,7 +71,8 @@ SHARED_3_5 = ("FilterJson.java", "ListingFileIndex.java", "ListingNativeEngine.j
 
 
 LINES: tuple[SparkLine, ...] = (
-    SparkLine("3.5", "spark-3.5", "3.5.6", scala="2.12", shared=SHARED_3_5),
+    SparkLine("3.5", "spark-3.5", "3.5.6", scala="2.12", shared=SHARED_3_5,
+              python_sources=False),
     SparkLine("4.0", "spark-4.0", "4.0.4"),
     SparkLine("4.1", "spark-4.1", "4.1.3"),
     SparkLine("4.2", "spark-4.2-4.3", "4.2.0"),
