@@ -156,7 +156,10 @@ def _guarded(group: str, what: str, fn: Callable[..., Any]) -> Callable[..., Any
 def _install_in_process_guards() -> None:
     """Wrap the two ways this process starts what a group allows: pyspark's JVM launch
     and :meth:`S3Server.start`."""
-    import pyspark.core.context as spark_context
+    try:
+        import pyspark.core.context as spark_context
+    except ImportError:  # pyspark 3.5: the module is pyspark.context
+        import pyspark.context as spark_context  # type: ignore[no-redef]
 
     from listing.testing.s3 import S3Server
 

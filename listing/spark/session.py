@@ -38,7 +38,6 @@ from listing.spark.extension import (
     jvm_source_loaded,
 )
 from listing.spark.file_index import register_planner
-from listing.spark.partitions import register_partitions_function
 from listing.spark.s3a import connector_jars
 
 log = logging.getLogger("listing.spark")
@@ -188,7 +187,8 @@ def _register_source(spark: SparkSession, pruning: bool, python_sources: bool = 
     """The ``listing`` source on ``spark`` and the confs the extension reads; where Spark has
     no Python data sources (3.5), the extension's JVM source is it, and only the confs are
     set."""
-    if python_sources:  # pyspark.sql.datasource: Spark 4 only
+    if python_sources:  # pyspark.sql.datasource, polymorphic UDTFs: Spark 4 only
+        from listing.spark.partitions import register_partitions_function
         from listing.spark.source import (
             ListingDataSource,
             UnguardedListingDataSource,
@@ -200,4 +200,5 @@ def _register_source(spark: SparkSession, pruning: bool, python_sources: bool = 
     spark.conf.set(SOURCE_PRUNES_CONF, str(pruning).lower())
     spark.conf.set(PYTHON_FORMATS_CONF, ",".join(sorted(formats.registered())))
     hand_registry_to_jvm(spark)
-    register_partitions_function(spark)
+    if python_sources:
+        register_partitions_function(spark)
