@@ -20,6 +20,7 @@ import pytest
 from pyspark.sql import functions as F
 
 import listing
+from listing.spark.extension import check_supported
 from listing.testing import datasets
 
 DAYS = 4
@@ -146,3 +147,26 @@ def test_explain_shows_the_listing_scan(spark, events):
     files = sum(1 for f in events.files if f.partition_values["date"] == DAY)
     assert f"  files: {files}," in text, text
     assert "FileScan parquet" in _executed(df).toString()
+
+
+def test_streams_and_writes_refuse_in_one_line_where_spark_has_no_python_sources(
+        spark, events, tmp_path):
+    """Spark 3.5's JVM ``listing`` source refuses a stream and a write in one line naming
+    what to use; on Spark 4 (the control) the Python source takes both."""
+    python_sources = check_supported(spark.version).python_sources
+    out = str(tmp_path / "written")
+    write = spark.range(3).write.format("listing").option("format", "parquet").mode("append")
+    if python_sources:
+        stream = spark.readStream.format("listing").option("format", "parquet").load(
+            events.root)
+        assert stream.isStreaming
+        write.save(out)
+        assert spark.read.parquet(out).count() == 3
+        return
+    with pytest.raises(Exception, match="lacks: use Spark 4.x for streams") as err:
+        spark.readStream.format("listing").load(events.root)
+    assert "readStream" in str(err.value).splitlines()[0]
+    with pytest.raises(Exception, match=r"lacks: write with listing\.write_spark\("):
+        write.save(out)
+    with pytest.raises(Exception, match="option where: filter the DataFrame instead"):
+        spark.read.format("listing").option("where", "region = 'us'").load(events.root)

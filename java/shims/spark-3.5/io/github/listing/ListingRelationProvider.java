@@ -51,8 +51,12 @@ public final class ListingRelationProvider implements DataSourceRegister, Relati
       return ListingNativeEngine.fileRelation(context.sparkSession(), Scala.java(parameters),
           schema);
     } catch (ListingNativeEngine.NotNative why) {
+      String text = why.getMessage();
+      if (text.startsWith("format ")) {  // ours only, or registered from Python
+        text += "; read it with ListingTable.to_spark(...) instead";
+      }
       throw new IllegalArgumentException("listing source on Spark " + context.sparkSession()
-          .version() + ": " + why.getMessage());
+          .version() + ": " + text);
     }
   }
 
