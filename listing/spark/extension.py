@@ -24,7 +24,7 @@ import re
 import shutil
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyspark
 
@@ -284,10 +284,11 @@ def jvm_source_loaded(spark: SparkSession) -> bool:
     JVM source (Spark 3.5: the jar is on the driver's classpath); False on a session without
     a JVM of its own (Spark Connect)."""
     jsession = getattr(spark, "_jsparkSession", None)
-    if jsession is None:
+    jvm: Any = getattr(spark, "_jvm", None)
+    if jsession is None or jvm is None:
         return False
     try:
-        found = spark._jvm.org.apache.spark.sql.execution.datasources.DataSource  # noqa: SLF001
+        found = jvm.org.apache.spark.sql.execution.datasources.DataSource
         cls = found.lookupDataSource("listing", jsession.sessionState().conf())
         return bool(cls.getName() == JVM_SOURCE_CLASS)
     except Exception as err:  # noqa: BLE001 - no such class on this classpath
