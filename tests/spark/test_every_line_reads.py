@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import uuid
 
 import pytest
 from pyspark.sql import functions as F
 
 import listing
 from listing.spark.extension import check_supported
+from listing.spark.s3a import connector_jars
 from listing.testing import datasets
 
 DAYS = 4
@@ -170,3 +172,44 @@ def test_streams_and_writes_refuse_in_one_line_where_spark_has_no_python_sources
         write.save(out)
     with pytest.raises(Exception, match="option where: filter the DataFrame instead"):
         spark.read.format("listing").option("where", "region = 'us'").load(events.root)
+
+
+@pytest.fixture
+def s3_table(s3_server):
+    bucket = s3_server.create_bucket(f"every-line-{uuid.uuid4().hex[:8]}")
+    ds = datasets.daily(f"s3://{bucket}/events", s3_server.storage_options, days=DAYS,
+                        rows_per_file=5, put=datasets.fast_writer(s3_server))
+    yield bucket, ds
+    s3_server.drop_bucket(bucket)
+
+
+def test_a_pruned_read_on_s3_lists_one_prefix_and_touches_only_its_objects(
+        spark, s3_server, s3_table):
+    """Through Spark's S3A connector (fetched by ``make s3a`` for the running pyspark's
+    Hadoop): one LIST, of the partition's prefix; no request for another partition's
+    object; the rows Spark's own Parquet reader over S3A reads for the same filter."""
+    assert connector_jars(), "Spark's S3A connector is not fetched: run `make s3a`"
+    bucket, ds = s3_table
+    where = f"date = '{DAY}'"
+    df = (spark.read.format("listing").option("format", "parquet")
+          .option("storage_options", json.dumps(ds.storage_options)).load(ds.root)
+          .where(where).select("id", "date", "region", "amount"))
+    matching = [f for f in ds.files if f.partition_values["date"] == DAY]
+    keys = {f"events/{f.path.split('/events/')[1]}" for f in matching}
+    with s3_server.log.capture(bucket) as cap:
+        rows = _rows(df)
+    assert len(rows) == sum(f.num_rows for f in matching) > 0
+    (listed,) = [e for e in cap.entries() if e.kind == "LIST"]
+    assert listed.query["prefix"] == f"events/date={DAY}/"
+    touched = {e.key for e in cap.entries() if e.kind in ("HEAD", "GET")}
+    assert touched and touched <= keys, cap.entries()
+    assert "Location: ListingFileIndex" in _executed(df).toString()
+    hadoop = spark._jsc.hadoopConfiguration()
+    prefix = f"fs.s3a.bucket.{bucket}."
+    for key, value in {"endpoint": s3_server.endpoint_url, "path.style.access": "true",
+                       "connection.ssl.enabled": "false", "endpoint.region": "us-east-1",
+                       "access.key": "testing", "secret.key": "testing"}.items():
+        hadoop.set(prefix + key, value)
+    oracle = spark.read.parquet(f"s3a://{bucket}/events").where(where).select(
+        "id", "date", "region", "amount")
+    assert rows == _rows(oracle)
