@@ -96,6 +96,8 @@ class ListingPlanner:
             inferred = None
             if not schema_json:
                 inferred = spark_struct(table.schema, table.partition_names).json()
+                with self._lock:  # the JVM plans with this text: the same table, no reopening
+                    self._tables[(options_json, inferred)] = (table, config)
             relation = schema_json or inferred or ""
             answer = {"partition_columns": table.partition_names,
                       "not_native": (_case_apart(table, relation)

@@ -196,11 +196,11 @@ public final class ListingFileIndex extends ScalaFileIndex {
   private volatile List<String> lastUsed = List.of();
   private volatile long lastListRequests;
 
-  private ListingFileIndex(Planner planner, String optionsJson, StructType schema, Path root,
-      StructType partitionSchema) {
+  private ListingFileIndex(Planner planner, String optionsJson, StructType schema,
+      String schemaJson, Path root, StructType partitionSchema) {
     this.planner = planner;
     this.optionsJson = optionsJson;
-    this.schemaJson = schema.json();
+    this.schemaJson = schemaJson;
     this.schema = schema;
     this.root = root;
     this.partitionSchema = partitionSchema;
@@ -231,11 +231,13 @@ public final class ListingFileIndex extends ScalaFileIndex {
     if (answer.path("not_native").isTextual()) {
       throw new ListingNativeEngine.NotNative(answer.get("not_native").asText());
     }
-    if (schema == null) {
+    String schemaJson = schema == null ? null : schema.json();
+    if (schema == null) {  // the planner's text, which it keeps the opened table under
       if (!answer.path("schema").isTextual()) {
         throw new ListingNativeEngine.NotNative("the listing planner named no schema");
       }
-      schema = (StructType) DataType.fromJson(answer.get("schema").asText());
+      schemaJson = answer.get("schema").asText();
+      schema = (StructType) DataType.fromJson(schemaJson);
     }
     List<StructField> parts = new ArrayList<>();
     for (JsonNode name : answer.path("partition_columns")) {
@@ -245,7 +247,7 @@ public final class ListingFileIndex extends ScalaFileIndex {
         }
       }
     }
-    return new ListingFileIndex(planner, optionsJson, schema,
+    return new ListingFileIndex(planner, optionsJson, schema, schemaJson,
         qualified(root), new StructType(parts.toArray(new StructField[0])));
   }
 
