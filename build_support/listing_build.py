@@ -97,8 +97,9 @@ class BuildPy(_build_py):
                 version, classpath = pyspark.__version__, [Path(pyspark.__file__).parent / "jars"]
             else:
                 version = line.maven_version
-                classpath = lines.maven_classpath(ROOT / "java", version, cache)
+                classpath = lines.maven_classpath(ROOT / "java", version, cache, line.scala)
             target = Path(self.build_lib) / "listing" / "spark" / lines.jar_name(line)
             javac.compile_jar(lines.sources(ROOT / "java", line), classpath, version, target,
-                              _jdk_tool("javac"), _jdk_tool("jar"))
+                              _jdk_tool("javac"), _jdk_tool("jar"),
+                              lines.resources(ROOT / "java", line))
             self.announce(f"compiled {target} against Spark {version}", level=2)

@@ -48,7 +48,9 @@ def explain(df: Any, *, show: bool = True) -> list[str]:
     rules = df.sparkSession._jvm.org.apache.spark.sql.catalyst.optimizer
     written = qe.analyzed()
     for rule in ("ReplaceExpressions$", "RewriteWithExpression$", "ConstantFolding$"):
-        written = getattr(getattr(rules, rule), "MODULE$").apply(written)
+        if _has_class(df.sparkSession, f"org.apache.spark.sql.catalyst.optimizer.{rule}"):
+            # RewriteWithExpression: Spark 4 only (3.5 has no With expression to rewrite)
+            written = getattr(getattr(rules, rule), "MODULE$").apply(written)
     filters = [f for _, f in _listing_scans(written, [])]
     if len(filters) != len(scans):
         filters = [[] for _ in scans]
@@ -65,6 +67,15 @@ def explain(df: Any, *, show: bool = True) -> list[str]:
     if show:
         print("\n\n".join(texts) if texts else "(no listing scan in this plan)")
     return texts
+
+
+def _has_class(spark: Any, name: str) -> bool:
+    """Whether the session's JVM has class ``name``."""
+    try:
+        spark._jvm.java.lang.Class.forName(name)  # noqa: SLF001 - classic sessions only
+    except Exception:  # noqa: BLE001 - py4j's wrapped ClassNotFoundException
+        return False
+    return True
 
 
 def _listing_scans(node: Any, filters: list[Any]) -> list[tuple[Any, list[Any]]]:

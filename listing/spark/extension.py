@@ -18,12 +18,13 @@ running line's shims are compiled on first use with the local JDK, against pyspa
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import re
 import shutil
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyspark
 
@@ -36,6 +37,7 @@ from listing.spark.lines import (
     jar_name,
     line_of,
     maven_classpath,
+    resources,
     sources,
 )
 
@@ -45,6 +47,7 @@ if TYPE_CHECKING:
 __all__ = [
     "EXTENSION_CLASS",
     "GUARD_RULE_CLASS",
+    "JVM_SOURCE_CLASS",
     "ExtensionVersionError",
     "ExtensionBuildError",
     "UnsupportedSparkError",
@@ -54,8 +57,11 @@ __all__ = [
     "extension_jar",
     "extension_conf",
     "is_guard_active",
+    "jvm_source_loaded",
     "running_spark_version",
 ]
+
+log = logging.getLogger("listing.spark")
 
 EXTENSION_CLASS = "io.github.listing.ListingSparkExtensions"
 """Value for ``spark.sql.extensions``: installs the listing rules (the guard among them) into
@@ -211,19 +217,21 @@ def build_extension_jar(force: bool = False, cache_dir: Path | None = None,
     elif line.maven_version is not None:
         built_against = line.maven_version
         try:
-            classpath = maven_classpath(JAVA_SOURCES, line.maven_version, cache)
+            classpath = maven_classpath(JAVA_SOURCES, line.maven_version, cache, line.scala)
         except SparkClasspathError as err:
             raise ExtensionBuildError(str(err)) from None
     else:
         raise ExtensionBuildError(f"the extension for Spark {line.minor} compiles against "
                                   f"pyspark {line.minor}'s jars; this pyspark is "
                                   f"{pyspark.__version__}")
-    target = cache / f"listing-extension-{_cache_key(files, built_against)}.jar"
+    extra = resources(JAVA_SOURCES, line)
+    keyed = files + (sorted(f for f in extra.rglob("*") if f.is_file()) if extra else [])
+    target = cache / f"listing-extension-{_cache_key(keyed, built_against)}.jar"
     if target.is_file() and not force:
         return target
     javac, jar = _jdk_tool("javac"), _jdk_tool("jar")
     try:
-        return compile_jar(files, classpath, built_against, target, javac, jar)
+        return compile_jar(files, classpath, built_against, target, javac, jar, extra)
     except JavacError as err:
         raise ExtensionBuildError(str(err)) from None
 
@@ -265,6 +273,27 @@ def extension_conf(jar_path: Path | str) -> dict[str, str]:
         "spark.jars": str(Path(jar_path).resolve()),
         "spark.sql.extensions": EXTENSION_CLASS,
     }
+
+
+#: the JVM ``listing`` source of the lines without Python data sources (Spark 3.5's jar)
+JVM_SOURCE_CLASS = "io.github.listing.ListingRelationProvider"
+
+
+def jvm_source_loaded(spark: SparkSession) -> bool:
+    """Whether ``format("listing")`` resolves, in this session's JVM, to the extension jar's
+    JVM source (Spark 3.5: the jar is on the driver's classpath); False on a session without
+    a JVM of its own (Spark Connect)."""
+    jsession = getattr(spark, "_jsparkSession", None)
+    jvm: Any = getattr(spark, "_jvm", None)
+    if jsession is None or jvm is None:
+        return False
+    try:
+        found = jvm.org.apache.spark.sql.execution.datasources.DataSource
+        cls = found.lookupDataSource("listing", jsession.sessionState().conf())
+        return bool(cls.getName() == JVM_SOURCE_CLASS)
+    except Exception as err:  # noqa: BLE001 - no such class on this classpath
+        log.debug("listing: no JVM listing source: %s", err)
+        return False
 
 
 def is_guard_active(spark: SparkSession) -> bool:

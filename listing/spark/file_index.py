@@ -48,6 +48,7 @@ from listing.scan import ScanPlan
 from listing.spark.config import SourceConfig
 from listing.spark.filters import from_json
 from listing.spark.source import open_table, session_case_sensitive, with_session_case
+from listing.spark.types import spark_struct
 from listing.storage.dir_files import DirFiles
 from listing.table import ListingTable
 
@@ -86,12 +87,22 @@ class ListingPlanner:
 
     def describe(self, options_json: str, schema_json: str) -> str:
         """``{"partition_columns": [...], "not_native": why or None}``: what the relation's
-        file index is built with, and why Spark's reader cannot read the files, if so."""
+        file index is built with, and why Spark's reader cannot read the files, if so. With
+        no ``schema_json`` (Spark 3.5's JVM source, given no schema), also ``"schema"``: the
+        relation's schema as the Python source infers it (data and partition columns, our
+        types), as Spark's JSON."""
         def build() -> dict[str, Any]:
             table, config = self._opened(options_json, schema_json)
-            return {"partition_columns": table.partition_names,
-                    "not_native": (_case_apart(table, schema_json)
-                                   or _not_native(config, schema_json))}
+            inferred = None
+            if not schema_json:
+                inferred = spark_struct(table.schema, table.partition_names).json()
+                with self._lock:  # the JVM plans with this text: the same table, no reopening
+                    self._tables[(options_json, inferred)] = (table, config)
+            relation = schema_json or inferred or ""
+            answer = {"partition_columns": table.partition_names,
+                      "not_native": (_case_apart(table, relation)
+                                     or _not_native(config, relation))}
+            return answer if inferred is None else {**answer, "schema": inferred}
         return self._answer(build)
 
     def sample(self, options_json: str, schema_json: str) -> str:
@@ -196,7 +207,7 @@ class ListingPlanner:
             if opened is not None:
                 self._tables.move_to_end(key)
                 return opened
-        schema = StructType.fromJson(json.loads(schema_json))
+        schema = StructType.fromJson(json.loads(schema_json)) if schema_json else None
         # the source's own opening: same option parsing, same user-schema typing
         config = SourceConfig.parse(with_session_case(json.loads(options_json),
                                                       self.case_sensitive))

@@ -42,10 +42,12 @@ def _run(cmd: list[str], what: str) -> None:
 
 
 def compile_jar(files: Sequence[Path], classpath: Sequence[Path], spark_version: str,
-                target: Path, javac: str = "javac", jar: str = "jar") -> Path:
+                target: Path, javac: str = "javac", jar: str = "jar",
+                resources: Path | None = None) -> Path:
     """Compile ``files`` with ``javac --release 17`` against ``classpath`` (jars, or folders
     whose every jar counts) and write the jar to ``target`` (atomically: a concurrent reader
-    never sees a partial jar)."""
+    never sees a partial jar), with the files under ``resources`` (a service file) at their
+    paths below it."""
     if not files:
         raise JavacError("no Java sources to compile")
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -60,7 +62,8 @@ def compile_jar(files: Sequence[Path], classpath: Sequence[Path], spark_version:
         manifest.write_text(f"{SPARK_VERSION_ATTRIBUTE}: {spark_version}\n")
         staged = Path(tmp) / target.name
         _run([jar, "--create", "--file", str(staged), "--manifest", str(manifest),
-              "-C", str(classes), "."], "jar")
+              "-C", str(classes), ".",
+              *(["-C", str(resources), "."] if resources is not None else [])], "jar")
         os.replace(staged, target)
     return target
 

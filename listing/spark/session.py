@@ -5,6 +5,11 @@ stale-pushdown guard (a small optimizer rule, see :mod:`listing.spark.extension`
 session: without it Spark 4.1–4.3 can replay a pruned read for a later unfiltered query.
 ``session()`` builds a session with everything in place; ``register()`` adapts to a
 session built elsewhere and says what it could not configure.
+
+Spark 3.5 has no Python data sources (``pyspark.sql.datasource``): there ``listing`` is the
+extension jar's JVM source (``ListingRelationProvider``), which reads with Spark's own file
+readers over the files our planner lists; ``register()`` then registers no Python source, only
+the planner that JVM source asks (:mod:`listing.spark.file_index`).
 """
 
 from __future__ import annotations
@@ -30,15 +35,10 @@ from listing.spark.extension import (
     extension_conf,
     extension_jar,
     is_guard_active,
+    jvm_source_loaded,
 )
 from listing.spark.file_index import register_planner
-from listing.spark.partitions import register_partitions_function
 from listing.spark.s3a import connector_jars
-from listing.spark.source import (
-    ListingDataSource,
-    UnguardedListingDataSource,
-    with_formats,
-)
 
 log = logging.getLogger("listing.spark")
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
@@ -131,11 +131,20 @@ def register(spark: SparkSession) -> Registration:
     one-time warning says how to enable pruning.
     """
     global _warned
-    check_supported(spark.version)
-    result = Registration(guarded=is_guard_active(spark),
-                          pushdown=(spark.conf.get(PUSHDOWN_CONF, "false")
-                                    or "").lower() == "true")
-    if not result.guarded:
+    python_sources = check_supported(spark.version).python_sources
+    if not python_sources:  # Spark 3.5: the JVM source prunes with Spark's partition filters
+        result = Registration(guarded=jvm_source_loaded(spark), pushdown=True)
+    else:
+        result = Registration(guarded=is_guard_active(spark),
+                              pushdown=(spark.conf.get(PUSHDOWN_CONF, "false")
+                                        or "").lower() == "true")
+    if not result.guarded and not python_sources:
+        result.problems.append(
+            f"the listing extension jar is not on this session's classpath, so Spark "
+            f"{spark.version} has no listing source (spark.jars is a static conf: build the "
+            "session with listing.session(), or add "
+            "listing.spark.extension.extension_conf(extension_jar()) to its builder)")
+    elif not result.guarded:
         result.problems.append(
             "the stale-pushdown guard is not installed (spark.sql.extensions is a static "
             "conf: build the session with listing.session(), or add "
@@ -148,7 +157,7 @@ def register(spark: SparkSession) -> Registration:
     except Exception as err:  # noqa: BLE001 - a session that refuses them still reads
         warnings.warn(f"listing could not set Spark's SQL redaction settings ({err}): storage "
                       "secrets given as options may show in Spark's plans", stacklevel=2)
-    _register_source(spark, result.prunes_with_spark_filters)
+    _register_source(spark, result.prunes_with_spark_filters, python_sources)
     if result.guarded:  # the extension's native hand-off asks our planner for its files
         register_planner(spark)
     session_ref = weakref.ref(spark)
@@ -156,7 +165,7 @@ def register(spark: SparkSession) -> Registration:
     def refresh() -> None:
         live = session_ref()
         if live is not None:
-            _register_source(live, result.prunes_with_spark_filters)
+            _register_source(live, result.prunes_with_spark_filters, python_sources)
 
     formats.on_register(refresh)
     if result.problems and not _warned:
@@ -174,10 +183,22 @@ PYTHON_FORMATS_CONF = "spark.listing.pythonFormats"
 SOURCE_PRUNES_CONF = "spark.listing.sourcePrunes"
 
 
-def _register_source(spark: SparkSession, pruning: bool) -> None:
-    base: type[Any] = ListingDataSource if pruning else UnguardedListingDataSource
-    spark.dataSource.register(with_formats(base, spark))
+def _register_source(spark: SparkSession, pruning: bool, python_sources: bool = True) -> None:
+    """The ``listing`` source on ``spark`` and the confs the extension reads; where Spark has
+    no Python data sources (3.5), the extension's JVM source is it, and only the confs are
+    set."""
+    if python_sources:  # pyspark.sql.datasource, polymorphic UDTFs: Spark 4 only
+        from listing.spark.partitions import register_partitions_function
+        from listing.spark.source import (
+            ListingDataSource,
+            UnguardedListingDataSource,
+            with_formats,
+        )
+
+        base: type[Any] = ListingDataSource if pruning else UnguardedListingDataSource
+        spark.dataSource.register(with_formats(base, spark))
     spark.conf.set(SOURCE_PRUNES_CONF, str(pruning).lower())
     spark.conf.set(PYTHON_FORMATS_CONF, ",".join(sorted(formats.registered())))
     hand_registry_to_jvm(spark)
-    register_partitions_function(spark)
+    if python_sources:
+        register_partitions_function(spark)

@@ -179,7 +179,7 @@ def test_wheel_installs_one_top_level_package(installed: Installed) -> None:
     assert not [n for n in names if n.endswith(".java")]
     jars = sorted(n for n in names if n.endswith(".jar"))
     assert jars == [f"listing/spark/listing-extension-spark-{minor}.jar"
-                    for minor in ("4.0", "4.1", "4.2", "4.3")]
+                    for minor in ("3.5", "4.0", "4.1", "4.2", "4.3")]
     for name in jars:
         minor = name.rsplit("-", 1)[1].removesuffix(".jar")
         with zipfile.ZipFile(installed.wheel) as zf, zf.open(name) as jar, \
@@ -191,6 +191,9 @@ def test_wheel_installs_one_top_level_package(installed: Installed) -> None:
         assert built_for.startswith(f"{minor}."), (name, built_for)
         assert "io/github/listing/ListingSparkExtensions.class" in classes
         assert "io/github/listing/SparkShim.class" in classes
+        # the JVM `listing` source is 3.5's only: on Spark 4 the name is the Python source
+        service = "META-INF/services/org.apache.spark.sql.sources.DataSourceRegister"
+        assert (service in classes) == (minor == "3.5"), name
 
     with zipfile.ZipFile(installed.wheel) as zf:
         dist_info = f"spark_listing-{installed.version}.dist-info"

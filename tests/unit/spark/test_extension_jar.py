@@ -39,23 +39,24 @@ def shipped_jar(folder: Path, minor: str) -> Path:
 
 
 def test_each_line_gets_the_jar_built_for_it(shipped: Path) -> None:
-    for minor, built_for in [("4.0", "4.0.4"), ("4.1", "4.1.3"), ("4.2", "4.2.0"),
-                             ("4.3", "4.3.0")]:
+    for minor, built_for in [("3.5", "3.5.6"), ("4.0", "4.0.4"), ("4.1", "4.1.3"),
+                             ("4.2", "4.2.0"), ("4.3", "4.3.0")]:
         fake_jar(shipped_jar(shipped, minor), built_for)
     assert jar_spark_version(shipped_jar(shipped, "4.3")) == "4.3.0"
     assert extension.extension_jar("4.3.0") == shipped_jar(shipped, "4.3")
     assert extension.extension_jar("4.3.2") == shipped_jar(shipped, "4.3")  # same binary API
     assert extension.extension_jar("4.1.4") == shipped_jar(shipped, "4.1")
     assert extension.extension_jar("4.0.5") == shipped_jar(shipped, "4.0")
+    assert extension.extension_jar("3.5.4") == shipped_jar(shipped, "3.5")  # Scala 2.12's
 
 
-@pytest.mark.parametrize("version", ["3.5.3", "4.4.0", "5.0.0"])
+@pytest.mark.parametrize("version", ["3.4.4", "4.4.0", "5.0.0"])
 def test_a_spark_outside_the_supported_lines_is_one_line_naming_them(
         shipped: Path, version: str) -> None:
     fake_jar(shipped_jar(shipped, "4.3"), "4.3.0")
     with pytest.raises(extension.UnsupportedSparkError) as err:
         extension.extension_jar(version)
-    assert str(err.value) == (f"spark-listing supports Spark 4.0.x, 4.1.x, 4.2.x, 4.3.x; "
+    assert str(err.value) == (f"spark-listing supports Spark 3.5.x, 4.0.x, 4.1.x, 4.2.x, 4.3.x; "
                               f"this Spark is {version}")
 
 
@@ -109,11 +110,12 @@ def test_session_and_register_refuse_another_spark_in_one_line(
 
     from listing.spark import session as spark_session
 
-    monkeypatch.setattr(extension, "running_spark_version", lambda: "3.5.3")
-    want = "spark-listing supports Spark 4.0.x, 4.1.x, 4.2.x, 4.3.x; this Spark is 3.5.3"
+    monkeypatch.setattr(extension, "running_spark_version", lambda: "3.4.4")
+    want = ("spark-listing supports Spark 3.5.x, 4.0.x, 4.1.x, 4.2.x, 4.3.x; this Spark is "
+            "3.4.4")
     with pytest.raises(extension.UnsupportedSparkError) as err:
         spark_session.session()
     assert str(err.value) == want
     with pytest.raises(extension.UnsupportedSparkError) as err:
-        spark_session.register(SimpleNamespace(version="3.5.3"))  # type: ignore[arg-type]
+        spark_session.register(SimpleNamespace(version="3.4.4"))  # type: ignore[arg-type]
     assert str(err.value) == want

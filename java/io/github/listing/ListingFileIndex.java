@@ -52,7 +52,6 @@ import org.apache.spark.sql.types.StructType;
 import org.apache.spark.unsafe.types.UTF8String;
 
 import scala.Option;
-import scala.jdk.javaapi.CollectionConverters;
 
 /**
  * The file index of a scan handed to Spark's own reader: its files come from our listing
@@ -87,13 +86,14 @@ import scala.jdk.javaapi.CollectionConverters;
  * {@link #refresh}. Without a registered planner (Spark Connect servers, sessions without the
  * callback) {@link ListingNativeEngine} keeps Spark's own file index.
  */
-public final class ListingFileIndex implements FileIndex {
+public final class ListingFileIndex extends ScalaFileIndex {
 
   /** What the index asks; implemented in Python. Every answer is JSON. */
   public interface Planner {
     /**
      * {@code {"partition_columns": [names], "not_native": why Spark's reader cannot read the
-     * files, or null}} or {@code {"error": text}}.
+     * files, or null}} or {@code {"error": text}}; with an empty {@code schemaJson}, also
+     * {@code "schema"}: the relation's schema the planner infers, as Spark's JSON.
      */
     String describe(String optionsJson, String schemaJson);
 
@@ -187,6 +187,7 @@ public final class ListingFileIndex implements FileIndex {
   private final Planner planner;
   private final String optionsJson;
   private final String schemaJson;
+  private final StructType schema;
   private final Path root;
   private final StructType partitionSchema;
   private volatile Listing everything;  // the unfiltered plan, until refresh()
@@ -195,11 +196,12 @@ public final class ListingFileIndex implements FileIndex {
   private volatile List<String> lastUsed = List.of();
   private volatile long lastListRequests;
 
-  private ListingFileIndex(Planner planner, String optionsJson, StructType schema, Path root,
-      StructType partitionSchema) {
+  private ListingFileIndex(Planner planner, String optionsJson, StructType schema,
+      String schemaJson, Path root, StructType partitionSchema) {
     this.planner = planner;
     this.optionsJson = optionsJson;
-    this.schemaJson = schema.json();
+    this.schemaJson = schemaJson;
+    this.schema = schema;
     this.root = root;
     this.partitionSchema = partitionSchema;
   }
@@ -207,6 +209,8 @@ public final class ListingFileIndex implements FileIndex {
   /**
    * The index of a relation with {@code schema} (its columns and our types), read with the
    * source's {@code options}; the planner names the partition columns (those in the schema).
+   * A null {@code schema}: the planner's, inferred as the Python source infers it (Spark 3.5's
+   * JVM source, which has no Python source to ask).
    */
   static ListingFileIndex open(Planner planner, Map<String, String> options, StructType schema,
       String root) throws ListingNativeEngine.NotNative {
@@ -219,13 +223,21 @@ public final class ListingFileIndex implements FileIndex {
     }
     JsonNode answer;
     try {
-      answer = answer(planner.describe(optionsJson, schema.json()));
+      answer = answer(planner.describe(optionsJson, schema == null ? "" : schema.json()));
     } catch (RuntimeException e) {  // the planner's error, or a callback that failed
       throw new ListingNativeEngine.NotNative("the listing planner cannot open the table: "
           + String.valueOf(e.getMessage()).split("\n", 2)[0]);
     }
     if (answer.path("not_native").isTextual()) {
       throw new ListingNativeEngine.NotNative(answer.get("not_native").asText());
+    }
+    String schemaJson = schema == null ? null : schema.json();
+    if (schema == null) {  // the planner's text, which it keeps the opened table under
+      if (!answer.path("schema").isTextual()) {
+        throw new ListingNativeEngine.NotNative("the listing planner named no schema");
+      }
+      schemaJson = answer.get("schema").asText();
+      schema = (StructType) DataType.fromJson(schemaJson);
     }
     List<StructField> parts = new ArrayList<>();
     for (JsonNode name : answer.path("partition_columns")) {
@@ -235,15 +247,20 @@ public final class ListingFileIndex implements FileIndex {
         }
       }
     }
-    return new ListingFileIndex(planner, optionsJson, schema,
+    return new ListingFileIndex(planner, optionsJson, schema, schemaJson,
         qualified(root), new StructType(parts.toArray(new StructField[0])));
   }
 
   // --- FileIndex -------------------------------------------------------------------------
 
   @Override
-  public scala.collection.immutable.Seq<Path> rootPaths() {
-    return CollectionConverters.asScala(List.of(root)).toList();
+  protected List<Path> roots() {
+    return List.of(root);
+  }
+
+  /** The relation's columns: data and partition columns, with our types. */
+  public StructType schema() {
+    return schema;
   }
 
   @Override
@@ -252,10 +269,9 @@ public final class ListingFileIndex implements FileIndex {
   }
 
   @Override
-  public scala.collection.immutable.Seq<PartitionDirectory> listFiles(
-      scala.collection.immutable.Seq<Expression> partitionFilters,
-      scala.collection.immutable.Seq<Expression> dataFilters) {
-    List<Expression> filters = new ArrayList<>(CollectionConverters.asJava(partitionFilters));
+  protected List<PartitionDirectory> files(List<Expression> partitionFilters,
+      List<Expression> dataFilters) {
+    List<Expression> filters = new ArrayList<>(partitionFilters);
     List<String> sent = new ArrayList<>();
     for (Expression filter : filters) {
       for (Expression conjunct : conjuncts(filter)) {
@@ -278,7 +294,7 @@ public final class ListingFileIndex implements FileIndex {
         out.add(PartitionDirectory.apply(values, files.toArray(new FileStatus[0])));
       }
     }
-    return CollectionConverters.asScala(out).toList();
+    return out;
   }
 
   @Override
@@ -573,11 +589,11 @@ public final class ListingFileIndex implements FileIndex {
     }
     // the filters' own attributes where they name a partition column, fresh ones elsewhere
     List<Attribute> input = new ArrayList<>();
-    List<AttributeReference> fresh = CollectionConverters.asJava(
+    List<AttributeReference> fresh = Scala.java(
         DataTypeUtils.toAttributes(partitionSchema));
     for (AttributeReference column : fresh) {
       Attribute found = column;
-      for (Attribute a : CollectionConverters.asJava(all.references().toSeq())) {
+      for (Attribute a : Scala.java(all.references().toSeq())) {
         if (a.name().equalsIgnoreCase(column.name())) {
           found = a;
         }
@@ -585,7 +601,7 @@ public final class ListingFileIndex implements FileIndex {
       input.add(found);
     }
     Expression bound = BindReferences$.MODULE$.bindReference(all,
-        package$.MODULE$.AttributeSeq(CollectionConverters.asScala(input).toList()), false);
+        package$.MODULE$.AttributeSeq(Scala.list(input)), false);
     BasePredicate p = Predicate$.MODULE$.createInterpreted(bound);
     p.initialize(0);
     return p;
@@ -635,7 +651,7 @@ public final class ListingFileIndex implements FileIndex {
         String child = structure(not.child());
         return child == null ? null : "{\"kind\":\"Not\",\"child\":" + child + "}";
       }
-      return ListingFilterOption.json(f);
+      return FilterJson.json(f);
     }
     String l = structure(left);
     String r = structure(right);
@@ -654,7 +670,7 @@ public final class ListingFileIndex implements FileIndex {
     if (e instanceof InSet in && !exact(in.child().dataType())) {
       return false;
     }
-    for (Expression child : CollectionConverters.asJava(e.children())) {
+    for (Expression child : Scala.java(e.children())) {
       if (!exactText(child)) {
         return false;
       }

@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.UnaryOperator;
 
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.expressions.Attribute;
@@ -28,12 +29,11 @@ import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
 import org.apache.spark.sql.execution.datasources.LogicalRelation;
 import org.apache.spark.sql.execution.datasources.LogicalRelation$;
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation;
-import org.apache.spark.sql.execution.datasources.v2.python.PythonTable;
+import org.apache.spark.sql.internal.SessionState;
 import org.apache.spark.sql.sources.BaseRelation;
 import org.apache.spark.sql.types.StructType;
 
 import scala.Option;
-import scala.jdk.javaapi.CollectionConverters;
 
 /**
  * The {@code engine} option of the {@code listing} source: hands a scan Spark's JVM can read
@@ -102,12 +102,13 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
   }
 
   private final SparkSession session;
-  private final ListingCatalogOptions catalog;
+  /** A catalog table's own options into its relation (Spark 4's ListingCatalogOptions). */
+  private final UnaryOperator<LogicalPlan> catalog;
   private final NodeRewrite handOff = new NodeRewrite(this::handedOff);
 
   public ListingNativeEngine(SparkSession session) {
     this.session = session;
-    this.catalog = new ListingCatalogOptions(session);
+    this.catalog = SparkShim.catalogOptions(session);
   }
 
   @Override
@@ -120,11 +121,11 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
       return null;
     }
     DataSourceV2Relation rel = (DataSourceV2Relation) plan;
-    if (!(rel.table() instanceof PythonTable)
-        || !SOURCES.contains(((PythonTable) rel.table()).name().toLowerCase(Locale.ROOT))) {
+    String sourceName = SparkShim.pythonSource(rel.table());
+    if (sourceName == null || !SOURCES.contains(sourceName.toLowerCase(Locale.ROOT))) {
       return null;
     }
-    LogicalPlan filled = catalog.withCatalogOptions(rel);  // a catalog table's own options
+    LogicalPlan filled = catalog.apply(rel);  // a catalog table's own options
     if (filled instanceof DataSourceV2Relation) {
       rel = (DataSourceV2Relation) filled;
     }
@@ -135,7 +136,7 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
     }
     NativePlan target;
     try {
-      target = decide(options, ((PythonTable) rel.table()).name().toLowerCase(Locale.ROOT));
+      target = decide(options, sourceName.toLowerCase(Locale.ROOT));
     } catch (NotNative why) {
       if (engine.equals("native")) {
         throw new IllegalArgumentException("listing source: engine=native cannot hand "
@@ -193,7 +194,7 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
   private String s3aConnector() {
     try {
       org.apache.hadoop.fs.FileSystem.getFileSystemClass("s3a",
-          classic().sessionState().newHadoopConf());
+          sessionState().newHadoopConf());
       return null;
     } catch (java.io.IOException | RuntimeException | LinkageError e) {
       return "Spark's JVM here has no S3A connector (" + e.getClass().getSimpleName() + ": "
@@ -212,7 +213,7 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
    */
   private void checkS3AFileSystem(NativePlan target) throws NotNative {
     org.apache.hadoop.conf.Configuration conf =
-        classic().sessionState().newHadoopConfWithOptions(scalaMap(target.s3a));
+        sessionState().newHadoopConfWithOptions(scalaMap(target.s3a));
     org.apache.hadoop.conf.Configuration opened;
     try {
       opened = org.apache.hadoop.fs.FileSystem.get(new java.net.URI(target.path), conf)
@@ -237,17 +238,18 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
   /** Spark's relation over the same root, with the old attributes (exprIds) on top. */
   private LogicalPlan nativeRelation(DataSourceV2Relation rel, NativePlan target)
       throws NotNative {
-    List<Attribute> old = new ArrayList<>(CollectionConverters.asJava(rel.output()));
-    StructType schema = DataTypeUtils.fromAttributes(CollectionConverters.asScala(old).toList());
+    List<Attribute> old = new ArrayList<>(Scala.java(rel.output()));
+    StructType schema = DataTypeUtils.fromAttributes(Scala.list(old));
     Map<String, String> options = new HashMap<>(target.options);
     options.put(MARK, "native " + target.format);
     DataSource ds = SparkShim.dataSource(session, target.format,
-        CollectionConverters.asScala(List.of(target.path)).toList(), Option.apply(schema),
+        Scala.list(List.of(target.path)), Option.apply(schema),
         scalaMap(options));
     BaseRelation base;
     ListingFileIndex.Planner planner = ListingFileIndex.planner();
     if (planner != null) {  // our listing feeds Spark's reader: Spark lists nothing
-      base = fedRelation(planner, ds, target, schema, options);
+      base = fedRelation(ListingFileIndex.open(planner, target.source, schema, target.path), ds,
+          target, schema, options);
     } else if (target.source.containsKey("list_cache_ttl")) {
       throw new NotNative("option list_cache_ttl (the listing cache) needs the listing "
           + "planner to feed Spark's reader, and this session has none (a classic PySpark "
@@ -270,7 +272,7 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
     List<AttributeReference> output = new ArrayList<>();
     boolean sameOrder = fresh.output().size() == old.size();
     int i = 0;
-    for (AttributeReference a : CollectionConverters.asJava(fresh.output())) {
+    for (AttributeReference a : Scala.java(fresh.output())) {
       Attribute before = null;
       for (Attribute o : old) {
         if (o.name().equalsIgnoreCase(a.name())) {
@@ -295,26 +297,20 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
         throw new NotNative("Spark's " + target.format + " source has no column " + o.name());
       }
     }
-    LogicalPlan top = fresh.copy(fresh.relation(),
-        CollectionConverters.asScala(output).toList(), fresh.catalogTable(),
-        fresh.isStreaming(), fresh.stream());
+    LogicalPlan top = SparkShim.withOutput(fresh, output);
     if (!sameOrder) {  // the relation's columns in its old order; _metadata still visible
       LogicalPlan child = top;
       List<NamedExpression> list = new ArrayList<>(old);
-      Project project = new Project(CollectionConverters.asScala(list).toList(), child);
+      Project project = new Project(Scala.list(list), child);
       @SuppressWarnings({"unchecked", "rawtypes"})
-      TreeNodeTag<scala.collection.immutable.Seq<Attribute>> hidden =
-          (TreeNodeTag) Project$.MODULE$.hiddenOutputTag();
-      @SuppressWarnings({"unchecked", "rawtypes"})
-      scala.collection.immutable.Seq<Attribute> meta =
-          (scala.collection.immutable.Seq) child.metadataOutput();
-      project.setTagValue(hidden, meta);
+      TreeNodeTag<Object> hidden = (TreeNodeTag) Project$.MODULE$.hiddenOutputTag();
+      project.setTagValue(hidden, child.metadataOutput());
       top = project;
     }
     if (target.where != null) {
       Expression condition;
       try {
-        condition = classic().sessionState().sqlParser().parseExpression(target.where);
+        condition = sessionState().sqlParser().parseExpression(target.where);
       } catch (Exception e) {  // ParseException, a checked exception to javac
         throw new NotNative("Spark's SQL parser cannot read where=" + target.where + " ("
             + e.getMessage().split("\n", 2)[0] + ")");
@@ -334,9 +330,8 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
    * relation's types; data columns the rest of the relation's schema, in its order; Spark's
    * {@code FileFormat} for the format; the same options. No bucketing (ours has none).
    */
-  private HadoopFsRelation fedRelation(ListingFileIndex.Planner planner, DataSource ds,
+  private HadoopFsRelation fedRelation(ListingFileIndex index, DataSource ds,
       NativePlan target, StructType schema, Map<String, String> options) throws NotNative {
-    ListingFileIndex index = ListingFileIndex.open(planner, target.source, schema, target.path);
     StructType partitions = index.partitionSchema();
     Set<String> partitionNames = new HashSet<>();
     for (String name : partitions.fieldNames()) {
@@ -369,6 +364,53 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
         new StructType(data.toArray(new org.apache.spark.sql.types.StructField[0])),
         Option.empty(), (org.apache.spark.sql.execution.datasources.FileFormat) provider,
         scalaMap(options), session);
+  }
+
+  /**
+   * The relation of the JVM {@code listing} source (Spark 3.5, which has no Python data
+   * sources: {@code ListingRelationProvider} there): Spark's file source for the format over
+   * {@link ListingFileIndex}, as the hand-off builds it, with the same decision on the
+   * options ({@link #plan}). {@code schema}: the user's, or null for the one our planner
+   * infers (data and partition columns, our types and options). Needs the registered
+   * planner; {@code where} and {@code limit}, which the hand-off applies as plan nodes above
+   * the relation, are refused (a relation cannot hold them).
+   */
+  public static HadoopFsRelation fileRelation(SparkSession session, Map<String, String> given,
+      StructType schema) throws NotNative {
+    Map<String, String> options = lowerCased(given);
+    String engine = OptionValues.choice(options.getOrDefault("engine", "auto"));
+    if (!engine.equals("auto") && !engine.equals("native")) {
+      throw new NotNative("option engine=" + options.get("engine") + ": this Spark has no "
+          + "Python data source, so the listing source reads with Spark's own reader only "
+          + "(engine=auto or native)");
+    }
+    ListingFileIndex.Planner planner = ListingFileIndex.planner();
+    if (planner == null) {
+      throw new NotNative("the listing planner is not registered in this session (build it "
+          + "with listing.session(), or call listing.register(spark) on it)");
+    }
+    ListingNativeEngine engineRule = new ListingNativeEngine(session);
+    NativePlan target = engineRule.decide(options, "listing");
+    target.source = options;
+    if (target.where != null) {
+      throw new NotNative("option where: filter the DataFrame instead (df.where(...) or SQL "
+          + "WHERE); Spark hands its partition filters to the listing planner");
+    }
+    if (target.limit != null) {
+      throw new NotNative("option limit: use df.limit(n) or SQL LIMIT instead");
+    }
+    ListingFileIndex index = ListingFileIndex.open(planner, options, schema, target.path);
+    StructType full = index.schema();
+    Map<String, String> sparkOptions = new HashMap<>(target.options);
+    sparkOptions.put(MARK, "native " + target.format);
+    DataSource ds = SparkShim.dataSource(session, target.format,
+        Scala.list(List.of(target.path)), Option.apply(full), scalaMap(sparkOptions));
+    HadoopFsRelation relation = engineRule.fedRelation(index, ds, target, full, sparkOptions);
+    if (target.format.equals("csv") && "true".equals(target.options.get("header"))) {
+      engineRule.checkCsvHeader(relation, target.options.get("sep"),
+          target.options.get("quote"), sparkOptions);
+    }
+    return relation;
   }
 
   /**
@@ -411,7 +453,7 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
     try {
       org.apache.hadoop.fs.Path path = new org.apache.hadoop.fs.Path(file);
       org.apache.hadoop.conf.Configuration conf =
-          classic().sessionState().newHadoopConfWithOptions(scalaMap(options));
+          sessionState().newHadoopConfWithOptions(scalaMap(options));
       org.apache.hadoop.fs.FileSystem fs = path.getFileSystem(conf);
       org.apache.hadoop.io.compress.CompressionCodec codec =
           new org.apache.hadoop.io.compress.CompressionCodecFactory(conf).getCodec(path);
@@ -490,8 +532,8 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
     return out;
   }
 
-  private org.apache.spark.sql.classic.SparkSession classic() {
-    return (org.apache.spark.sql.classic.SparkSession) session;
+  private SessionState sessionState() {
+    return SparkShim.sessionState(session);
   }
 
   // --- the decision ----------------------------------------------------------------------
@@ -820,9 +862,7 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
     return out;
   }
 
-  @SuppressWarnings("unchecked")
   private static scala.collection.immutable.Map<String, String> scalaMap(Map<String, String> m) {
-    return (scala.collection.immutable.Map<String, String>)
-        scala.collection.immutable.Map$.MODULE$.from(CollectionConverters.asScala(m));
+    return Scala.map(m);
   }
 }

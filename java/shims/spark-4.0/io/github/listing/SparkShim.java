@@ -1,13 +1,20 @@
 package io.github.listing;
 
+import java.util.List;
+import java.util.function.UnaryOperator;
+
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.expressions.AttributeReference;
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.connector.catalog.Table;
 import org.apache.spark.sql.execution.datasources.DataSource;
+import org.apache.spark.sql.execution.datasources.LogicalRelation;
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation;
+import org.apache.spark.sql.execution.datasources.v2.python.PythonTable;
 import org.apache.spark.sql.execution.datasources.v2.python.UserDefinedPythonDataSource;
 import org.apache.spark.sql.execution.metric.SQLMetric;
 import org.apache.spark.sql.execution.python.MapInBatchEvaluatorFactory;
+import org.apache.spark.sql.internal.SessionState;
 import org.apache.spark.sql.sources.BaseRelation;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
@@ -61,5 +68,26 @@ final class SparkShim {
       Option<String> sessionUUID) {
     return source.createMapInBatchEvaluatorFactory(pickledReadFunc, funcName, inputSchema,
         outputSchema, metrics, jobArtifactUUID);
+  }
+
+  /** The name of the Python data source {@code table} reads, or null when it is none. */
+  static String pythonSource(Table table) {
+    return table instanceof PythonTable python ? python.name() : null;
+  }
+
+  /** The rule putting a catalog table's own options into its relation. */
+  static UnaryOperator<LogicalPlan> catalogOptions(SparkSession session) {
+    return new ListingCatalogOptions(session)::withCatalogOptions;
+  }
+
+  /** The session's state (Spark 4: on the classic session). */
+  static SessionState sessionState(SparkSession session) {
+    return ((org.apache.spark.sql.classic.SparkSession) session).sessionState();
+  }
+
+  /** {@code rel} with another output; every other field kept. */
+  static LogicalRelation withOutput(LogicalRelation rel, List<AttributeReference> output) {
+    return rel.copy(rel.relation(), Scala.list(output), rel.catalogTable(), rel.isStreaming(),
+        rel.stream());
   }
 }
