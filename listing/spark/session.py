@@ -23,7 +23,7 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyspark import SparkConf
+from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
 
 from listing import formats
@@ -38,6 +38,7 @@ from listing.spark.extension import (
     jvm_source_loaded,
 )
 from listing.spark.file_index import register_planner
+from listing.spark.java_runtime import require_java
 from listing.spark.s3a import connector_jars
 
 log = logging.getLogger("listing.spark")
@@ -68,10 +69,14 @@ def session(app_name: str = "listing", master: str | None = None,
     Spark's S3A connector is on the classpath when it was fetched (:mod:`listing.spark.s3a`;
     never fetched here), and the ``listing`` source is registered. Spark's UI and console
     progress bar stay as Spark sets them; ``ui=False`` turns both off (tests). ``conf``
-    overrides any of these settings. Secret option values are masked in the records of
-    the loggers that echo commands to the JVM (py4j's; :func:`redaction.install_log_filter`)."""
+    overrides any of these settings. With no Java 17 to start, a
+    :class:`~listing.spark.java_runtime.JavaMissingError` says how to install one. Secret
+    option values are masked in the records of the loggers that echo commands to the JVM
+    (py4j's; :func:`redaction.install_log_filter`)."""
     redaction.install_log_filter()
     check_supported()
+    if SparkContext._active_spark_context is None:  # a JVM is to start: say if it cannot
+        require_java()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     builder = SparkSession.builder.appName(app_name)

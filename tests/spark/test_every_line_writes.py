@@ -8,7 +8,6 @@ Run on 3.5 with ``make test-spark SPARK=3.5.6 SPARK_TESTS=tests/spark/test_every
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 import uuid
@@ -21,7 +20,6 @@ from pyspark.sql import functions as F  # noqa: N812 - Spark's own spelling
 
 import listing
 from listing import ListingTable
-from listing.errors import SparkSetupError
 from listing.spark.arrow_jobs import to_spark_by_tasks
 from listing.spark.compat import HAS_DATA_SOURCE_API
 from listing.testing import datasets
@@ -40,21 +38,9 @@ SCHEMA = "id long, note string, day string, region string"
 
 
 @pytest.fixture(scope="module")
-def session(request):
-    """The shared session (``listing.session()``). TEMPORARY, for the 3.5 line only: until
-    the 3.5 extension jar is merged, ``listing.session()`` refuses there, and a plain
-    session stands in (the Python API needs no extension). Remove after that merge."""
-    try:
-        return request.getfixturevalue("spark")
-    except SparkSetupError:
-        if not SPARK_35:
-            raise
-    from pyspark.sql import SparkSession
-
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    return (SparkSession.builder.master("local[2]").appName("listing-tests-3.5")
-            .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
-            .config("spark.default.parallelism", "2").getOrCreate())
+def session(spark):
+    """The shared session (``listing.session()``), on every line."""
+    return spark
 
 
 def frame(spark, ids, days=DAYS, regions=("us", "eu"), parts=3):

@@ -27,11 +27,12 @@ def fake_java(folder: Path, version: str = '"17.0.15" 2025-04-15', status: int =
 
 
 def test_no_java_anywhere_names_the_fix_in_a_fresh_process(tmp_path: Path) -> None:
-    """The check as a user meets it: PATH without java, JAVA_HOME unset, in a subprocess."""
+    """The check as a user meets it, in ``listing.session()``: PATH without java, JAVA_HOME
+    unset, in a subprocess (no JVM starts: the check comes first)."""
     env = {k: v for k, v in os.environ.items() if k not in ("JAVA_HOME", "PYSPARK_GATEWAY_PORT")}
     env["PATH"] = str(tmp_path)  # holds no java
-    code = ("from listing.spark.java_runtime import require_java\n"
-            "try:\n    require_java()\n"
+    code = ("import listing\n"
+            "try:\n    listing.session()\n"
             "except Exception as err:\n    print(type(err).__name__, err)\n")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                          text=True, check=True, timeout=60).stdout
