@@ -46,6 +46,7 @@ class RecordingBuilder:
 def built_confs(monkeypatch: pytest.MonkeyPatch, **kwargs: Any) -> dict[str, str]:
     builder = RecordingBuilder()
     monkeypatch.setattr(session_mod, "SparkSession", type("S", (), {"builder": builder}))
+    monkeypatch.setattr(session_mod, "require_java", lambda: None)  # no JVM starts here
     with pytest.raises(_Built):
         session_mod.session(guard=False, **kwargs)
     return builder.confs
@@ -112,6 +113,7 @@ def test_the_callers_jars_and_extensions_are_kept_and_ours_listed_once(monkeypat
 
     builder = RecordingBuilder()
     monkeypatch.setattr(session_mod, "SparkSession", type("S", (), {"builder": builder}))
+    monkeypatch.setattr(session_mod, "require_java", lambda: None)  # no JVM starts here
     with pytest.raises(_Built):
         session_mod.session(conf={"spark.jars": "/opt/other.jar",
                                   "spark.sql.extensions": f"a.B, {EXTENSION_CLASS}"})
