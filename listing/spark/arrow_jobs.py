@@ -35,7 +35,7 @@ import pyarrow as pa
 from pyspark import cloudpickle
 from pyspark.sql.types import BinaryType, StructField, StructType
 
-from listing.errors import OptionError
+from listing.errors import OptionError, SparkSetupError
 from listing.spark.dataframe import ship_by_value
 from listing.spark.reader import PlainListingReader
 from listing.spark.skips import accumulator as skips_accumulator
@@ -57,6 +57,7 @@ def to_spark_by_tasks(table: ListingTable, spark: Any, columns: Sequence[str] | 
     """A DataFrame reading only ``columns`` of ``table``'s files matching ``where`` (at most
     ``limit`` rows), planned now on the driver, read by one ``mapInArrow`` task per file
     group. Later DataFrame filters are not pushed into the plan."""
+    require_pandas("to_spark on Spark 3.5")
     projection = [table.schema.field(n) for n in table.projection(columns)]
     struct = spark_struct(pa.schema(projection), table.partition_names)
     ship_formats(table.format)
@@ -87,6 +88,7 @@ def write_spark(df: Any, path: str, *, partition_by: str | Sequence[str] | None 
     if mode not in WRITE_MODES:
         raise OptionError(f"write_spark mode must be one of {', '.join(WRITE_MODES)}, "
                           f"got {mode!r}")
+    require_pandas("listing.write_spark")  # before the job is set up
     given = {"path": path, "format": format, "partition_by": partition_by, **options}
     texts = {k: option_text(v) for k, v in given.items() if v is not None}
     spark = df.sparkSession
@@ -112,6 +114,18 @@ def write_spark(df: Any, path: str, *, partition_by: str | Sequence[str] | None 
         raise
     assert writer.result is not None  # set by commit
     return writer.result
+
+
+def require_pandas(caller: str) -> None:
+    """Raise :class:`~listing.errors.SparkSetupError` naming the fix when pandas is missing:
+    pyspark builds every ``mapInArrow`` function with ``pandas_udf``, which refuses to run
+    without pandas (on every Spark line), though no batch ever becomes a pandas frame."""
+    try:
+        import pandas  # type: ignore[import-untyped]  # noqa: F401 - whether it imports
+    except ImportError:
+        raise SparkSetupError(f"{caller} runs its tasks in Spark's mapInArrow, and pyspark "
+                              "refuses mapInArrow without pandas installed: pip install "
+                              "pandas") from None
 
 
 def option_text(value: Any) -> str:
