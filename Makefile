@@ -50,7 +50,7 @@ test-spark-only: $(STAMP) check-java s3a
 test-install: $(STAMP) check-java s3a
 	$(PY) -m pytest -m "install"
 
-# The Spark-touching tests (.ci/spark-tests) on another supported pyspark, e.g.
+# The Spark-touching tests (.ci/spark-tests; .ci/spark-tests-3.5 on 3.5) on another pyspark, e.g.
 # `make test-spark SPARK=4.1.4`: a virtualenv holding that pyspark and this checkout
 # (editable, dev extra), cached under ~/.cache/spark-listing/venvs/ keyed by the version,
 # pyproject.toml and this folder; its S3A connector matches that pyspark's Hadoop.
