@@ -25,6 +25,7 @@ the workers cannot import by value, as the source class ships them); no option n
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import logging
 import pickle
@@ -120,12 +121,10 @@ def require_pandas(caller: str) -> None:
     """Raise :class:`~listing.errors.SparkSetupError` naming the fix when pandas is missing:
     pyspark builds every ``mapInArrow`` function with ``pandas_udf``, which refuses to run
     without pandas (on every Spark line), though no batch ever becomes a pandas frame."""
-    try:
-        import pandas  # type: ignore[import-untyped]  # noqa: F401 - whether it imports
-    except ImportError:
+    if importlib.util.find_spec("pandas") is None:  # pandas is no dependency of ours
         raise SparkSetupError(f"{caller} runs its tasks in Spark's mapInArrow, and pyspark "
                               "refuses mapInArrow without pandas installed: pip install "
-                              "pandas") from None
+                              "pandas")
 
 
 def option_text(value: Any) -> str:
