@@ -19,6 +19,10 @@ import uuid
 
 import pytest
 from pyspark.sql import functions as F
+from spark_plans import executed as _executed
+from spark_plans import file_index as _file_index
+from spark_plans import files_read as _files_read
+from spark_plans import s3a_bucket_conf
 
 import listing
 from listing.spark.extension import check_supported
@@ -33,34 +37,6 @@ DAY = dt.date(2025, 1, 3)
 def events(tmp_path_factory):
     root = tmp_path_factory.mktemp("every-line") / "events"
     return datasets.daily(str(root), days=DAYS, rows_per_file=5)
-
-
-def _nodes(plan):
-    out = [plan]
-    children = plan.children()
-    for i in range(children.size()):
-        out += _nodes(children.apply(i))
-    return out
-
-
-def _executed(df):
-    plan = df._jdf.queryExecution().executedPlan()
-    return plan.executedPlan() if plan.nodeName() == "AdaptiveSparkPlan" else plan
-
-
-def _file_index(df):
-    """The file index of the (one) file source relation in ``df``'s optimized plan."""
-    plan = df._jdf.queryExecution().optimizedPlan()
-    found = [n for n in _nodes(plan) if n.getClass().getSimpleName() == "LogicalRelation"
-             and n.relation().getClass().getSimpleName() == "HadoopFsRelation"]
-    assert len(found) == 1, plan.toString()
-    return found[0].relation().location()
-
-
-def _files_read(df) -> int:
-    (scan,) = [n for n in _nodes(_executed(df))
-               if "FileSourceScan" in n.getClass().getSimpleName()]
-    return scan.metrics().apply("numFiles").value()
 
 
 def _local(url: str) -> str:
@@ -205,11 +181,8 @@ def test_a_pruned_read_on_s3_lists_one_prefix_and_touches_only_its_objects(
     assert touched and touched <= keys, cap.entries()
     assert "Location: ListingFileIndex" in _executed(df).toString()
     hadoop = spark._jsc.hadoopConfiguration()
-    prefix = f"fs.s3a.bucket.{bucket}."
-    for key, value in {"endpoint": s3_server.endpoint_url, "path.style.access": "true",
-                       "connection.ssl.enabled": "false", "endpoint.region": "us-east-1",
-                       "access.key": "testing", "secret.key": "testing"}.items():
-        hadoop.set(prefix + key, value)
+    for key, value in s3a_bucket_conf(bucket, s3_server).items():
+        hadoop.set(key, value)
     oracle = spark.read.parquet(f"s3a://{bucket}/events").where(where).select(
         "id", "date", "region", "amount")
     assert rows == _rows(oracle)

@@ -13,6 +13,9 @@ import json
 import pytest
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
+from spark_plans import file_index as _file_index
+from spark_plans import files_read as _files_read
+from spark_plans import nodes as _nodes
 
 import listing
 from listing.errors import OptionError
@@ -181,14 +184,6 @@ def test_native_partition_pruning_reads_only_matching_files(spark, parquet_event
     assert files_read == len(matching) < len(ds.files)
 
 
-def _nodes(plan):
-    out = [plan]
-    children = plan.children()
-    for i in range(children.size()):
-        out += _nodes(children.apply(i))
-    return out
-
-
 # --- when the scan stays on the Python engine ------------------------------------------
 
 @pytest.mark.parametrize(("option", "value", "named"), [
@@ -353,23 +348,6 @@ def _f(kind, attribute, value=None):
     """One filter as the file index hands its planner (ListingFileIndex.filter)."""
     out = {"kind": kind, "attribute": attribute}
     return out if value is None else {**out, "value": value}
-
-
-def _file_index(df):
-    """The file index of the (one) file source relation in ``df``'s optimized plan."""
-    plan = df._jdf.queryExecution().optimizedPlan()
-    found = [n for n in _nodes(plan) if n.getClass().getSimpleName() == "LogicalRelation"
-             and n.relation().getClass().getSimpleName() == "HadoopFsRelation"]
-    assert len(found) == 1, plan.toString()
-    return found[0].relation().location()
-
-
-def _files_read(df):
-    plan = df._jdf.queryExecution().executedPlan()
-    if plan.nodeName() == "AdaptiveSparkPlan":
-        plan = plan.executedPlan()
-    (scan,) = [n for n in _nodes(plan) if "FileSourceScan" in n.getClass().getSimpleName()]
-    return scan.metrics().apply("numFiles").value()
 
 
 def test_handed_off_scan_reads_through_our_file_index(spark, events):

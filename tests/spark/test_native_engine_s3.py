@@ -15,6 +15,7 @@ import uuid
 from contextlib import redirect_stdout
 
 import pytest
+from spark_plans import s3a_bucket_conf as _s3a_conf
 from test_native_engine import QUERIES, _file_index, engine_of, physical
 
 import listing
@@ -125,14 +126,6 @@ def test_a_point_query_lists_one_prefix_and_heads_each_file_read_once(spark, s3_
                    and e.query.get("prefix", "").startswith("events/")]
     assert listed_keys and all(e.query.get("prefix") in ("events/", "events/_spark_metadata/")
                                for e in listed_keys), theirs.entries()
-
-
-def _s3a_conf(bucket, server):
-    prefix = f"fs.s3a.bucket.{bucket}."
-    return {prefix + "endpoint": server.endpoint_url, prefix + "path.style.access": "true",
-            prefix + "connection.ssl.enabled": "false",
-            prefix + "endpoint.region": "us-east-1", prefix + "access.key": "testing",
-            prefix + "secret.key": "testing"}
 
 
 def test_spark_metadata_columns_and_input_files_on_s3(spark, parquet_table):

@@ -11,6 +11,7 @@ import os
 
 import pyarrow as pa
 import pytest
+from spark_plans import s3a_bucket_conf
 
 from listing import ListingTable
 from listing.errors import OptionError
@@ -68,11 +69,8 @@ def test_appends_without_partition_by_land_in_the_partitions_local(spark, tmp_pa
 
 def test_appends_without_partition_by_land_in_the_partitions_s3(spark, s3_server, s3_bucket):
     hadoop = spark._jsc.hadoopConfiguration()
-    prefix = f"fs.s3a.bucket.{s3_bucket}."
-    for key, value in {"endpoint": s3_server.endpoint_url, "path.style.access": "true",
-                       "connection.ssl.enabled": "false", "endpoint.region": "us-east-1",
-                       "access.key": "testing", "secret.key": "testing"}.items():
-        hadoop.set(prefix + key, value)
+    for key, value in s3a_bucket_conf(s3_bucket, s3_server).items():
+        hadoop.set(key, value)
     storage = s3_server.storage_options
     spark_options = {"storage.endpoint_url": s3_server.endpoint_url,
                      "storage.key": "testing", "storage.secret": "testing"}
