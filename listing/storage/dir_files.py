@@ -55,6 +55,18 @@ class DirFiles:
                                                    else array("d"))
         self.tz = tz
 
+    @classmethod
+    def of_joined(cls, directory: str, joined: str, ends: array, sizes: array,
+                  mtimes: array, versions: array) -> DirFiles:
+        """A compacted local run given as :meth:`compact` makes it: the names joined by
+        ``"\0"`` (none holding it) and where each ends, times in microseconds, versions
+        as inode change times."""
+        run = cls(directory, None, sizes, mtimes, versions)
+        run._names = None
+        run._joined = joined
+        run._ends = ends
+        return run
+
     @property
     def names(self) -> list[str]:
         """The files' names, in key order (a list to read, not to change)."""

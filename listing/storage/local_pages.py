@@ -3,18 +3,20 @@
 A listing walks only the directories its prefix can match: the directory part of the
 prefix, then, of that directory's children, those whose name starts with the prefix's
 last segment (``date=2020-03-`` lists the March folders, never the table). Each directory
-is read once with ``os.scandir``; the ``DirEntry`` says whether a child is a directory
-without a ``stat``, and the one ``lstat`` a file needs gives its size and modification
-time. Directories of one level are read by a few threads at once (the system calls
-release the interpreter). A directory's files become columns
+is read once (:func:`~listing.storage.local_walk.read_dir`: sizes and times as Spark's file
+index reads them). A directory's files become columns
 (:class:`~listing.storage.dir_files.DirFiles`): no object per file.
 
+A flat listing reaching a level of at least :data:`FAN_OUT_DIRECTORIES` directories on a
+machine of several cores walks that level's subtrees in shares: the first here, each other
+in a worker process running :mod:`~listing.storage.local_walk` (one ``lstat`` a file is
+Python's work per file, which threads of one interpreter cannot share: measured, two
+threads took longer than one). A worker that cannot start, or ends without finishing its
+share, has its share walked here instead, so the pages are the same either way; a read
+that fails in a worker fails the listing as it would here.
+
 The keys are those fsspec's ``LocalFileSystem`` gives (``find`` for a flat listing, ``ls``
-for a delimited one); sizes and times are those Spark's file index reads (Hadoop's local
-file system: ``File.length`` and ``File.lastModified``): a symlink is a file of its
-target's size and times (0 bytes and the link's own times when dangling), and a time is
-microseconds truncated from the nanoseconds, so that milliseconds truncated from it are
-Java's (:func:`file_times`).
+for a delimited one).
 Invariant: a page's runs of files are in key order (a directory's children are visited in
 the order of ``name + "/"`` for directories and ``name`` for files, which is the order of
 the full paths).
@@ -23,19 +25,29 @@ the full paths).
 from __future__ import annotations
 
 import datetime as dt
+import marshal
 import os
-from array import array
+import subprocess
+import sys
+import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 
 from listing.errors import StorageError
+from listing.storage import local_walk
 from listing.storage.dir_files import DirFiles
+from listing.storage.local_walk import Items, WalkError, created_ns, may_hold, target_stat
+
+__all__ = ["FAN_OUT_DIRECTORIES", "file_times", "local_pages", "may_hold", "stat_file"]
 
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 _MICROSECOND = dt.timedelta(microseconds=1)
 
-#: directories read at once by one flat listing
-LOCAL_WORKERS = 2
+#: the fewest directories of one level that a flat listing shares out to worker processes
+#: (starting one costs about as much as reading a few hundred small directories)
+FAN_OUT_DIRECTORIES = 512
+#: the most processes (this one included) a flat listing walks in
+MAX_PROCESSES = 8
+
 
 class _Dir:
     """One directory read: ``items``, its files (as runs of consecutive files) and child
@@ -43,9 +55,12 @@ class _Dir:
 
     __slots__ = ("items", "dirs")
 
-    def __init__(self) -> None:
-        self.items: list[DirFiles | str] = []
-        self.dirs: list[str] = []
+    def __init__(self, directory: str, items: Items) -> None:
+        base = directory if directory.endswith("/") else directory + "/"
+        self.items: list[DirFiles | str] = [
+            item if isinstance(item, str) else DirFiles.of_joined(base, *item)
+            for item in items]
+        self.dirs: list[str] = [item for item in items if isinstance(item, str)]
 
 
 def _read(directory: str, name_prefix: str = "",
@@ -53,69 +68,11 @@ def _read(directory: str, name_prefix: str = "",
     """The children of ``directory`` whose name starts with ``name_prefix`` (None: it is
     gone, or is no directory). ``keep(path)``: whether a child directory may hold wanted
     keys (None: all may)."""
-    base = directory if directory.endswith("/") else directory + "/"
-    # (sort key, the entry of a file or None for a directory)
-    children: list[tuple[str, os.DirEntry[str] | None]] = []
     try:
-        with os.scandir(directory) as it:
-            for found in it:
-                name = found.name
-                if name_prefix and not name.startswith(name_prefix):
-                    continue
-                try:
-                    is_dir = found.is_dir(follow_symlinks=False)
-                except OSError:
-                    is_dir = False
-                children.append((name + "/", None) if is_dir else (name, found))
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    except OSError as err:
-        raise StorageError(f"listing file://{directory} failed: {err}") from None
-    children.sort()  # keys are unique: entries are never compared
-    out = _Dir()
-    dirs = out.dirs
-    # child directories, and runs of files as lists (names, sizes, modification and change
-    # times), each run made a DirFiles once read
-    items: list[str | tuple[list[str], list[int], list[int], list[float]]] = []
-    run: tuple[list[str], list[int], list[int], list[float]] | None = None
-    for key, entry in children:
-        if entry is None:
-            path = base + key[:-1]
-            if keep is None or keep(path):
-                items.append(path)
-                dirs.append(path)
-                run = None
-            continue
-        try:
-            st = entry.stat(follow_symlinks=False)
-            size = st.st_size
-            if entry.is_symlink():
-                st, size = _target_stat(entry, st)
-        except FileNotFoundError:  # deleted since it was listed
-            continue
-        except OSError as err:
-            raise StorageError(f"listing file://{base + key} failed: {err}") from None
-        if run is None:
-            run = ([], [], [], [])
-            items.append(run)
-        run[0].append(key)
-        run[1].append(size)
-        run[2].append((st.st_mtime_ns or _created_ns(st)) // 1000)  # as file_times
-        run[3].append(st.st_ctime)
-    out.items = [item if isinstance(item, str)  # one string of names, not one a file
-                 else DirFiles(base, item[0], array("q", item[1]), array("q", item[2]),
-                               array("d", item[3])).compact() for item in items]
-    return out
-
-
-def _target_stat(entry: os.DirEntry[str] | str, own: os.stat_result
-                 ) -> tuple[os.stat_result, int]:
-    """A link's target's stat and size; the link's own stat and 0 bytes when dangling."""
-    try:
-        st = entry.stat(follow_symlinks=True) if isinstance(entry, os.DirEntry) else os.stat(entry)
-    except OSError:  # a dangling link
-        return own, 0
-    return st, st.st_size
+        items = local_walk.read_dir(directory, name_prefix, keep)
+    except WalkError as err:
+        raise StorageError(str(err)) from None
+    return None if items is None else _Dir(directory, items)
 
 
 def file_times(st: os.stat_result) -> tuple[int, float]:
@@ -125,11 +82,7 @@ def file_times(st: os.stat_result) -> tuple[int, float]:
     The time is the nanoseconds truncated, so milliseconds truncated from it are what
     Java's ``File.lastModified`` and so Spark's file index report; a time of 0 falls back
     to the creation (on Linux, change) time."""
-    return (st.st_mtime_ns or _created_ns(st)) // 1000, st.st_ctime
-
-
-def _created_ns(st: os.stat_result) -> int:
-    return getattr(st, "st_birthtime_ns", None) or st.st_ctime_ns
+    return (st.st_mtime_ns or created_ns(st)) // 1000, st.st_ctime
 
 
 def stat_file(path: str) -> tuple[int, dt.datetime, str]:
@@ -140,14 +93,13 @@ def stat_file(path: str) -> tuple[int, dt.datetime, str]:
     st = os.lstat(path)
     size = st.st_size
     if os.path.islink(path):
-        st, size = _target_stat(path, st)
+        st, size = target_stat(path, st)
     micros, ctime = file_times(st)
     return size, _EPOCH + micros * _MICROSECOND, f"ctime:{ctime!r}"
 
 
 def local_pages(prefix: str, delimiter: bool, start_after: str | None,
-                stop_after: str | None, workers: int = LOCAL_WORKERS,
-                on_directory: Callable[[], None] | None = None,
+                stop_after: str | None, on_directory: Callable[[], None] | None = None,
                 ) -> Iterator[tuple[list[DirFiles], list[str]]]:
     """The one page (files as runs of one directory each, directories with their slash)
     of the keys below the local path ``prefix``, within ``(start_after, stop_after]``;
@@ -194,40 +146,130 @@ def local_pages(prefix: str, delimiter: bool, start_after: str | None,
                [d + "/" for d in top.dirs if in_bounds(d)])
         return
     read_dirs: dict[str, _Dir] = {parent: top}
-    level = list(top.dirs)
-    pool = (ThreadPoolExecutor(workers, thread_name_prefix="listing-local")
-            if workers > 1 and level else None)
+    workers: list[_Worker] = []
     try:
-        while level:
-            below: list[str] = []
-            if pool is None:
-                found_dirs: Iterator[_Dir | None] = map(read, level)
-            else:  # a few directories a task: one each costs more to hand over than to read
-                size = -(-len(level) // (4 * workers))
-                chunks = [level[i:i + size] for i in range(0, len(level), size)]
-                found_dirs = (found for chunk in pool.map(lambda c: [read(d) for d in c], chunks)
-                              for found in chunk)
-            for directory, found in zip(level, found_dirs, strict=True):
-                if found is not None:
-                    read_dirs[directory] = found
-                    below += found.dirs
-            level = below
+        _walk(top.dirs, read, read_dirs, workers, start_after, stop_after)
+        for worker in workers:
+            found = worker.result()
+            if found is None:  # it did not finish: its share is walked here
+                _walk(worker.directories, read, read_dirs, None, start_after, stop_after)
+                continue
+            for directory, read_dir in found.items():
+                if on_directory is not None:
+                    on_directory()
+                if read_dir is not None:
+                    read_dirs[directory] = read_dir
     finally:
-        if pool is not None:
-            pool.shutdown()
+        for worker in workers:
+            worker.close()
     runs: list[DirFiles] = []
     _collect(read_dirs, parent, runs)
     del read_dirs, top  # only the runs are held while the page is read
     yield bounded(runs), []
 
 
-def may_hold(directory: str, start_after: str | None, stop_after: str | None) -> bool:
-    """Whether keys below ``directory`` (no trailing slash) can lie in
-    ``(start_after, stop_after]``."""
-    head = directory + "/"
-    if stop_after is not None and head > stop_after and not stop_after.startswith(head):
-        return False
-    return start_after is None or head >= start_after[:len(head)]
+def _walk(level: list[str], read: Callable[[str], _Dir | None], read_dirs: dict[str, _Dir],
+          workers: list[_Worker] | None, start_after: str | None, stop_after: str | None
+          ) -> None:
+    """Read the subtrees of ``level`` into ``read_dirs``, a level at a time; the first
+    level wide enough shared out to ``workers`` (None: none), each walking its share
+    meanwhile."""
+    while level:
+        if (workers is not None and not workers and len(level) >= FAN_OUT_DIRECTORIES
+                and (n := _processes()) > 1):
+            shares = [level[len(level) * i // n:len(level) * (i + 1) // n] for i in range(n)]
+            level = shares[0]
+            workers += [_Worker(share, start_after, stop_after) for share in shares[1:]]
+        below: list[str] = []
+        for directory in level:
+            found = read(directory)
+            if found is not None:
+                read_dirs[directory] = found
+                below += found.dirs
+        level = below
+
+
+def _processes() -> int:
+    """How many processes a flat listing may walk in: the cores this process may run
+    on, at most :data:`MAX_PROCESSES`."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not on Linux
+        cores = os.cpu_count() or 1
+    return min(cores, MAX_PROCESSES)
+
+
+class _Worker:
+    """A share of a level (``directories``) walked in a worker process
+    (:mod:`~listing.storage.local_walk` run as a script); its records are read once this
+    process has walked its own share."""
+
+    def __init__(self, directories: list[str], start_after: str | None,
+                 stop_after: str | None) -> None:
+        self.directories = directories
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._sender: threading.Thread | None = None
+        try:
+            self._proc = subprocess.Popen(_worker_command(), stdin=subprocess.PIPE,
+                                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        except (OSError, ValueError):  # no interpreter to start: walked here
+            return
+        # sent from a thread: a share larger than the pipe holds would otherwise wait
+        # here for the worker to start
+        self._sender = threading.Thread(
+            target=_send, args=(self._proc, marshal.dumps((directories, start_after,
+                                                          stop_after))),
+            name="listing-local-walk", daemon=True)
+        self._sender.start()
+
+    def result(self) -> dict[str, _Dir | None] | None:
+        """Each directory the worker read (None: gone), once it has finished; None when it
+        did not finish its share (none started, or it ended early). Raises the
+        :class:`~listing.errors.StorageError` of a read that failed there."""
+        proc = self._proc
+        if proc is None or self._sender is None:
+            return None
+        self._sender.join()
+        assert proc.stdout is not None
+        found: dict[str, _Dir | None] = {}
+        try:
+            while (record := marshal.load(proc.stdout)) is not None:
+                if record[0] == local_walk.ERROR:
+                    raise StorageError(str(record[1]))
+                _, directory, items = record
+                decoded = local_walk.decode(items)
+                found[directory] = None if decoded is None else _Dir(directory, decoded)
+        except (OSError, EOFError, ValueError, TypeError):  # it ended early
+            return None
+        return found
+
+    def close(self) -> None:
+        """Stop the worker if it still runs, and wait for it."""
+        proc = self._proc
+        if proc is None:
+            return
+        if proc.poll() is None:
+            proc.kill()
+        if self._sender is not None:
+            self._sender.join()
+        if proc.stdout is not None:
+            proc.stdout.close()
+        proc.wait()
+
+
+def _worker_command() -> list[str]:
+    """A worker: this interpreter, isolated (no environment, no site packages: the walk
+    needs the standard library only), running :mod:`~listing.storage.local_walk`."""
+    return [sys.executable, "-I", "-S", local_walk.__file__]
+
+
+def _send(proc: subprocess.Popen[bytes], share: bytes) -> None:
+    assert proc.stdin is not None
+    try:
+        proc.stdin.write(share)
+        proc.stdin.close()
+    except OSError:  # it ended: its result says so
+        pass
 
 
 def _collect(read_dirs: dict[str, _Dir], top: str, runs: list[DirFiles]) -> None:
@@ -257,7 +299,7 @@ def _file_run(path: str) -> DirFiles | None:
         st = os.lstat(path)
         size = st.st_size
         if os.path.islink(path):
-            st, size = _target_stat(path, st)
+            st, size = target_stat(path, st)
     except OSError:
         return None
     directory, _, name = path.rpartition("/")

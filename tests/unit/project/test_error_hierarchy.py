@@ -24,6 +24,8 @@ INTERNAL = {
     "listing.storage.errors.BodyCut": "raise_as turns it into a StorageError",
     "listing.storage.reading._NotAsListed": "the read turns it into a FileChangedError",
     "listing.storage.s3_pages._Declined": "the page is read by botocore instead",
+    # the walk imports nothing of listing's: a worker process runs it on its own
+    "listing.storage.local_walk.WalkError": "local_pages turns it into a StorageError",
 }
 #: the Spark setup errors, under SparkSetupError
 SETUP = ("listing.spark.lines.UnsupportedSparkError", "listing.spark.lines.SparkClasspathError",
