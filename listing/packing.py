@@ -5,8 +5,8 @@ from __future__ import annotations
 import dataclasses
 import heapq
 from array import array
-from collections.abc import Callable, Iterable
-from typing import Any, NamedTuple, Protocol, cast
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
@@ -117,32 +117,19 @@ def _pack(sizes: np.ndarray, piece_lengths: Callable[[], np.ndarray],
     # no integer object per piece
     scaled = _scaled(lengths_all, share)
     order = np.argsort(-scaled, kind="stable")
-    # packed integers, read one at a time: no int object per piece held
-    lengths = array("q")
-    lengths.frombytes(cast(Any, np.ascontiguousarray(scaled[order], np.int64).view(np.uint8)))
+    lengths = np.ascontiguousarray(scaled[order], np.int64)
     sparks = _greedy_count(lengths, max_split, open_cost)
     needed = -(-int(scaled.sum()) // options.max_partition_bytes)
     # a file that cannot be split may alone hold more than maxPartitionBytes, so
     # ``needed`` can exceed Spark's count: never more groups than Spark makes
     count = min(max(parallelism * (sparks // parallelism), needed, 1), sparks, len(order))
-    # a heap of the groups' loads, each number load << shift | group: ordered as the pairs
-    # (load, group), without a tuple per piece
-    shift = count.bit_length()
-    mask = (1 << shift) - 1
-    lightest = list(range(count))
-    target = array("q")
-    append = target.append
-    replace = heapq.heapreplace
-    for length in lengths:  # to the lightest group (LPT)
-        top = lightest[0]
-        append(top & mask)
-        replace(lightest, top + ((length + open_cost) << shift))
+    lengths += open_cost
+    dest = lightest_first(lengths, count)
     del lengths
-    dest = np.frombuffer(target, np.int64)
     by_group = np.argsort(dest, kind="stable")  # each group's pieces in the order taken
     bounds = np.zeros(count + 1, np.int64)
     np.cumsum(np.bincount(dest, minlength=count), out=bounds[1:])
-    del dest, target
+    del dest
     ordered = order[by_group]
     del order, by_group
     return _Packed([ordered[bounds[g]:bounds[g + 1]] for g in range(count)], counts)
@@ -197,15 +184,109 @@ def _scaled(lengths: np.ndarray, share: float) -> np.ndarray:
     return lengths if share == 1.0 else (lengths * share).astype(np.int64)
 
 
-def _greedy_count(lengths: Iterable[int], max_split: int, open_cost: int) -> int:
+def _greedy_count(lengths: Sequence[int] | np.ndarray, max_split: int, open_cost: int) -> int:
     """How many groups Spark's rule makes of pieces of ``lengths`` (largest first, a group
-    closing when the next piece would overflow ``max_split``)."""
+    closing when the next piece would overflow ``max_split``).
+
+    A group starting at piece ``s`` takes each next piece ``k`` while the bytes charged
+    from ``s`` up to ``k`` (lengths and open costs) plus ``k``'s length fit: with ``C``
+    the running total of the charges, while ``C[k + 1] <= C[s] + max_split + open_cost``,
+    a bound that ``C`` crosses once. So a group ends where a binary search of ``C`` says,
+    one search a group, not one step a piece."""
+    sizes = np.asarray(lengths, np.int64)
+    n = len(sizes)
+    if n == 0:
+        return 0
+    charged = np.zeros(n + 1, np.int64)
+    np.cumsum(sizes + open_cost, out=charged[1:])
+    if int(charged[-1]) // max(max_split, 1) > n // 8:  # groups of a few pieces: step
+        return _greedy_count_stepped(sizes.tolist(), max_split, open_cost)
+    count, start = 0, 0
+    search = charged.searchsorted
+    while start < n:
+        end = int(search(charged[start] + max_split + open_cost, "right")) - 1
+        start = max(end, start + 1)
+        count += 1
+    return count
+
+
+def _greedy_count_stepped(lengths: Iterable[int], max_split: int, open_cost: int) -> int:
+    """:func:`_greedy_count`, a piece at a time."""
     count, size = 0, 0
     for length in lengths:
         if count == 0 or size + length > max_split:
             count, size = count + 1, 0
         size += length + open_cost
     return count
+
+
+#: fewer groups than this take their pieces one at a time (see :func:`lightest_first`)
+_FEW_GROUPS = 64
+
+
+def lightest_first(charges: np.ndarray, count: int) -> np.ndarray:
+    """The group (of ``count``) each piece goes to when each piece, in order (``charges``:
+    int64, largest first), goes to the group of least load so far, the lower group on a
+    tie (LPT); the loads are the charges taken.
+
+    While each of the next ``k`` pieces goes to the ``k`` lightest groups in turn, they are
+    placed at once: that holds when the lightest load plus the ``k``-th charge exceeds
+    the ``k``-th lightest load (each group given a piece is then heavier than every group
+    not yet given one: charges only shrink). Where that batch is short, and for fewer than
+    ``_FEW_GROUPS`` groups, pieces are placed one at a time from a heap of the loads. The
+    result is the same either way, exactly."""
+    n = len(charges)
+    dest = np.empty(n, np.int64)
+    if count < _FEW_GROUPS:
+        loads = np.zeros(count, np.int64)
+        _one_at_a_time(charges, loads, dest, 0, n)
+        return dest
+    groups = np.arange(count)
+    loads = np.zeros(count, np.int64)
+    order = groups.copy()  # the groups by (load, group)
+    i = 0
+    while i < n:
+        m = min(count, n - i)
+        lightest = loads[order[:m]]
+        charge = charges[i:i + m]
+        late = np.flatnonzero(lightest[0] + charge <= lightest)
+        k = int(late[0]) if late.size else m
+        if k < _FEW_GROUPS // 2 and m >= _FEW_GROUPS:  # a short batch: a stretch by heap
+            j = min(n, i + count)
+            _one_at_a_time(charges, loads, dest, i, j)
+            order = np.lexsort((groups, loads))
+            i = j
+            continue
+        k = max(k, 1)
+        given = order[:k]
+        dest[i:i + k] = given
+        loads[given] += charge[:k]
+        rest = np.concatenate([order[k:], given])
+        order = rest[np.lexsort((rest, loads[rest]))]
+        i += k
+    return dest
+
+
+def _one_at_a_time(charges: np.ndarray, loads: np.ndarray, dest: np.ndarray, start: int,
+                   stop: int) -> None:
+    """Pieces ``start`` to ``stop`` placed by :func:`lightest_first`'s rule one at a time,
+    ``loads`` and ``dest`` updated: a heap of the loads, each number ``load << shift |
+    group``, ordered as the pairs (load, group) without a tuple per piece."""
+    count = len(loads)
+    shift = count.bit_length()
+    mask = (1 << shift) - 1
+    # Python integers: a load shifted may not fit 64 bits
+    heap = [load << shift | group for group, load in enumerate(loads.tolist())]
+    heapq.heapify(heap)
+    target = array("q")
+    append = target.append
+    replace = heapq.heapreplace
+    for charge in charges[start:stop].tolist():
+        top = heap[0]
+        append(top & mask)
+        replace(heap, top + (charge << shift))
+    dest[start:stop] = np.frombuffer(target, np.int64)
+    loads[[packed & mask for packed in heap]] = [packed >> shift for packed in heap]
 
 
 #: a partition value whose files hold more than this many ``max_partition_bytes`` (of the
