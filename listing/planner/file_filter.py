@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from itertools import repeat
 
 from listing.options import ListingOptions, compile_glob
 from listing.storage.lister import ObjectMeta
@@ -46,12 +45,16 @@ class FileFilter:
         :meth:`kept` decides a directory's names without an ``ObjectMeta`` per key."""
         return self.by_name_only and self.name_endings == ()
 
-    def kept(self, names: Sequence[str], visible: range | list[int]) -> range | list[int]:
+    def kept(self, names: Callable[[], Sequence[str]], joined: str,
+             visible: range | list[int]) -> range | list[int]:
         """The indices of ``visible`` whose names :attr:`every_name` keeps: all but the
-        in-progress ones (one pass of C in the common case, where there is none)."""
-        if not any(map(str.endswith, names, repeat(IN_PROGRESS_SUFFIXES))):
+        in-progress ones. ``joined``: the names, each followed by ``"\0"`` (which no name
+        holds), so that one search a suffix tells the common case, where none is one;
+        ``names()``: the names, asked for only when some are."""
+        if not any(suffix + "\0" in joined for suffix in IN_PROGRESS_SUFFIXES):
             return visible
-        return [i for i in visible if not names[i].endswith(IN_PROGRESS_SUFFIXES)]
+        listed = names()
+        return [i for i in visible if not listed[i].endswith(IN_PROGRESS_SUFFIXES)]
 
     @functools.cached_property
     def by_name_only(self) -> bool:

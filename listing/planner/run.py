@@ -338,23 +338,23 @@ class PlanRun:
         file, or a match. The directory is decided once (its files share their partition
         values), each name is looked at, no object is made per file."""
         m = self.metrics
-        names = files.names
-        m.add("files_listed", len(names))
+        count = len(files)
+        m.add("files_listed", count)
         directory = files.directory
         # one look at all the names first: a hidden one is rare ("\0" is in no name)
-        joined = "\0" + "\0".join(names) + "\0"
-        hidden = [i for i, name in enumerate(names)
+        joined = "\0" + files.joined_names + "\0"
+        hidden = [i for i, name in enumerate(files.names)
                   if (name.startswith(HIDDEN_PREFIXES) or name.endswith(COPYING_SUFFIX))
                   and is_hidden(name)] if _MAY_HIDE.search(joined) else []
         m.add("files_skipped_hidden", len(hidden))
-        if len(hidden) == len(names):
+        if len(hidden) == count:
             return None
-        visible: range | list[int] = range(len(names))
+        visible: range | list[int] = range(count)
         if hidden:
             skip = set(hidden)
             visible = [i for i in visible if i not in skip]
         if directory != self._last_dir[0]:
-            first = directory + names[visible[0]]
+            first = directory + files.name(visible[0])
             self._last_dir = self._directory(first, len(directory))
         _, values, keep = self._last_dir
         if values is None:
@@ -362,25 +362,27 @@ class PlanRun:
             return None
         if not keep:
             return None
-        endings = self.file_filter.endings
+        rule = self.file_filter
+        endings = rule.endings
         kept: range | list[int]
-        if endings is not None and not hidden and all(map(str.endswith, names,
-                                                          repeat(endings))):
-            kept = visible  # the common case, in one pass of C
-        elif self.file_filter.every_name:  # the format reads any name
-            kept = self.file_filter.kept(names, visible)
+        if rule.every_name:  # the format reads any name (no ending decides then)
+            kept = rule.kept(lambda: files.names, joined, visible)
         elif endings is not None:
-            kept = [i for i in visible
-                    if names[i].endswith(endings) or names[i].lower().endswith(endings)]
+            names = files.names
+            if not hidden and all(map(str.endswith, names, repeat(endings))):
+                kept = visible  # the common case, in one pass of C
+            else:
+                kept = [i for i in visible
+                        if names[i].endswith(endings) or names[i].lower().endswith(endings)]
         else:
-            accepts = self.file_filter.accepts
+            accepts = rule.accepts
             metas = Page(runs=[files]).files
             kept = [i for i in visible if accepts(metas[i])]
         m.add("files_skipped_other", len(visible) - len(kept))
         m.add("files_matched", len(kept))
         if not kept:
             return None
-        return ListedRun(files if len(kept) == len(names) else files.taken(list(kept)), values)
+        return ListedRun(files if len(kept) == count else files.taken(list(kept)), values)
 
     def _directory(self, path: str, name: int) -> tuple[str, dict[str, Any] | None, bool]:
         """(directory, its partition values or None when hidden, kept) for the directory

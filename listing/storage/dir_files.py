@@ -74,6 +74,12 @@ class DirFiles:
             return self._names
         return self._joined.split("\0") if self._ends else []
 
+    @property
+    def joined_names(self) -> str:
+        """The names joined by ``"\0"``, which no file name holds (once compacted, the
+        string held: no new string a file)."""
+        return "\0".join(self._names) if self._names is not None else self._joined
+
     def name(self, i: int) -> str:
         """File ``i``'s name."""
         if self._names is not None:

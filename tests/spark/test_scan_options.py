@@ -143,7 +143,8 @@ def test_a_key_decided_by_its_ending_alone_is_decided_as_the_format_decides(part
     rule = FileFilter(url, ListingOptions(), fmt.matches, fmt.name_endings)
     assert rule.every_name and rule.endings is None
     path = "b/t/k=1/" + "".join(parts)
-    kept = rule.kept([path.rsplit("/", 1)[-1]], range(1))
+    name = path.rsplit("/", 1)[-1]
+    kept = rule.kept(lambda: [name], name + "\0", range(1))
     assert bool(len(kept)) == rule.accepts(ObjectMeta(path, 1))
 
 
