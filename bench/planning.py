@@ -6,6 +6,7 @@ synthetic 10 M-key table.
     python -m bench.planning --quick         # local 52,560 files, 1,051,200 keys
     python -m bench.planning --local 210240 --synthetic 0 --runs 3
     python -m bench.planning --quick --no-spark   # without the Spark readers
+    python -m bench.planning --local 210240 --synthetic 0 --query "whole table"
 
 Trees: ``date=2020-MM-DD/hour=H/part-K.parquet`` (365 days x 24 hours x K files of one
 byte), written once under ``--data-dir`` and reused. Every reader is given the data schema
@@ -425,6 +426,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--synthetic", type=int, help="synthetic keys (10512000; 0: none)")
     ap.add_argument("--no-spark", action="store_true",
                     help="leave out the readers planning in Spark's driver")
+    ap.add_argument("--query", action="append", choices=list(QUERIES),
+                    help="only these queries (default: all)")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--timeout", type=float, default=600)
     ap.add_argument("--data-dir", type=Path,
@@ -450,10 +453,12 @@ def main(argv: list[str] | None = None) -> int:
     for size in local:
         root = local_tree(args.data_dir, size)
         res["tables"][f"local {size:,}"] = table_runs(str(root), size, readers,
-                                                      args.runs, args.timeout)
+                                                      args.runs, args.timeout,
+                                                      queries=args.query)
     if synthetic:
         res["tables"][f"synthetic {synthetic:,}"] = table_runs(
-            f"synthetic:{synthetic}", synthetic, ("listing",), args.runs, args.timeout)
+            f"synthetic:{synthetic}", synthetic, ("listing",), args.runs, args.timeout,
+            queries=args.query)
     text = markdown(res)
     print(text)
     if args.out is not None:
