@@ -11,8 +11,11 @@ and, for Spark's file source (its JVM cannot reach S3 here), to local disk.
 1. **Discovery** (``ListingTable.discovery``, no Spark) on S3: requests and seconds of a
    quiet trigger, of a trigger after 12 new keys (one hour) and after 1,200 new keys
    (100 hours), of a reconciliation trigger (a full listing, every ``reconcile_every``
-   triggers), and of a full listing of the table by ``scan()`` (what a source that
-   re-lists on every trigger pays). Requests are the S3 server's own count.
+   triggers), of a restart (a new reader's first trigger from the last offset, on the
+   unchanged table: its reconciliation), beside one plain flat listing of the table
+   (ListObjectsV2 pages, as any client sends them), and of a full listing of the table by
+   ``scan()`` (what a source that re-lists on every trigger pays). Requests are the S3
+   server's own count.
 2. **Through Spark** (``writeStream`` to the ``noop`` sink, processing-time trigger):
    Spark's ``durationMs.latestOffset`` per trigger (the time spent finding new files),
    median over quiet triggers and over triggers after 12 new files, for
@@ -110,8 +113,19 @@ def discovery_section(server: Any, table_def: Any, runs: int, log: Callable[[str
             f"{rows[-1]['seconds']:.3f} s")
     full = table.discovery(reconcile_every=1)  # a new reader's first trigger reconciles
     timed("reconciliation trigger (full listing)", lambda: full.new_files(offset), 1)
+    # a restarted query: a new table and reader (schema given: its open sends no request)
+    again = ListingTable.open(root, storage_options=opts, partition_cols=table_def.partitions,
+                              schema=table.file_schema).discovery()
+    timed(RESTART, lambda: again.new_files(offset), 1)
+    paginator = server.client().get_paginator("list_objects_v2")
+    timed(FLAT, lambda: sum(len(p.get("Contents", [])) for p in paginator.paginate(
+        Bucket=table_def.bucket, Prefix=table_def.prefix)), 1)
     timed("full listing by scan() (a source that re-lists)", lambda: table.scan(), 1)
     return rows
+
+
+RESTART = "restart: a new reader's first trigger, unchanged table"
+FLAT = "one flat listing (ListObjectsV2 pages, any client)"
 
 
 # --- 2. through Spark ----------------------------------------------------------------------
@@ -220,6 +234,12 @@ def render(keys: int, disc: list[dict[str, Any]], sparks: list[dict[str, Any]]) 
         lines += ["", f"A quiet trigger costs {quiet['list_requests']} LIST against "
                       f"{full['list_requests']} for re-listing the table: "
                       f"{full['seconds'] / quiet['seconds']:.0f}x less time."]
+    restart = next((r for r in disc if r["trigger"] == RESTART), None)
+    flat = next((r for r in disc if r["trigger"] == FLAT), None)
+    if restart and flat:
+        lines += ["", f"A restart costs {restart['list_requests']} LIST "
+                      f"({restart['seconds']:.3f} s) against {flat['list_requests']} for one "
+                      f"flat listing of the table ({flat['seconds']:.3f} s)."]
     if sparks:
         lines += ["", "| through Spark (latestOffset, median) | quiet trigger ms | "
                       "trigger after 12 new files ms |", "|---|---:|---:|"]

@@ -19,12 +19,15 @@ after it was forgotten is read again, as a late file (counted).
 
 Offsets are JSON values (Spark stores them in its checkpoint): :class:`StreamOffset`. Each
 carries the files of the batch that ends at it, so a restarted query re-reads exactly the
-batch it had planned.
+batch it had planned, and how many keys the table's last full listing listed, so a
+restarted query's reconciliation is sent as that one listing's pages and no more (a
+listing known to be too short to split into key ranges sends no delimiter page).
 """
 
 from __future__ import annotations
 
 import base64
+import binascii
 import datetime as dt
 import time
 import zlib
@@ -107,7 +110,10 @@ class StreamOffset:
     Keys are relative to the table root; times are µs since the epoch. ``seen`` maps each
     remembered key read to its modification time; ``recent`` maps the lookback window's
     partition directories to the newest modification time read in them; ``batch`` lists
-    the files of the batch ending here as ``[key, size, mtime_us, etag]``.
+    the files of the batch ending here as ``[key, size, mtime_us, etag]``; ``listed`` is
+    the keys the table's last full listing listed plus the new keys read since (None: not
+    known, an offset written before it was kept), the length a restart's reconciliation
+    listing expects.
     """
 
     frontier: str | None = None
@@ -119,6 +125,7 @@ class StreamOffset:
     batches: int = 0
     files: int = 0
     late_files: int = 0
+    listed: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         seen: dict[str, Any] = (
@@ -128,7 +135,7 @@ class StreamOffset:
                 "files": self.files, "late_files": self.late_files,
                 "newest_us": self.newest_us, "not_before_us": self.not_before_us,
                 "recent": dict(sorted(self.recent.items())), **seen,
-                "batch": [list(f) for f in self.batch]}
+                "batch": [list(f) for f in self.batch], "listed": self.listed}
 
     @classmethod
     def from_json(cls, value: Mapping[str, Any]) -> StreamOffset:
@@ -136,14 +143,25 @@ class StreamOffset:
             raise OptionError(f"stream offset version {value.get('v')!r} is not "
                               f"{OFFSET_VERSION}: this checkpoint was written by another "
                               "version of the listing source")
-        seen = (unpack_seen(value["seen_packed"]) if "seen_packed" in value
-                else dict(value.get("seen") or {}))
-        return cls(frontier=value.get("frontier"), seen=seen,
-                   recent=dict(value.get("recent") or {}),
-                   batch=tuple((f[0], int(f[1]), f[2], f[3]) for f in value.get("batch") or []),
-                   newest_us=value.get("newest_us"), not_before_us=value.get("not_before_us"),
-                   batches=int(value.get("batches", 0)), files=int(value.get("files", 0)),
-                   late_files=int(value.get("late_files", 0)))
+        listed = value.get("listed")
+        if listed is not None and (type(listed) is not int or listed < 0):
+            raise OptionError(f"stream offset field 'listed' is {listed!r}, not a count of "
+                              "keys: this checkpoint's offset is corrupt")
+        try:
+            seen = (unpack_seen(value["seen_packed"]) if "seen_packed" in value
+                    else dict(value.get("seen") or {}))
+            return cls(frontier=value.get("frontier"), seen=seen,
+                       recent=dict(value.get("recent") or {}),
+                       batch=tuple((f[0], int(f[1]), f[2], f[3])
+                                   for f in value.get("batch") or []),
+                       newest_us=value.get("newest_us"),
+                       not_before_us=value.get("not_before_us"),
+                       batches=int(value.get("batches", 0)), files=int(value.get("files", 0)),
+                       late_files=int(value.get("late_files", 0)), listed=listed)
+        except (KeyError, IndexError, TypeError, ValueError, zlib.error,
+                binascii.Error) as err:
+            raise OptionError(f"stream offset is malformed ({type(err).__name__}): this "
+                              "checkpoint's offset is corrupt") from None
 
 
 def pack_seen(seen: Mapping[str, int]) -> str:
@@ -208,8 +226,8 @@ class DiscoveredTable(Protocol):
 
     def bind(self, where: Any) -> list[Bound]: ...
 
-    def listing_run(self, predicate: Expr | None = None, *,
-                    start_after: str | None = None) -> PlanRun | TemplateRun: ...
+    def listing_run(self, predicate: Expr | None = None, *, start_after: str | None = None,
+                    expected_keys: int | None = None) -> PlanRun | TemplateRun: ...
 
 
 class FileDiscovery:
@@ -254,13 +272,14 @@ class FileDiscovery:
         if isinstance(start, dt.datetime):
             return StreamOffset(not_before_us=_micros(start))
         now_us = time.time_ns() // 1000
-        listed = self._list(None, Counters())
+        listed, keys = self._list(None, Counters())
         self._since_full = 0
         not_before = now_us - CLOCK_SKEW_US
-        offset = StreamOffset(not_before_us=not_before)
+        offset = StreamOffset(not_before_us=not_before, listed=keys)
         if not listed:
             return offset
-        return self._advance(offset, listed, set(), late=0, min_seen_us=not_before)
+        return self._advance(offset, listed, set(), late=0, min_seen_us=not_before,
+                             keys=keys)
 
     # --- triggers -------------------------------------------------------------------------
     def freeze(self) -> None:
@@ -287,12 +306,15 @@ class FileDiscovery:
         counts = Counters()
         counts.start("list_requests", "full_listing")
         listed = self._backlog if (self._frozen or self._backlog_end == start) else None
+        keys = start.listed  # the keys the table's full listing holds, as far as known
+        incremental = False  # listed after the frontier (the new keys read add to keys)
         if listed is None:
             full = start.frontier is None or not self.incremental or (
                 self.settings.reconcile_every > 0
                 and self._since_full >= self.settings.reconcile_every)
             after = None if full else self._list_start(start)
-            listed = self._list(after, counts)
+            listed, n = self._list(after, counts, expected_keys=start.listed if full else None)
+            keys, incremental = (n, False) if full else (keys, True)
             counts.add("full_listing", int(full))
             self._since_full = 0 if full else self._since_full + 1
         candidates = self._classify(start, listed, counts)
@@ -306,7 +328,9 @@ class FileDiscovery:
         late = sum(1 for k in old if window is None or k < window)
         counts.add("late_files", late)
         counts.add("window_files", len(old) - late)
-        end = self._advance(start, taken, old, late)
+        if incremental and keys is not None:
+            keys += len(taken) - len(old)
+        end = self._advance(start, taken, old, late, keys=keys)
         self._decoded = {f.key: f.values for f in taken}
         self._backlog = listed if self._frozen or len(taken) < len(candidates) else None
         self._backlog_end = end if self._backlog is not None else None
@@ -335,17 +359,20 @@ class FileDiscovery:
         after = start.frontier if window is None else min(window, start.frontier or window)
         return None if after is None else self.table.url.prefix + after
 
-    def _list(self, start_after: str | None, counts: Counters) -> list[_Listed]:
-        """The table's files after ``start_after``, by key; the listing's requests, keys
-        listed and partitions pruned added to ``counts``."""
-        run = self.table.listing_run(self.predicate, start_after=start_after)
+    def _list(self, start_after: str | None, counts: Counters,
+              expected_keys: int | None = None) -> tuple[list[_Listed], int]:
+        """The table's files after ``start_after``, by key, and the keys the listing
+        listed; its requests, keys listed and partitions pruned added to ``counts``.
+        ``expected_keys``: what the last full listing listed (see ``listing_run``)."""
+        run = self.table.listing_run(self.predicate, start_after=start_after,
+                                     expected_keys=expected_keys)
         root = len(self.table.url.prefix)
         listed = [_Listed.of(f.meta.path[root:], f.meta, f.values) for f in run.files()]
         listed.sort(key=lambda f: f.key)
         counts.add("list_requests", run.lister.counters["list_requests"])
         counts.add("files_listed", run.metrics["files_listed"])
         counts.add("partitions_pruned", run.metrics["partitions_pruned"])
-        return listed
+        return listed, run.metrics["files_listed"]
 
     def _classify(self, start: StreamOffset, listed: Iterable[_Listed],
                   counts: Counters) -> list[_Listed]:
@@ -407,9 +434,11 @@ class FileDiscovery:
         return "/".join(parts[:-1]) + "/" if len(parts) > 1 else ""
 
     def _advance(self, start: StreamOffset, taken: list[_Listed], old: set[str],
-                 late: int, min_seen_us: int | None = None) -> StreamOffset:
+                 late: int, min_seen_us: int | None = None,
+                 keys: int | None = None) -> StreamOffset:
         """The offset after reading ``taken`` (``old``: the keys of those before the
-        frontier). ``min_seen_us``: a "latest" start, which reads nothing it listed."""
+        frontier). ``min_seen_us``: a "latest" start, which reads nothing it listed;
+        ``keys``: the offset's ``listed``."""
         s = self.settings
         mtimes = [m for f in taken if (m := f.mtime_us) is not None]
         if start.newest_us is not None:
@@ -440,4 +469,4 @@ class FileDiscovery:
                             newest_us=newest, not_before_us=start.not_before_us,
                             batches=start.batches + (0 if min_seen_us is not None else 1),
                             files=start.files + len(batch),
-                            late_files=start.late_files + late)
+                            late_files=start.late_files + late, listed=keys)

@@ -302,15 +302,18 @@ class ListingTable:
 
     # --- listing --------------------------------------------------------------------------
     def listing_run(self, predicate: Expr | None = None, *, start_after: str | None = None,
-                    lister: Lister | None = None, sequential: bool = False
-                    ) -> PlanRun | TemplateRun:
+                    lister: Lister | None = None, sequential: bool = False,
+                    expected_keys: int | None = None) -> PlanRun | TemplateRun:
         """The listing of the keys ``predicate`` (bound, on partition columns only) can
         match, after the key ``start_after``: the one place a run of this table is built,
         with its prefix, partition columns, learned profile, file filter and
         ``max_concurrent_requests`` (one request at a time when ``sequential``: a caller
         that stops at its first file). ``lister``: whose requests it counts (default: a
-        new one, its counts at ``run.lister.counters``). A table with a ``layout`` is
-        listed by its template (:class:`~listing.planner.template_run.TemplateRun`)."""
+        new one, its counts at ``run.lister.counters``). ``expected_keys``: how many keys
+        the caller knows the table's unfiltered listing holds (a stream's last full
+        listing), so a listing too short to split sends no page to split it. A table with a
+        ``layout`` is listed by its template
+        (:class:`~listing.planner.template_run.TemplateRun`, which never splits)."""
         if self.layout is not None:
             return TemplateRun(lister or Lister(self.storage), self.layout, predicate,
                                self.file_filter, start_after, max_concurrent_requests=(
@@ -319,7 +322,8 @@ class ListingTable:
                           self.partition_cols, self.profile, predicate, self.file_filter,
                           start_after, max_concurrent_requests=(
                               1 if sequential else self.options.max_concurrent_requests),
-                          case_sensitive=self.options.case_sensitive)
+                          case_sensitive=self.options.case_sensitive,
+                          expected_keys=expected_keys)
 
     # --- scanning -------------------------------------------------------------------------
     def scan(self, columns: Sequence[str] | None = None, where: Where = None,

@@ -31,6 +31,7 @@ from listing.planner.file_filter import FileFilter
 from listing.planner.key_ranges import RangeSplitter
 from listing.planner.nodes import Enumerate, Flat, Node, Walk, describe
 from listing.planner.profile import ProfileBuilder, TableProfile
+from listing.planner.profile import pages as pages_for
 from listing.storage.dir_files import DirFiles
 from listing.storage.lister import PAGE_SIZE, Lister, ObjectMeta, Page
 from listing.storage.prefetch import Fetcher, Request, close_pages
@@ -86,7 +87,7 @@ class PlanRun:
                  partition_cols: list[tuple[str, pa.DataType]], profile: TableProfile | None,
                  predicate: Expr | None, file_filter: FileFilter,
                  start_after: str | None = None, *, max_concurrent_requests: int = 1,
-                 case_sensitive: bool = False) -> None:
+                 case_sensitive: bool = False, expected_keys: int | None = None) -> None:
         self.lister = lister
         self.root = root_prefix
         self.cols = partition_cols
@@ -112,7 +113,10 @@ class PlanRun:
         self.max_concurrent_requests = max_concurrent_requests
         self._fetcher: Fetcher | None = None
         self._splitter: RangeSplitter | None = None  # with a fetcher, on a store that splits
-        # a store whose listing costs the directories it reads (not its requests)
+        #: the pages of the table's unfiltered listing, when the caller knows how many keys
+        #: it holds (a stream's last full listing): the splitter then sends no delimiter
+        #: page where the rest is too short to split (NaN: unknown)
+        self._expected_pages = math.nan if expected_keys is None else pages_for(expected_keys)
 
     @property
     def profile(self) -> TableProfile | None:
@@ -142,7 +146,7 @@ class PlanRun:
 
     def _files(self) -> Iterator[ListedRun]:
         if self.predicate is None or not self.cols:
-            yield from self._run_noted(Flat(self.root, 0, {}, math.nan))
+            yield from self._run_noted(Flat(self.root, 0, {}, self._expected_pages))
             return
         direct = self.chooser.direct()
         if direct is not None:

@@ -143,6 +143,28 @@ def test_quiet_trigger_costs_one_list_and_new_keys_one_more(spark, s3_server, ev
     assert read_ids(spark, tmp_path) == sorted(events.ids)
 
 
+def test_a_restart_costs_one_flat_listing(spark, s3_server, events, tmp_path):
+    """A restarted query's first trigger (its reconciliation) sends the pages of one flat
+    listing of the table, as many as any client's, and reads a file added while it was
+    down, once."""
+    events.seed(days=2, hours=1)
+    hidden = encode(pa.table({"id": pa.array([0], pa.int64())}), "parquet")
+    events.server.put_objects_fast(events.bucket, {  # never read: 1,440 keys
+        f"events/date=2026-03-0{d}/hour={h:02d}/.part-{i}.crc": hidden
+        for d in (1, 2) for h in range(24) for i in range(30)})
+    run(spark, s3_server, events.root, tmp_path)
+    events.add(1, 5)  # while the query is down, before the frontier
+    with s3_server.log.capture(bucket=events.bucket) as flat:
+        pages = s3_server.client().get_paginator("list_objects_v2").paginate(
+            Bucket=events.bucket, Prefix="events/")
+        assert sum(len(p.get("Contents", [])) for p in pages) == 1443
+    with s3_server.log.capture(bucket=events.bucket) as restart:
+        assert [p["numInputRows"] for p in run(spark, s3_server, events.root,
+                                               tmp_path)] == [2]
+    assert restart.count("LIST") == flat.count("LIST") == 2
+    assert read_ids(spark, tmp_path) == sorted(events.ids)  # each file once
+
+
 def test_late_file_outside_the_window_is_found_by_reconciliation(spark, s3_server, events,
                                                                  tmp_path):
     events.seed()
@@ -287,6 +309,20 @@ def test_bad_options_are_named(s3_server, events, name, value, message):
 def test_offset_of_another_version_is_refused():
     with pytest.raises(OptionError, match="version"):
         StreamOffset.from_json({"v": 99})
+
+
+@pytest.mark.parametrize(("corrupt", "message"), [
+    ({"listed": "lots"}, "'listed' is 'lots'"),
+    ({"listed": -1}, "'listed' is -1"),
+    ({"listed": True}, "'listed' is True"),
+    ({"batch": [["date=2026-03-01/hour=00/part-1.parquet"]]}, "malformed"),
+    ({"seen_packed": "not base64!"}, "malformed"),
+    ({"files": "many"}, "malformed"),
+])
+def test_a_corrupt_offset_is_refused_by_name(corrupt, message):
+    with pytest.raises(OptionError, match=message):
+        StreamOffset.from_json({"v": 1, **corrupt})
+    assert StreamOffset.from_json({"v": 1, "listed": 7}).listed == 7  # positive control
 
 
 def test_available_now_lists_once_and_ignores_later_files(s3_server, events):
