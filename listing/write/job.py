@@ -212,6 +212,7 @@ class WriteJob(JobCommit):
                               "(remove the link)") from None
         if self.mode == "overwrite":
             check_isolation(store, self.url, self.overwrite_without_lock)
+            self.isolation_checked = True
         if self.mode not in ("error", "ignore"):
             return
         if list_files(store, self.prefix, visible_below=self.prefix):
