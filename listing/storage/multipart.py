@@ -173,8 +173,9 @@ class MultipartFile:
         self.drain()
 
     def drain(self) -> None:
-        """Wait until no part of this file is in flight (failures ignored)."""
-        for _, future in self._sending:
+        """Wait until no request of this file is in flight, its creation included (so that
+        a listing of the table's uploads finds it; failures ignored)."""
+        for future in [self._created, *(f for _, f in self._sending)]:
             try:
                 future.result()
             except Exception:  # noqa: BLE001, S110 - dropped with the file
