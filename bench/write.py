@@ -31,6 +31,17 @@ partitions (``write_task`` then ``commit``, each timed, in a fresh process) to a
 server over HTTP with the zero-copy multipart commit and with the staged-copy commit, and to
 local files (staged, renamed); peak RSS over the child's baseline and the server's request
 counts per kind.
+
+Peers on S3 (``--only peers``, ``--peer-rows``, 4 800 000; quick 500 000): the same Arrow
+table (2 dates, one region) written to the moto server over HTTP by ``write_table``
+(``partition_by=["date"]``, an overwrite: the zero-copy multipart commit, manifest and
+lock) and by ``pyarrow.dataset.write_dataset`` to s3fs (hive partitioning, pyarrow's
+defaults), taking turns, each run in a fresh child process timed from the table in memory
+to the committed write, after a small warm-up write there (to another bucket): wall and
+CPU seconds (``process_time``, the writer's process only; the server runs in this one),
+the server's request counts, the ratios to the peer in the same run (target:
+``write_table``'s wall time at most the peer's). Both outputs are read back (rows
+counted).
 """
 
 from __future__ import annotations
@@ -277,11 +288,129 @@ def s3_commit(target_mb: int, workdir: Path) -> list[dict[str, Any]]:
     return results
 
 
+# --- peers on S3: write_table against pyarrow.dataset.write_dataset to s3fs -----------------
+
+PEERS = ("write_table", "write_dataset")
+
+
+def date_table(rows: int) -> pa.Table:
+    """``rows`` rows of the bench's schema over 2 dates and one region."""
+    rng = np.random.default_rng(11)
+    return pa.Table.from_batches([chunk(rng, s, min(CHUNK_ROWS, rows - s), days=2,
+                                        regions=REGIONS[:1])
+                                  for s in range(0, rows, CHUNK_ROWS)], schema=SCHEMA)
+
+
+def peer_child(how: str, rows: int, url: str, options: str) -> dict[str, Any]:
+    """One write of :func:`date_table` to ``url`` by ``how``, timed (wall and this
+    process's CPU) from the table in memory to the committed files, after a warm-up write
+    of 1,000 rows to ``url``'s bucket with ``-warm`` appended (imports and the S3 client
+    made: what a long-lived process has)."""
+    import pyarrow.dataset as ds
+
+    from listing.write import write_table
+
+    opts = json.loads(options)
+    table = date_table(rows)
+    fs = None
+    if how == "write_dataset":
+        import s3fs
+        fs = s3fs.S3FileSystem(**opts, skip_instance_cache=True)
+
+    def write(data: pa.Table, to: str) -> None:
+        if how == "write_table":
+            write_table(to, data, partition_by=["date"], mode="overwrite",
+                        storage_options=opts)
+        else:
+            ds.write_dataset(data, to.removeprefix("s3://"), format="parquet",
+                             partitioning=["date"], partitioning_flavor="hive",
+                             filesystem=fs, existing_data_behavior="delete_matching")
+
+    bucket, _, key = url.removeprefix("s3://").partition("/")
+    write(table.slice(0, 1000), f"s3://{bucket}-warm/{key}")
+    c0, t0 = time.process_time(), time.perf_counter()
+    write(table, url)
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    return {"how": how, "wall": wall, "cpu": cpu, "input_mb": table.nbytes / 2**20}
+
+
+def s3_peers(rows: int, runs: int) -> dict[str, Any]:
+    """``write_table`` and ``write_dataset`` taking turns (a warm-up each, then ``runs``),
+    each in a fresh child; the server's log counts each run's requests."""
+    import pyarrow.dataset as ds
+    import s3fs
+
+    from listing.testing.s3 import S3Server
+
+    out: dict[str, Any] = {"rows": rows, "runs": runs, "writers": {}}
+    with S3Server() as server:
+        bucket = server.create_bucket("bench-write-peers")
+        server.create_bucket(f"{bucket}-warm")  # each child's warm-up write: not counted
+        options = json.dumps(server.storage_options)
+        runs_of: dict[str, list[dict[str, Any]]] = {how: [] for how in PEERS}
+        for i in range(runs + 1):
+            for how in PEERS:
+                url = f"s3://{bucket}/{how}"
+                with server.log.capture(bucket) as cap:
+                    proc = subprocess.run([sys.executable, "-m", "bench.write", "--peer-child",
+                                           how, str(rows), url, options],
+                                          capture_output=True, text=True, check=False, cwd=ROOT)
+                if proc.returncode != 0:
+                    raise SystemExit(f"peer child {how} failed:\n{proc.stderr}")
+                r = json.loads(proc.stdout.strip().splitlines()[-1])
+                r["requests"] = {str(k): v for k, v in sorted(cap.counts().items())}
+                out["input_mb"] = r["input_mb"]
+                print(f"[write] peers {how:<13} {'warm-up' if not i else f'run {i}':<8} "
+                      f"wall {r['wall']:5.2f} s  CPU {r['cpu']:5.2f} s  requests "
+                      f"{sum(r['requests'].values())}", file=sys.stderr, flush=True)
+                if i:
+                    runs_of[how].append(r)
+        fs = s3fs.S3FileSystem(**server.storage_options, skip_instance_cache=True)
+        for how, done in runs_of.items():
+            read = ds.dataset(f"{bucket}/{how}", filesystem=fs, format="parquet",
+                              partitioning="hive").count_rows()
+            if read != rows:
+                raise SystemExit(f"{how} wrote {read} rows, expected {rows}")
+            files = [f for f in fs.find(f"{bucket}/{how}") if f.endswith(".parquet")]
+            out["writers"][how] = {
+                "wall": statistics.median(r["wall"] for r in done),
+                "cpu": statistics.median(r["cpu"] for r in done),
+                "walls": [r["wall"] for r in done], "cpus": [r["cpu"] for r in done],
+                "requests": done[-1]["requests"], "files": len(files),
+                "output_mb": sum(fs.size(f) for f in files) / 2**20}
+        server.drop_bucket(bucket)
+        server.drop_bucket(f"{bucket}-warm")
+    return out
+
+
 # --- report --------------------------------------------------------------------------------
 
 def report(tp: dict[str, Any] | None, mem: list[dict[str, Any]] | None,
-           s3: list[dict[str, Any]] | None = None) -> str:
+           s3: list[dict[str, Any]] | None = None,
+           peers: dict[str, Any] | None = None) -> str:
     lines: list[str] = []
+    if peers is not None:
+        peer = peers["writers"]["write_dataset"]
+        lines += [f"S3 (moto over HTTP): {peers['rows']:,} rows, "
+                  f"{peers['input_mb']:,.0f} MiB of Arrow, 2 dates; median of "
+                  f"{peers['runs']} after a warm-up, writers taking turns, each in a fresh "
+                  "child (CPU: the writer's process)", "",
+                  "| writer | wall s | CPU s | wall vs peer | CPU vs peer | files | output MB "
+                  "| requests | target | met |",
+                  "| :-- | --: | --: | --: | --: | --: | --: | :-- | :-: | :-: |"]
+        labels = {"write_table": "**ours** `write_table` (multipart commit)",
+                  "write_dataset": "`pyarrow.dataset.write_dataset` to s3fs"}
+        for how, label in labels.items():
+            r = peers["writers"][how]
+            requests = ", ".join(f"{k} {v}" for k, v in r["requests"].items())
+            ours = how == "write_table"
+            ratio = r["wall"] / peer["wall"]
+            lines.append(f"| {label} | {r['wall']:.2f} | {r['cpu']:.2f} | {ratio:.2f}× | "
+                         f"{r['cpu'] / peer['cpu']:.2f}× | {r['files']} | "
+                         f"{r['output_mb']:,.1f} | {sum(r['requests'].values())}: {requests} "
+                         f"| {'≤ 1.0×' if ours else ''} "
+                         f"| {('yes' if ratio <= 1.0 else '**no**') if ours else ''} |")
+        lines += [""]
     if tp is not None:
         native = tp["seconds"]["native"]
         lines += [f"{tp['rows']:,} rows, {tp['partitions']} partitions (date × region), "
@@ -336,16 +465,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--memory-mb", type=int, help="Arrow data one task writes (1024; quick 64)")
     ap.add_argument("--runs", type=int, default=3, help="timed runs after a warm-up (3)")
     ap.add_argument("--quick", action="store_true", help="small sizes")
-    ap.add_argument("--only", choices=("throughput", "memory", "commit"), help="one section")
+    ap.add_argument("--only", choices=("throughput", "memory", "commit", "peers"),
+                    help="one section")
+    ap.add_argument("--peer-rows", type=int, help="rows the S3 peers section writes "
+                    "(4 800 000; quick 500 000)")
     ap.add_argument("--commit-mb", type=int, help="Arrow data the commit section writes to "
                     "S3 (moto) and local files per commit protocol (256; quick 32)")
     ap.add_argument("--json", help="also write the results here")
     ap.add_argument("--memory-child", nargs=3, help=argparse.SUPPRESS)
     ap.add_argument("--s3-child", nargs=4, help=argparse.SUPPRESS)
+    ap.add_argument("--peer-child", nargs=4, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.memory_child:
         how, mb, out_dir = args.memory_child
         print(json.dumps(memory_child(how, int(mb), out_dir)))
+        return 0
+    if args.peer_child:
+        how, rows_text, url, options = args.peer_child
+        print(json.dumps(peer_child(how, int(rows_text), url, options)))
         return 0
     if args.s3_child:
         protocol, mb, url, options = args.s3_child
@@ -354,18 +491,20 @@ def main(argv: list[str] | None = None) -> int:
     rows = args.rows or (1_000_000 if args.quick else 6_000_000)
     memory_mb = args.memory_mb or (64 if args.quick else 1024)
     commit_mb = args.commit_mb or (32 if args.quick else 256)
+    peer_rows = args.peer_rows or (500_000 if args.quick else 4_800_000)
     workdir = Path(tempfile.mkdtemp(prefix="bench-write-"))
     t0 = time.perf_counter()
     try:
         tp = throughput(rows, args.runs, workdir) if args.only in (None, "throughput") else None
         mem = memory(memory_mb, workdir) if args.only in (None, "memory") else None
         s3 = s3_commit(commit_mb, workdir) if args.only in (None, "commit") else None
+        peers = s3_peers(peer_rows, args.runs) if args.only in (None, "peers") else None
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     if args.json:
-        Path(args.json).write_text(json.dumps({"throughput": tp, "memory": mem, "commit": s3},
-                                              indent=1))
-    print(report(tp, mem, s3))
+        Path(args.json).write_text(json.dumps({"throughput": tp, "memory": mem, "commit": s3,
+                                               "peers": peers}, indent=1))
+    print(report(tp, mem, s3, peers))
     print(f"\n(total {time.perf_counter() - t0:.0f} s)")
     return 0
 

@@ -11,6 +11,7 @@ reach into private attributes of s3fs and botocore; nothing outside this module 
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import email.utils
 import importlib
@@ -18,6 +19,7 @@ import os
 import threading
 import weakref
 from collections.abc import Callable
+from concurrent.futures import Future
 from typing import Any
 
 import fsspec
@@ -209,3 +211,16 @@ def s3_request(fs: Any, operation: str, url: str, method: str,
         return s3_call(fs, method, **kwargs)
     except Exception as err:  # noqa: BLE001 - classified, never swallowed
         raise_as(storage_failure(operation, url, err, settings_of(fs), secrets_of(fs)), err)
+
+
+def s3_request_future(fs: Any, operation: str, url: str, method: str,
+                      **kwargs: Any) -> Future[dict[str, Any]]:
+    """:func:`s3_request` started on the filesystem's event loop, not waited for: the
+    caller's thread goes on while it runs (botocore's retries); the future holds the
+    response, or the failure as :func:`s3_request` raises it."""
+    async def call() -> dict[str, Any]:
+        try:
+            return await acall(fs, method, kwargs)
+        except Exception as err:  # noqa: BLE001 - classified, never swallowed
+            raise_as(storage_failure(operation, url, err, settings_of(fs), secrets_of(fs)), err)
+    return asyncio.run_coroutine_threadsafe(call(), fs.loop)

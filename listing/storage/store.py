@@ -26,7 +26,7 @@ import shutil
 import stat
 import threading
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, ClassVar, Protocol, cast
 
@@ -62,9 +62,14 @@ MAX_S3_KEY_BYTES = 1024
 MAX_LOCAL_NAME_BYTES = 255
 MAX_LOCAL_PATH_BYTES = 4095
 
-#: finishes a file after its writer closed the stream: its size and, for a multipart
-#: upload left for the commit, the upload
-Finish = Callable[[], tuple[int, "multipart.Upload | None"]]
+class Finish(Protocol):
+    """Finishes a file after its writer closed the stream: ``finish()`` keeps it (sends
+    what is left, waits for what is being sent, raises a failure) and returns its size
+    and, for a multipart upload left for the commit, the upload; ``finish(keep=False)``
+    drops it (a failed task; also before its writer closed): nothing more is sent, and
+    nothing is still being sent once it returns."""
+
+    def __call__(self, keep: bool = True) -> tuple[int, multipart.Upload | None]: ...
 
 
 class NotAPlainFile(StorageError):
@@ -236,7 +241,9 @@ class StoreBase:
         """A buffer, put as the file ``path`` in one request when finished."""
         buffer = pa.BufferOutputStream()
 
-        def finish() -> tuple[int, multipart.Upload | None]:
+        def finish(keep: bool = True) -> tuple[int, multipart.Upload | None]:
+            if not keep:
+                return 0, None
             data = buffer.getvalue().to_pybytes()
             self.put(path, data)
             return len(data), None
@@ -394,7 +401,8 @@ class LocalStore(StoreBase):
 
     def create(self, path: str) -> tuple[pa.NativeFile, Finish]:
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        return pa.OSFile(path, "wb"), lambda: (os.path.getsize(path), None)
+        return pa.OSFile(path, "wb"), lambda keep=True: (
+            os.path.getsize(path) if keep else 0, None)
 
     def publish(self, pairs: Sequence[tuple[str, str]]) -> None:
         """Renames; a source or destination that is a link, directory or other
@@ -584,9 +592,12 @@ class S3Store(StoreBase):
             return super().create(path)
         upload = multipart.MultipartFile(self.fs, path, self.part_size, self.metrics)
 
-        def done() -> tuple[int, multipart.Upload | None]:
+        def done(keep: bool = True) -> tuple[int, multipart.Upload | None]:
+            if not keep:
+                upload.drop()
+                return 0, None
             upload.close()
-            return upload.size, (path, upload.upload_id, list(upload.parts))
+            return upload.size, (path, upload.upload_id, upload.wait())
         return pa.PythonFile(cast(Any, upload), mode="w"), done
 
     def _copy(self, src: str, dst: str) -> int:

@@ -52,7 +52,10 @@ does not (probed once per bucket), it is refused unless ``overwrite_without_lock
 
 ``mode="error"``/``"ignore"`` check for existing files at ``setup()``, not atomically with
 the commit. Files are encoded by the format's :class:`~listing.formats.base.FileSink`. On
-S3 each file is built in memory and sent with one PUT (bounded by
+S3 each file streams as a multipart upload to its final key, its parts sent in the
+background while the task goes on encoding (memory: a part per open file, plus at most
+:data:`~listing.storage.multipart.UPLOAD_PARTS` parts per process being sent); with
+``commit_protocol="copy"`` it is built in memory and sent with one PUT (bounded by
 ``max_records_per_file``); local files are written in place under the staging prefix.
 
 The package, top to bottom (each module imports only from those below it):

@@ -56,6 +56,10 @@ class JobCommit:
     partition_overwrite_mode: str = "static"
     partition_by: Sequence[str] = ()
     overwrite_without_lock: bool = False
+    #: the job's setup found its store isolating overwrites (a property of the store; set
+    #: on the driver, it travels with the job to a commit run in another process, which
+    #: then does not probe the store again)
+    isolation_checked: bool = False
 
     def __init__(self, url: TableUrl, storage: StorageSpec, job_id: str) -> None:
         self.url, self.storage, self.job_id = url, storage, job_id
@@ -107,7 +111,8 @@ class JobCommit:
                     "remove it by hand")
             if manifest is None:
                 if self.mode == "overwrite":
-                    take_lock(store, self.url, self.job_id, self.overwrite_without_lock)
+                    take_lock(store, self.url, self.job_id, self.overwrite_without_lock,
+                              checked=self.isolation_checked)
                 manifest = self._plan(store, staged, partitions)
                 store.put_atomic(self.manifest_path, manifest.dumps())
         except ConcurrentWriteError:

@@ -60,11 +60,14 @@ def check_isolation(store: Store, table: TableUrl, without_lock: bool) -> None:
         "(AWS S3 does). Nothing was written")
 
 
-def take_lock(store: Store, table: TableUrl, job_id: str, without_lock: bool) -> None:
+def take_lock(store: Store, table: TableUrl, job_id: str, without_lock: bool,
+              checked: bool = False) -> None:
     """Take the table's overwrite lock for ``job_id``, or raise
     :class:`ConcurrentWriteError` naming the job that holds it (two overwrites committing
-    at once would both survive)."""
-    check_isolation(store, table, without_lock)
+    at once would both survive). ``checked``: the job's setup found the store isolating
+    overwrites (:func:`check_isolation`), which is not probed again."""
+    if not checked:
+        check_isolation(store, table, without_lock)
     path = lock_path(table)
     body = json.dumps({"job_id": job_id, "created": time.time()}).encode()
     taken = store.put_if_absent(path, body)

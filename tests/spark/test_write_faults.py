@@ -594,3 +594,41 @@ def test_a_second_overwrite_committing_at_once_fails_clearly(s3_server, s3_bucke
     c, c_task = staged_job(url, direct, "overwrite", "dynamic", "multipart")
     c.commit([c_task])  # the lock is free again
     assert ids(url, direct) == [11, 12]
+
+
+# --- background part uploads: one failed part fails the write, nothing is left ------------
+
+def test_a_failed_part_upload_fails_the_write_and_leaves_nothing(s3_server, s3_bucket, proxy,
+                                                                  monkeypatch):
+    """Two partitions stream as 64 KiB parts sent in the background (several in flight);
+    the fourth part sent fails (500, no retries): write_table raises, the table holds its
+    old rows, no multipart upload nor staged file is left, and no part reached the server
+    after the job's first abort (a file's parts in flight end before the error is raised).
+    Positive control: the same write without the fault publishes every row."""
+    import numpy as np
+
+    from listing.errors import StorageError
+    from listing.storage import multipart
+
+    monkeypatch.setattr(multipart, "MIN_PART_SIZE", 64 * 2**10)  # (failed: never completed)
+    url = f"s3://{s3_bucket}/t"
+    write_table(url, OLD, partition_by=["k"], storage_options=s3_server.storage_options)
+    v = np.arange(20_000, dtype=np.int64) * 7919  # ~120 KB of CSV a partition, a batch
+    batches = [pa.record_batch([pa.array(v + i), pa.array(["a", "b"] * 10_000)],
+                               names=["id", "k"]) for i in range(2)]
+    rule = proxy.add_rule("PUT", "500", query="partNumber", skip=3, times=1)
+    opts = {**proxy.storage_options, **NO_RETRY}
+    with s3_server.log.capture(s3_bucket) as cap, pytest.raises(StorageError):
+        write_table(url, batches, format="csv", partition_by=["k"], storage_options=opts,
+                    part_size=64 * 2**10)
+    assert rule.fired == 1
+    entries = cap.entries()
+    parts = [i for i, e in enumerate(entries) if e.kind == "PUT" and "partNumber" in e.query]
+    aborts = [i for i, e in enumerate(entries) if e.kind == "DELETE" and "uploadId" in e.query]
+    assert len(parts) > 4 and aborts and max(parts) < min(aborts)
+    assert ids(url, s3_server.storage_options) == [1, 2, 3]
+    assert not s3_server.client().list_multipart_uploads(Bucket=s3_bucket).get("Uploads")
+    assert not keys(s3_server, s3_bucket, "t/_temporary/")
+    proxy.clear_rules()
+    done = write_table(url, batches, format="csv", partition_by=["k"], storage_options=opts)
+    assert done.rows == 40_000 and len(done.files) == 2

@@ -221,3 +221,34 @@ def test_spark_overwrite_on_a_lax_store_is_refused_unless_accepted(spark, s3_ser
     assert ids(url, opts) == [1, 2, 3]
     writer().option("overwrite_without_lock", "true").save(url)
     assert ids(url, opts) == [7, 8]
+
+
+def test_a_commit_in_another_process_does_not_probe_the_store_again(s3_server, s3_bucket,
+                                                                   monkeypatch):
+    """Spark sets a write up in one Python process and commits it in another: the
+    overwrite's commit does not probe the store's conditional PUTs again (its setup did;
+    the answer travels with the pickled job) and still takes the lock. Positive control:
+    a job committed without its setup probes (two PUTs of the probe's object)."""
+    import pickle
+
+    from listing.storage import store as store_module
+
+    opts = s3_server.storage_options
+    url = f"s3://{s3_bucket}/iso"
+    write_table(url, OLD, storage_options=opts)
+
+    def committed(set_up: bool) -> list:
+        job = WriteJob(url, OLD.schema, mode="overwrite", storage_options=opts)
+        if set_up:
+            job.setup()
+        task = job.write_task(rows(10, 2).to_batches())
+        monkeypatch.setattr(store_module, "_CONDITIONAL_PUTS", {})  # another process's
+        job = pickle.loads(pickle.dumps(job))
+        with s3_server.log.capture(s3_bucket) as cap:
+            job.commit([task])
+        assert ids(url, opts) == [10, 11]
+        return [e for e in cap.entries() if e.key and e.key.endswith("/_probe")]
+
+    assert committed(set_up=True) == []
+    assert [e.kind for e in committed(set_up=False)] == ["PUT", "PUT"]
+    assert not s3_keys(s3_server, s3_bucket, "iso/_overwrite.lock")
