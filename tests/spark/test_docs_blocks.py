@@ -304,6 +304,16 @@ def test_the_formats_tsv_block_prints_its_columns(results):
     assert "[[1],[2]]" in printed.replace(" ", ""), printed
 
 
+def test_the_layouts_blocks_print_what_their_comments_say(results):
+    printed = {b["id"]: results[b["id"]]["printed"] for b in BLOCKS
+               if b["page"] == "docs/layouts.md" and b["mode"] == "run"}
+    firehose, cloudtrail = (next(v for k, v in printed.items() if word in
+                                 next(b["code"] for b in BLOCKS if b["id"] == k))
+                            for word in ("firehose(", "cloudtrail("))
+    assert firehose.split()[-2:] == ["1", "6"], firehose  # 1 LIST, 6 rows
+    assert cloudtrail.split() == ["1", "4"], cloudtrail  # 1 LIST (one page), 4 files
+
+
 def test_the_local_store_page_reads_what_it_wrote(results):
     block = next(b for b in BLOCKS if b["page"] == "docs/stores/local.md"
                  and b["lang"] == "python")
