@@ -15,6 +15,7 @@ import inspect
 import os
 import re
 import shutil
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -204,6 +205,40 @@ def bench_method() -> str:
                   flags=re.M).strip()
 
 
+def version() -> str:
+    """The package's version, from pyproject.toml (the one place it is written)."""
+    import tomllib
+
+    return str(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"])
+
+
+def repository_url() -> str | None:
+    """The repository the site links to: ``[project.urls] Repository`` in pyproject.toml,
+    else this clone's ``origin`` remote (an https URL only), else none."""
+    import subprocess
+    import tomllib
+
+    urls = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"].get("urls", {})
+    if urls.get("Repository"):
+        return str(urls["Repository"])
+    try:
+        origin = subprocess.run(["git", "-C", str(ROOT), "remote", "get-url", "origin"],
+                                capture_output=True, text=True, timeout=10).stdout.strip()
+    except OSError:
+        return None
+    origin = re.sub(r"^git@([^:]+):", r"https://\1/", origin).removesuffix(".git")
+    return origin if origin.startswith("https://") else None
+
+
+def _bench_summary() -> str:
+    sys.path.insert(0, str(ROOT / "docs_hooks"))
+    try:
+        import bench_figures
+    finally:
+        sys.path.pop(0)
+    return bench_figures.summary_table()
+
+
 GENERATORS: dict[str, Callable[[], str]] = {
     "source-options": lambda: options_table("source"),
     "listing-options": lambda: options_table("listing"),
@@ -218,6 +253,8 @@ GENERATORS: dict[str, Callable[[], str]] = {
     "metrics": metrics_table,
     "cli-help": cli_help,
     "bench-method": bench_method,
+    "bench-summary": _bench_summary,
+    "version": lambda: f"Version {version()} (`pyproject.toml`).",
     **{f"bench-{name}": (lambda n=name: bench_run(n)) for name in BENCH_RUNS},
 }
 
@@ -234,8 +271,22 @@ def expand(markdown: str) -> str:
     return MARKER.sub(lambda m: render(m.group(1)), markdown)
 
 
+#: a chart served from bench/results (on_files), not already a link
+CHART = re.compile(r"(?<!\[)!\[([^\]]*)\]\((bench/[\w.-]+\.png)\)")
+
+
+def link_charts(markdown: str) -> str:
+    """Each benchmark chart as a full-width image that opens at full size when clicked."""
+    return CHART.sub(lambda m: f"[![{m.group(1)}]({m.group(2)})]({m.group(2)}){{ .chart }}",
+                     markdown)
+
+
+#: what a reader of the Markdown in a clone is told (how to build the page), not the site's
+CLONE_NOTE = re.compile(r"<!-- clone-note -->.*?<!-- /clone-note -->\n?", re.S)
+
+
 def on_page_markdown(markdown: str, **_: Any) -> str:
-    return expand(markdown)
+    return link_charts(expand(CLONE_NOTE.sub("", markdown)))
 
 
 #: the installed layout, staged for mkdocstrings (mkdocs.yml: paths): formats/ and
@@ -259,6 +310,9 @@ def stage_installed_layout() -> Path:
 @event_priority(100)  # before mkdocstrings' own on_config: it keeps only paths that exist
 def on_config(config: Any) -> Any:
     stage_installed_layout()
+    config["copyright"] = f"spark-listing {version()}, Apache-2.0"
+    if not config.get("repo_url") and (url := repository_url()):
+        config["repo_url"] = url  # the header's repository link
     return config
 
 

@@ -161,7 +161,15 @@ class ListingTable:
         ``layout``: the path template of a table that is not Hive-partitioned
         (``'{date:yyyy/MM/dd}/{hour:HH}'``), ``layout_projection`` the values its columns
         take (``'date=2024-01-01..NOW'``); see docs/layouts.md. ``partition_cols`` then
-        declares types of the template's plain columns."""
+        declares types of the template's plain columns.
+
+        :returns: the table, its partition columns and schema known (inferred from one
+            listing page and one file unless declared).
+        :raises OptionError: an unknown or bad option (the closest name suggested).
+        :raises StorageConfigError: a protocol or storage option the allowlist refuses.
+        :raises TableNotFoundError: nothing at ``url`` and no schema declared.
+        :raises PartitionLayoutError: directory levels that disagree.
+        :raises StorageError: the store failed after its retries."""
         if options:  # names no keyword took: listing and format options, or misspelt
             registry.refuse_unknown(options, {
                 "keywords": registry.keyword_names(cls.open),
@@ -330,7 +338,16 @@ class ListingTable:
              limit: int | None = None, *, min_partitions: int | None = None,
              progress: Callable[[int, int], None] | None = None) -> ScanPlan:
         """Plan a read: list matching files, pack them into groups. Opens no data file.
-        ``where`` is bound and split once; the listing and the plan share the split."""
+        ``where`` is bound and split once; the listing and the plan share the split.
+
+        :param columns: the columns to read (default: all, partition columns included).
+        :param where: a SQL predicate in Spark's dialect, or an expression from ``col()``.
+        :param limit: read at most this many rows.
+        :param min_partitions: the number of groups to aim for (Spark's ``minPartitions``).
+        :param progress: called with (LIST requests, keys listed) as the listing goes.
+        :returns: the plan: its files, listing steps and request metrics.
+        :raises FilterError: a malformed ``where``, an unknown column or a bad literal.
+        :raises StorageError: the store failed after its retries."""
         if limit is not None and (not isinstance(limit, int) or limit < 0):
             raise OptionError(f"limit must be a non-negative int, got {limit!r}")
         projection = self.projection(columns)

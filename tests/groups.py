@@ -47,6 +47,10 @@ STARTS_ITSELF: dict[str, tuple[str, ...]] = {
     "test_docs_blocks.py::test_block_runs": ("spark", "s3"),
     "test_docs_blocks.py::test_the_read_your_own_table_block_reads_through_the_environment":
         ("spark", "s3"),
+    "test_docs_blocks.py::test_the_formats_tsv_block_prints_its_columns": ("spark", "s3"),
+    "test_docs_blocks.py::test_the_local_store_page_reads_what_it_wrote": ("spark", "s3"),
+    "test_docs_blocks.py::test_the_layouts_blocks_print_what_their_comments_say":
+        ("spark", "s3"),
     "test_fixtures.py::test_second_server_and_reset_in_a_subprocess": ("s3",),
     "test_formats_fresh_session.py": ("spark",),
     "test_spark_catalog.py": ("spark",),

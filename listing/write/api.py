@@ -42,6 +42,32 @@ def write_table(url: str, data: pa.Table | pa.RecordBatch | Iterable[pa.RecordBa
     partition folders are spelled with instead of Hive's ``k=v``; its columns are the
     partition columns. Nothing is visible before the commit; any failure before it
     deletes the staged files and leaves the table as it was.
+
+    :param url: the table's root (``s3://bucket/prefix/``, a local path, any allowlisted
+        store).
+    :param data: a pyarrow Table, a RecordBatch, a RecordBatchReader or an iterable of
+        RecordBatches (one schema).
+    :param format: a registered format's name or a :class:`~listing.formats.base.FileFormat`.
+    :param partition_by: the partition columns, in folder order; default: an existing
+        table's own.
+    :param mode: ``append``, ``overwrite``, ``error`` or ``ignore``.
+    :param partition_overwrite_mode: ``static`` (an overwrite replaces the table) or
+        ``dynamic`` (only the partitions written).
+    :param storage_options: the store's options, checked against the allowlist.
+    :param max_records_per_file: rows per written file (Spark's ``maxRecordsPerFile``).
+    :param compression: the written files' compression (the format's codec names).
+    :param layout: a path template for the partition folders instead of ``k=v``.
+    :param format_options: the format's own options (CSV ``header``, ``delimiter``, ...)
+        and the job's other keywords: ``commit_protocol`` (``auto``, ``multipart``,
+        ``copy``), ``part_size`` (bytes per multipart part), ``overwrite_without_lock``
+        (overwrite where the store has no conditional PUT; the caller serialises
+        overwrites), ``time_zone`` (the zone timestamp partition folders are spelled in),
+        ``job_id``. An unknown name is an :class:`~listing.errors.OptionError` naming it.
+    :returns: the committed job's :class:`~listing.write.WriteResult` (files, partitions,
+        rows, metrics).
+    :raises OptionError: an unknown or bad option, before any request.
+    :raises TableExistsError: ``mode="error"`` and the table has files.
+    :raises CommitError: the commit failed or was refused; nothing of the job is visible.
     """
     check_write_options(format, format_options, "for write_table", write_table)
     schema, batches = _schema_and_batches(data)
