@@ -99,7 +99,7 @@ def test_a_point_query_lists_one_prefix_and_sends_no_head(spark, s3_server, s3_e
     with the size and ETag our listing gave it (ListedOpens.java).
 
     Positive control: Spark's own reader over S3A on the same query heads every file it
-    reads (and lists the whole table first)."""
+    reads, at least once (and lists the whole table first)."""
     ds = s3_events
     bucket = ds.root.split("/")[2]
     matching = [f for f in ds.files if f.partition_values["date"] == dt.date(2025, 1, 2)]
@@ -124,8 +124,8 @@ def test_a_point_query_lists_one_prefix_and_sends_no_head(spark, s3_server, s3_e
         theirs_df = _spark_reader(spark, ds, native.schema).load(f"s3a://{bucket}/events")
         assert theirs_df.where("date = '2025-01-02'").count() == sum(
             f.num_rows for f in matching)
-    assert sorted(e.key for e in theirs.entries() if e.kind == "HEAD"
-                  and e.key in keys) == keys, theirs.entries()
+    # (Spark 4.0's Parquet reader heads a file twice: its footer, then its row groups)
+    assert {e.key for e in theirs.entries() if e.kind == "HEAD"} >= set(keys), theirs.entries()
     listed_keys = [e for e in theirs.entries() if e.kind == "LIST"
                    and e.query.get("prefix", "").startswith("events/")]
     assert listed_keys and all(e.query.get("prefix") in ("events/", "events/_spark_metadata/")
