@@ -65,10 +65,29 @@ public final class ListedOpens {
   private ListedOpens() {
   }
 
+  /**
+   * Whether S3A spells an ETag with its quotes, as S3 sends it: from Hadoop 3.4 (AWS SDK
+   * v2); Hadoop 3.3's S3A (SDK v1, Spark 3.5) compares ETags without them. A status whose
+   * ETag is spelled otherwise fails every read as changed.
+   */
+  private static final boolean QUOTED = quotedEtags(
+      org.apache.hadoop.util.VersionInfo.getVersion());
+
+  static boolean quotedEtags(String hadoopVersion) {
+    String[] parts = String.valueOf(hadoopVersion).split("[.-]");
+    try {
+      int major = Integer.parseInt(parts[0]);
+      int minor = parts.length > 1 ? Integer.parseInt(parts[1]) : 0;
+      return major > 3 || (major == 3 && minor >= 4);
+    } catch (NumberFormatException e) {
+      return true;
+    }
+  }
+
   /** The listed status of the file this thread's reader call is opening, or null. */
   private static final ThreadLocal<Hint> HINT = new ThreadLocal<>();
 
-  /** A file's listed path, size, modification time and ETag (as S3 spells it, quoted). */
+  /** A file's listed path, size, modification time and ETag (as this S3A spells it). */
   record Hint(Path path, long size, long mtime, String etag) {
   }
 
@@ -116,7 +135,7 @@ public final class ListedOpens {
       }
       Hint before = HINT.get();
       HINT.set(new Hint(file.toPath(), file.fileSize(), file.modificationTime(),
-          "\"" + etag.get() + "\""));
+          QUOTED ? "\"" + etag.get() + "\"" : String.valueOf(etag.get())));
       try {
         return inner.apply(file);
       } finally {
