@@ -18,7 +18,9 @@ DataFrame and its physical plan (``plan_s``) and for the whole ``count()`` (``to
 median of ``--runs`` after one warm-up per reader and query (one run when the warm-up
 took over 20 s). Queries matching more than
 ``--max-files`` files (300; 3 000 without ``--quick``) are left out: every reader sends
-a HEAD and a GET per file, which moto serves at a few hundred a second. moto is one Python
+a GET per file (Spark's S3A readers a HEAD too), which moto serves at a few hundred a
+second. Per table, ``HEAD per file read``: each reader's HEAD requests over the files its
+queries read (``heads_per_file``). moto is one Python
 process on the same cores as Spark and this driver: its per-request cost (milliseconds, not
 S3's tens) favours readers that send many requests.
 
@@ -272,6 +274,9 @@ def run(quick: bool, runs: int, log: Callable[[str], None] = print,
                             f"({res['engine']})")
                     result["queries"][q.name] = qres
                 result["load_end"] = _load()
+                result["heads_per_file"] = heads_per_file(result)
+                log(f"[s3a] {table.name}: HEAD per file read " + ", ".join(
+                    f"{r} {v:.2f}" for r, v in result["heads_per_file"].items()))
                 log(f"[s3a] {table.name}: load average {result['load_start']} at the "
                     f"start, {result['load_end']} at the end")
                 section["tables"][table.name] = result
@@ -282,6 +287,19 @@ def run(quick: bool, runs: int, log: Callable[[str], None] = print,
     finally:
         spark.stop()
     return section
+
+
+def heads_per_file(result: dict[str, Any]) -> dict[str, float]:
+    """Per reader, the HEAD requests of its measured queries over the files they read: S3A
+    heads every file Spark's readers open (1.00) unless the open is given its status, as
+    the hand-off's is (ListedOpens.java: 0.00); Spark's own discovery heads folders too."""
+    heads: dict[str, int] = {}
+    files: dict[str, int] = {}
+    for q in result["queries"].values():
+        for reader, r in q["readers"].items():
+            heads[reader] = heads.get(reader, 0) + r["HEAD"]
+            files[reader] = files.get(reader, 0) + q["files"]
+    return {r: heads[r] / files[r] for r in READERS if files.get(r)}
 
 
 def _loads(part: dict[str, Any]) -> str:
@@ -308,6 +326,9 @@ def markdown(section: dict[str, Any]) -> str:
                                  "native") and r["engine"] != "native" else "")
                              + (" (1 run)" if r.get("runs") == 1 else ""))
             lines.append(f"| {q['label']} | {q['files']} | " + " | ".join(cells) + " |")
+        if t.get("heads_per_file"):
+            lines += ["", "HEAD requests per file read: " + ", ".join(
+                f"{r} {v:.2f}" for r, v in t["heads_per_file"].items())]
         lines.append("")
     tp = section.get("throughput")
     if tp:

@@ -293,6 +293,7 @@ def answer_chunks(planned: FileColumns, names: Sequence[str],
     if max_files < 1 or max_chars < 1:
         raise ValueError("a chunk holds at least one file")
     sizes, millis = _sizes_millis(planned)
+    etags = _etags(planned)
     runs: list[list[Any]] = []
     start = files = chars = 0  # the chunk's first file; its files and characters so far
     for url, texts, run_names in _dir_runs(planned, names):
@@ -308,7 +309,8 @@ def answer_chunks(planned: FileColumns, names: Sequence[str],
             j = min(j, i + max_files - files, len(run_names))
             if j <= i:
                 if files:  # the chunk is full: the next starts with this name
-                    yield _chunk(runs, sizes[start:start + files], millis[start:start + files])
+                    yield _chunk(runs, sizes[start:start + files], millis[start:start + files],
+                                 etags and etags[start:start + files])
                     start, files, chars, runs = start + files, 0, 0, []
                     continue
                 j = i + 1
@@ -316,11 +318,31 @@ def answer_chunks(planned: FileColumns, names: Sequence[str],
             chars += fixed + int(ends[j - 1]) - before
             files += j - i
             i = j
-    yield _chunk(runs, sizes[start:start + files], millis[start:start + files])
+    yield _chunk(runs, sizes[start:start + files], millis[start:start + files],
+                 etags and etags[start:start + files])
 
 
-def _chunk(runs: list[list[Any]], sizes: np.ndarray, millis: np.ndarray) -> dict[str, Any]:
-    return {"dirs": runs, "sizes": _b64(sizes), "mtimes": _b64(millis)}
+def _chunk(runs: list[list[Any]], sizes: np.ndarray, millis: np.ndarray,
+           etags: list[str]) -> dict[str, Any]:
+    out = {"dirs": runs, "sizes": _b64(sizes), "mtimes": _b64(millis)}
+    if etags:
+        out["etags"] = "/".join(etags)
+    return out
+
+
+def _etags(planned: FileColumns) -> list[str]:
+    """Every file's listed ETag, unquoted ("": unknown, or one holding the separator
+    ``/``), in plan order; empty when no file has one
+    (local files, whose versions are change times). The hand-off opens S3 files with them
+    (ListedOpens.java), so every read is conditional on the listed version."""
+    out: list[str] = []
+    for run in planned.runs:
+        versions = run.versions
+        if isinstance(versions, list):
+            out.extend("" if not v or "/" in v else v.strip('"') for v in versions)
+        else:
+            out.extend([""] * len(run))
+    return out if any(out) else []
 
 
 def _sizes_millis(planned: FileColumns) -> tuple[np.ndarray, np.ndarray]:

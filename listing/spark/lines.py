@@ -65,9 +65,9 @@ class SparkLine:
 #: the shared sources Spark 3.5's jar compiles: the file index our planner feeds, the
 #: hand-off's decision and relation (ListingNativeEngine) and what they read; the others use
 #: Spark 4's Python data source classes, which 3.5 has not
-SHARED_3_5 = ("FilterJson.java", "ListingFileIndex.java", "ListingNativeEngine.java",
-              "NodeRewrite.java", "OptionRegistry.java", "OptionValues.java",
-              "S3ASettings.java", "SessionTimeZone.java")
+SHARED_3_5 = ("FilterJson.java", "ListedOpens.java", "ListingFileIndex.java",
+              "ListingNativeEngine.java", "NodeRewrite.java", "OptionRegistry.java",
+              "OptionValues.java", "S3ASettings.java", "SessionTimeZone.java")
 
 
 LINES: tuple[SparkLine, ...] = (

@@ -163,7 +163,8 @@ def test_a_pruned_read_on_s3_lists_one_prefix_and_touches_only_its_objects(
         spark, s3_server, s3_table):
     """Through Spark's S3A connector (fetched by ``make s3a`` for the running pyspark's
     Hadoop): one LIST, of the partition's prefix; no request for another partition's
-    object; the rows Spark's own Parquet reader over S3A reads for the same filter."""
+    object and no HEAD; the rows Spark's own Parquet reader over S3A reads for the same
+    filter."""
     assert connector_jars(), "Spark's S3A connector is not fetched: run `make s3a`"
     bucket, ds = s3_table
     where = f"date = '{DAY}'"
@@ -179,10 +180,15 @@ def test_a_pruned_read_on_s3_lists_one_prefix_and_touches_only_its_objects(
     assert listed.query["prefix"] == f"events/date={DAY}/"
     touched = {e.key for e in cap.entries() if e.kind in ("HEAD", "GET")}
     assert touched and touched <= keys, cap.entries()
+    # each file opened with its listed size and ETag (ListedOpens.java): no HEAD
+    assert cap.count("HEAD") == 0, cap.entries()
     assert "Location: ListingFileIndex" in _executed(df).toString()
     hadoop = spark._jsc.hadoopConfiguration()
     for key, value in s3a_bucket_conf(bucket, s3_server).items():
         hadoop.set(key, value)
     oracle = spark.read.parquet(f"s3a://{bucket}/events").where(where).select(
         "id", "date", "region", "amount")
-    assert rows == _rows(oracle)
+    with s3_server.log.capture(bucket) as theirs:
+        assert rows == _rows(oracle)
+    # positive control: Spark's own reader heads every file it reads
+    assert {e.key for e in theirs.entries() if e.kind == "HEAD"} >= keys, theirs.entries()

@@ -80,26 +80,30 @@ def test_native_and_python_give_the_same_results_on_s3(spark, s3_events):
         and f.partition_values["region"] == "eu") > 0
 
 
-def test_a_point_query_lists_one_prefix_and_heads_each_file_read_once(spark, s3_server,
-                                                                     s3_events):
-    """1 LIST, for the pruned prefix only, then one HEAD and the GETs per file read, in
-    every format. The HEAD is S3A's getFileStatus, which Spark 4.3 calls without the size
-    and mtime our ListingFileIndex gave it, and no S3A or Spark setting removes it:
+def _spark_reader(spark, ds, schema):
+    """Spark's own reader of ``ds``'s format, as the hand-off configures it."""
+    fmt = "json" if ds.format == "ndjson" else ds.format
+    r = spark.read.format(fmt)
+    if fmt != "parquet":
+        r = r.schema(schema)
+    if fmt == "csv":
+        r = r.option("header", "true")
+    return r
 
-    - Parquet: ParquetFileFormat's reader -> ParquetFooterReader.openFileAndReadFooter(conf,
-      PartitionedFile, ...) -> parquet-java HadoopInputFile.fromPath(file.toPath, conf) ->
-      S3AFileSystem.getFileStatus (HEAD); the open that follows passes that status down
-      (openFile().withFileStatus) and adds none;
-    - CSV, JSON: HadoopFileLinesReader -> (Hadoop)LineRecordReader.initialize ->
-      fs.openFile(path) with only fs.option.openfile.split.start/.end -> S3A's
-      OpenFileSupport has no status or fs.option.openfile.length -> executeOpen ->
-      extractOrFetchSimpleFileStatus -> innerGetFileStatus (HEAD). The one per-job hook,
-      mapreduce.job.input.file.option.*, sets one value for every file, not each size.
 
-    Spark's own discovery of the same table lists all of it (the positive control)."""
+def test_a_point_query_lists_one_prefix_and_sends_no_head(spark, s3_server, s3_events):
+    """1 LIST, for the pruned prefix only, then only GETs of the files read, in every
+    format: no HEAD. Spark's readers would head each file (S3A's getFileStatus: Parquet's
+    footer reader opens ``HadoopInputFile.fromPath``; the CSV and JSON line readers call
+    ``openFile(path)`` with the split's bounds only); the hand-off's formats open each file
+    with the size and ETag our listing gave it (ListedOpens.java).
+
+    Positive control: Spark's own reader over S3A on the same query heads every file it
+    reads, at least once (and lists the whole table first)."""
     ds = s3_events
     bucket = ds.root.split("/")[2]
     matching = [f for f in ds.files if f.partition_values["date"] == dt.date(2025, 1, 2)]
+    keys = sorted(f"events/{f.path.split('/events/')[1]}" for f in matching)
     native = read(spark, ds, "native").where("date = '2025-01-02'")
     assert engine_of(native) == "native"
     with s3_server.log.capture(bucket) as cap:
@@ -108,24 +112,70 @@ def test_a_point_query_lists_one_prefix_and_heads_each_file_read_once(spark, s3_
     assert counts["LIST"] == 1, cap.entries()
     (listed,) = [e for e in cap.entries() if e.kind == "LIST"]
     assert listed.query["prefix"] == "events/date=2025-01-02/"
-    heads = [e.key for e in cap.entries() if e.kind == "HEAD"]
-    assert sorted(heads) == sorted(f"events/{f.path.split('/events/')[1]}" for f in matching)
+    assert counts["HEAD"] == 0, cap.entries()
     # GETs only for those files: none when S3A's default (analytics) input stream still
     # holds what an earlier query in this JVM read of them
-    assert {e.key for e in cap.entries() if e.kind == "GET"} <= set(heads)
-    if ds.format != "parquet":
-        return
+    assert {e.key for e in cap.entries() if e.kind == "GET"} <= set(keys)
     # Spark's own reader over S3A on the same query: it lists the whole table first
     hadoop = spark._jsc.hadoopConfiguration()
     for key, value in _s3a_conf(bucket, s3_server).items():
         hadoop.set(key, value)
     with s3_server.log.capture(bucket) as theirs:
-        assert spark.read.parquet(f"s3a://{bucket}/events").where(
-            "date = '2025-01-02'").count() == sum(f.num_rows for f in matching)
+        theirs_df = _spark_reader(spark, ds, native.schema).load(f"s3a://{bucket}/events")
+        assert theirs_df.where("date = '2025-01-02'").count() == sum(
+            f.num_rows for f in matching)
+    # (Spark 4.0's Parquet reader heads a file twice: its footer, then its row groups)
+    assert {e.key for e in theirs.entries() if e.kind == "HEAD"} >= set(keys), theirs.entries()
     listed_keys = [e for e in theirs.entries() if e.kind == "LIST"
                    and e.query.get("prefix", "").startswith("events/")]
     assert listed_keys and all(e.query.get("prefix") in ("events/", "events/_spark_metadata/")
                                for e in listed_keys), theirs.entries()
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "ndjson"])
+def test_a_file_changed_since_listing_fails_its_read(spark, s3_server, fmt):
+    """Opened with the listed size and ETag, every GET is conditional on the listed
+    version: a file rewritten after its listing (kept by ``list_cache_ttl``) fails the
+    read (S3A's RemoteFileChangedException, the server's 412), never read with its listed
+    length (a grown JSON file would lose its last line's end). The file is read first after
+    the change: S3A's analytics input stream may keep what an earlier query read of a file
+    (the listed version). Positive controls: the same kept listing reads the other day's
+    files, and a fresh listing reads the changed file as it is now."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    bucket = s3_server.create_bucket(f"s3a-changed-{uuid.uuid4().hex[:8]}")
+    try:
+        ds = datasets.daily(f"s3://{bucket}/events", s3_server.storage_options, format=fmt,
+                            days=2, rows_per_file=6, put=datasets.fast_writer(s3_server))
+        day = [f for f in ds.files if f.partition_values["date"] == dt.date(2025, 1, 2)]
+        table = read(spark, ds, "native", list_cache_ttl="5m")
+        assert len(table.inputFiles()) == len(ds.files)  # lists (kept), reads no file
+        cached = table.where("date = '2025-01-02'")
+        other = [f for f in ds.files if f.partition_values["date"] == dt.date(2025, 1, 1)]
+        assert table.where("date = '2025-01-01'").count() == sum(f.num_rows for f in other)
+        changed = day[0]
+        key = f"events/{changed.path.split('/events/')[1]}"
+        client = s3_server.client()
+        body = client.get_object(Bucket=bucket, Key=key)["Body"].read()
+        if fmt == "parquet":
+            rows = pq.read_table(pa.BufferReader(body))
+            out = pa.BufferOutputStream()
+            pq.write_table(pa.concat_tables([rows, rows]), out)
+            new = out.getvalue().to_pybytes()
+        else:
+            new = body + body  # grown: the listed length ends inside the file
+        client.put_object(Bucket=bucket, Key=key, Body=new)
+        with s3_server.log.capture(bucket) as cap, pytest.raises(
+                Exception, match="RemoteFileChangedException|changed"):
+            cached.count()
+        assert cap.count("LIST") == 0 and cap.count("HEAD") == 0, cap.entries()
+        assert [e.status for e in cap.entries() if e.kind == "GET" and e.key == key] == [
+            412], cap.entries()  # conditional on the listed ETag, and not retried
+        fresh = read(spark, ds, "native").where("date = '2025-01-02'")
+        assert fresh.count() == sum(f.num_rows for f in day) + changed.num_rows
+    finally:
+        s3_server.drop_bucket(bucket)
 
 
 def test_spark_metadata_columns_and_input_files_on_s3(spark, parquet_table):

@@ -36,6 +36,7 @@ import org.apache.spark.sql.catalyst.expressions.package$;
 import org.apache.spark.sql.catalyst.types.DataTypeUtils;
 import org.apache.spark.sql.execution.datasources.DataSourceStrategy$;
 import org.apache.spark.sql.execution.datasources.FileIndex;
+import org.apache.spark.sql.execution.datasources.FileStatusWithMetadata;
 import org.apache.spark.sql.execution.datasources.PartitionDirectory;
 import org.apache.spark.sql.internal.SQLConf;
 import org.apache.spark.sql.types.BooleanType$;
@@ -105,8 +106,9 @@ public final class ListingFileIndex extends ScalaFileIndex {
      * its URL (with its slash), its partition values as text (null: the Hive null) and its
      * files' names joined by {@code /}, a file's path being {@code url + name};
      * {@code sizes} and {@code mtimes} (milliseconds) hold every file's, in that order, as
-     * base64 of little-endian int64s ({@code listing.spark.file_index.answer_chunks}).
-     * That is the first chunk of the files: {@code more}, when not null, is the id to ask
+     * base64 of little-endian int64s ({@code listing.spark.file_index.answer_chunks});
+     * {@code etags}, when the listing has any, every file's ETag (unquoted) joined by
+     * {@code /}, empty where unknown. That is the first chunk of the files: {@code more}, when not null, is the id to ask
      * {@link #more} the next one with.
      */
     String plan(String optionsJson, String schemaJson, String filtersJson);
@@ -164,19 +166,27 @@ public final class ListingFileIndex extends ScalaFileIndex {
    * a kept plan ({@link #sizeInBytes}, {@link #inputFiles}) holds a name a file, not one.
    */
   private record Dir(List<String> values, String url, String[] names, long[] sizes,
-      long[] mtimes) {
+      long[] mtimes, String[] etags) {
 
     Path path(int i) {
       return qualified(url + names[i]);
     }
 
-    void addStatuses(List<FileStatus> out) {
+    /** Each file's status, with its listed ETag (when known) as metadata the hand-off's
+     * formats open it with ({@link ListedOpens}). */
+    void addStatuses(List<FileStatusWithMetadata> out) {
       for (int i = 0; i < names.length; i++) {
-        out.add(new FileStatus(sizes[i], false, 0, 0, mtimes[i], 0, FILE_PERMISSION, null,
-            null, path(i)));
+        FileStatus status = new FileStatus(sizes[i], false, 0, 0, mtimes[i], 0,
+            FILE_PERMISSION, null, null, path(i));
+        String etag = etags == null ? "" : etags[i];
+        out.add(new FileStatusWithMetadata(status, etag.isEmpty() ? NO_METADATA
+            : new scala.collection.immutable.Map.Map1<>(ListedOpens.ETAG, etag)));
       }
     }
   }
+
+  private static final scala.collection.immutable.Map<String, Object> NO_METADATA =
+      scala.collection.immutable.Map$.MODULE$.empty();
 
   /** What every file's {@link FileStatus} holds as its permission (Hadoop's file default),
    * one object shared by all. */
@@ -287,11 +297,11 @@ public final class ListingFileIndex extends ScalaFileIndex {
     for (Map.Entry<List<String>, List<Dir>> p : listing.partitions().entrySet()) {
       InternalRow values = row(p.getKey());
       if (check == null || check.eval(values)) {
-        List<FileStatus> files = new ArrayList<>();
+        List<FileStatusWithMetadata> files = new ArrayList<>();
         for (Dir d : p.getValue()) {
           d.addStatuses(files);
         }
-        out.add(PartitionDirectory.apply(values, files.toArray(new FileStatus[0])));
+        out.add(PartitionDirectory.apply(values, Scala.list(files)));
       }
     }
     return out;
@@ -443,6 +453,13 @@ public final class ListingFileIndex extends ScalaFileIndex {
   private static void addChunk(Listing listing, JsonNode chunk, int[] position) {
     long[] sizes = longs(chunk.path("sizes").asText());
     long[] mtimes = longs(chunk.path("mtimes").asText());
+    // every file's ETag joined by "/" ("": none), when the listing has any
+    String[] etags = chunk.path("etags").isTextual()
+        ? chunk.get("etags").asText().split("/", -1) : null;
+    if (etags != null && etags.length != sizes.length) {
+      throw new IllegalStateException("listing planner: " + sizes.length + " sizes but "
+          + etags.length + " ETags in a chunk");
+    }
     if (sizes.length != mtimes.length) {
       throw new IllegalStateException("listing planner: " + sizes.length + " sizes but "
           + mtimes.length + " modification times in a chunk");
@@ -468,6 +485,9 @@ public final class ListingFileIndex extends ScalaFileIndex {
           files[kept] = files[k];
           sizes[from + kept] = sizes[from + k];
           mtimes[from + kept] = mtimes[from + k];
+          if (etags != null) {
+            etags[from + kept] = etags[from + k];
+          }
           listing.bytes += sizes[from + k];
           kept++;
         }
@@ -476,7 +496,8 @@ public final class ListingFileIndex extends ScalaFileIndex {
       if (kept > 0) {
         listing.dirs.add(new Dir(values, url, Arrays.copyOf(files, kept),
             Arrays.copyOfRange(sizes, from, from + kept),
-            Arrays.copyOfRange(mtimes, from, from + kept)));
+            Arrays.copyOfRange(mtimes, from, from + kept),
+            etags == null ? null : Arrays.copyOfRange(etags, from, from + kept)));
       }
     }
     if (file != sizes.length) {

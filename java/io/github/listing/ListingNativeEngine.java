@@ -360,10 +360,14 @@ public final class ListingNativeEngine extends Rule<LogicalPlan> {
     if (!(provider instanceof org.apache.spark.sql.execution.datasources.FileFormat)) {
       throw new NotNative("Spark's " + target.format + " source is not a file format");
     }
+    org.apache.spark.sql.execution.datasources.FileFormat format =
+        (org.apache.spark.sql.execution.datasources.FileFormat) provider;
+    if (target.path.startsWith("s3a://")) {  // opened with the listed status: no HEAD a file
+      format = ListedFormats.of(format);
+    }
     return new HadoopFsRelation(index, partitions,
         new StructType(data.toArray(new org.apache.spark.sql.types.StructField[0])),
-        Option.empty(), (org.apache.spark.sql.execution.datasources.FileFormat) provider,
-        scalaMap(options), session);
+        Option.empty(), format, scalaMap(options), session);
   }
 
   /**
