@@ -193,7 +193,7 @@ def run_page(page: str, tmp: Path) -> dict[str, Any]:
 
 
 #: pages run at once (each its own interpreter, most their own Spark session)
-PAGES_AT_ONCE = 2
+PAGES_AT_ONCE = 1
 
 
 @pytest.fixture(scope="module")
