@@ -44,6 +44,7 @@ import datetime as dt
 import json
 import os
 import pickle
+import shlex
 import statistics
 import subprocess
 import sys
@@ -445,7 +446,7 @@ def main(argv: list[str] | None = None) -> int:
              else [52_560] if args.quick else [210_240, 1_051_200])
     synthetic = (args.synthetic if args.synthetic is not None
                  else 1_051_200 if args.quick else 10_512_000)
-    argv_text = " ".join(argv if argv is not None else sys.argv[1:])
+    argv_text = shlex.join(argv if argv is not None else sys.argv[1:])
     res: dict[str, Any] = {"command": f"python -m bench.planning {argv_text}".strip(),
                            "code": report.code_revision(Path(__file__).resolve().parents[1]),
                            "machine": report.machine(), "runs": args.runs, "tables": {}}

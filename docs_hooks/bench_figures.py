@@ -164,7 +164,7 @@ ROWS: tuple[Row, ...] = (
         lambda d: (f"Polars: {s(_at_scale(d, M1, 'one month')['polars']['seconds'])} "
                    f"(ours: {x(_at_scale(d, M1, 'one month')['listing']['seconds'] / _at_scale(d, M1, 'one month')['polars']['seconds'])}"  # noqa: E501
                    " its time)"), readme=True),
-    Row("planning that whole tree (and a 210,240-file one)", "planning/at-scale.json",
+    Row("planning that whole tree (and a 210,240-file one)", "planning/whole-tables.json",
         lambda d: (f"{s(_at_scale(d, M1, 'whole table')['listing']['seconds'])}: "
                    f"{x(_whole_ratio(d, M1))} Polars' time ({x(_whole_ratio(d, K210))} at 210k)"),
         lambda d: f"Polars: {s(_at_scale(d, M1, 'whole table')['polars']['seconds'])}",
