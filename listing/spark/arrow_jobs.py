@@ -25,10 +25,13 @@ the workers cannot import by value, as the source class ships them); no option n
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import logging
 import pickle
+import time
+import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, cast
 
@@ -101,20 +104,75 @@ def write_spark(df: Any, path: str, *, partition_by: str | Sequence[str] | None 
         yield pa.record_batch([pa.array([cloudpickle.dumps(message)], pa.binary())],
                               names=["payload"])
 
+    group = f"listing-write-{uuid.uuid4().hex}"
+    context = _context(spark)
     try:
-        rows = df.mapInArrow(write, PAYLOAD).collect()
+        with _job_group(context, group):
+            rows = df.mapInArrow(write, PAYLOAD).collect()
         messages = [pickle.loads(r.payload) for r in rows]  # noqa: S301 - our tasks' own
         writer.commit(messages)
     except BaseException:
         # what the tasks staged goes with the job: before its commit point the old table
-        # is restored exactly (listing.write's abort); the failure is what is raised
+        # is restored exactly (listing.write's abort); the failure is what is raised. The
+        # job's other tasks may still be writing when its first failure is raised: they
+        # end first, so that nothing is staged after the abort
         try:
+            _end_tasks(context, group)
             writer.abort([])
         except Exception:  # noqa: BLE001 - logged; the write's own error matters more
             log.warning("abort of listing write %s failed", writer.job.url, exc_info=True)
         raise
     assert writer.result is not None  # set by commit
     return writer.result
+
+
+#: how long a failed write waits for its job's other tasks to end before it aborts
+TASKS_END_TIMEOUT = 60.0
+
+
+def _context(spark: Any) -> Any:
+    """The session's SparkContext, or None (a Spark Connect client has none)."""
+    try:
+        return spark.sparkContext
+    except Exception:  # noqa: BLE001 - Connect raises its own "not supported" error
+        return None
+
+
+@contextlib.contextmanager
+def _job_group(context: Any, group: str) -> Iterator[None]:
+    """The jobs run inside in job group ``group`` (tasks interrupted when cancelled); the
+    thread's own group, description and interrupt setting back afterwards."""
+    if context is None:
+        yield
+        return
+    keys = ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel")
+    before = {k: context.getLocalProperty(k) for k in keys}
+    context.setJobGroup(group, "listing.write_spark", interruptOnCancel=True)
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            context.setLocalProperty(key, value)
+
+
+def _end_tasks(context: Any, group: str) -> None:
+    """Cancel job group ``group`` and wait, up to :data:`TASKS_END_TIMEOUT`, until none of
+    its stages has a task running."""
+    if context is None:
+        return
+    context.cancelJobGroup(group)
+    tracker = context.statusTracker()
+    stages = [stage for job in tracker.getJobIdsForGroup(group)
+              if (info := tracker.getJobInfo(job)) is not None for stage in info.stageIds]
+    deadline = time.monotonic() + TASKS_END_TIMEOUT
+    while time.monotonic() < deadline:
+        running = [info for stage in stages
+                   if (info := tracker.getStageInfo(stage)) is not None and info.numActiveTasks]
+        if not running:
+            return
+        time.sleep(0.05)
+    log.warning("listing write: tasks of %s still running after %.0f s; aborting anyway",
+                group, TASKS_END_TIMEOUT)
 
 
 def require_pandas(caller: str) -> None:

@@ -64,10 +64,12 @@ def test_a_pruned_read_is_exact_and_reads_only_its_partition(spark, s3_server, e
     assert read and all(f"date={DAY}/region=eu/" in k for k in read), read
     plan = df._jdf.queryExecution().executedPlan().toString()
     assert ("FileScan parquet" in plan) == (engine == "native"), plan
-    # positive control: the whole table reads every partition's files
+    # positive control: the whole table reads every partition's files (the pruned read's
+    # file may come from the bytes S3A's input stream kept of it, at its listed ETag)
     with s3_server.log.capture(bucket=bucket) as cap:
         assert len(load(spark, ds, engine).select("id", "amount").collect()) == ds.num_rows
-    assert len({e.key for e in cap.entries() if e.key}) == len(ds.files), cap.entries()
+    whole = {e.key for e in cap.entries() if e.key}
+    assert whole | read == {f.path.split("/", 3)[3] for f in ds.files}, cap.entries()
 
 
 @pytest.mark.parametrize("excluded", ["", GUARD_RULE_CLASS])
