@@ -18,6 +18,7 @@ a table that renders.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import json
 import os
 import re
@@ -235,13 +236,17 @@ def test_the_read_your_own_table_block_reads_through_the_environment(results):
 
 # --- generated reference tables --------------------------------------------------------
 
-def _hook() -> Any:
+def _docs_hook(name: str) -> Any:
+    """The module ``docs_hooks/<name>.py``, imported as mkdocs imports it."""
     sys.path.insert(0, str(ROOT / "docs_hooks"))
     try:
-        import generated
+        return importlib.import_module(name)
     finally:
         sys.path.pop(0)
-    return generated
+
+
+def _hook() -> Any:
+    return _docs_hook("generated")
 
 
 def test_every_marker_renders_and_the_reference_tables_are_the_codes():
@@ -323,12 +328,7 @@ def test_the_local_store_page_reads_what_it_wrote(results):
 # --- the benchmark figures: one source, bench/results/ ----------------------------------
 
 def _figures() -> Any:
-    sys.path.insert(0, str(ROOT / "docs_hooks"))
-    try:
-        import bench_figures
-    finally:
-        sys.path.pop(0)
-    return bench_figures
+    return _docs_hook("bench_figures")
 
 
 def test_every_figure_the_readme_quotes_is_its_saved_result():
