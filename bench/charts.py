@@ -176,6 +176,7 @@ def repeated_charts(res: dict[str, Any], path: Path) -> Path:
                 bottom += v
             right.annotate(r.replace("listing ", "").replace("spark ", ""), (xpos, bottom),
                            fontsize=6, ha="center", va="bottom", rotation=90)
+    right.set_ylim(0, right.get_ylim()[1] * 1.15)  # room for the labels above the bars
     right.set_xticks(range(len(groups)))
     right.set_xticklabels(groups, fontsize=8)
     right.set_ylabel("CPU seconds (user + system)")
