@@ -42,7 +42,6 @@ from listing.expressions.visitors import (
 )
 
 
-
 def parse_predicate(text: str) -> Expr:
     """A SQL predicate as an :class:`Expr` (:func:`listing.expressions.sql.parse_predicate`).
 
