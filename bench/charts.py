@@ -152,6 +152,42 @@ def s3a_charts(section: dict[str, Any], out: Path) -> list[Path]:
     return paths
 
 
+def repeated_charts(res: dict[str, Any], path: Path) -> Path:
+    """``bench.repeated``: per pass (busy-loop processes), each reader's wall seconds a
+    query and its CPU seconds by process kind (stacked: driver, JVM, Python workers)."""
+    plt = _plt()
+    passes = list(res.get("passes", {}).values()) or [{"load_procs": 0, **res}]
+    readers = list(passes[0]["readers"])
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
+    groups = [f"load {p['load_procs']}" for p in passes]
+    _bars(left, groups, {r: [p["readers"][r]["total_s"] for p in passes] for r in readers},
+          "seconds, plan + count()", False, "wall seconds a repeated query")
+    _legend_outside(left)
+    width = 0.8 / max(len(readers), 1)
+    colors = {"driver": "tab:blue", "jvm": "tab:orange", "workers": "tab:green"}
+    for g, p in enumerate(passes):
+        for i, r in enumerate(readers):
+            xpos = g + (i - (len(readers) - 1) / 2) * width
+            bottom = 0.0
+            for kind, color in colors.items():
+                v = p["readers"][r]["cpu_s"][kind]
+                right.bar(xpos, v, width * 0.9, bottom=bottom, color=color,
+                          label=kind if g == 0 and i == 0 else None)
+                bottom += v
+            right.annotate(r.replace("listing ", "").replace("spark ", ""), (xpos, bottom),
+                           fontsize=6, ha="center", va="bottom", rotation=90)
+    right.set_ylim(0, right.get_ylim()[1] * 1.15)  # room for the labels above the bars
+    right.set_xticks(range(len(groups)))
+    right.set_xticklabels(groups, fontsize=8)
+    right.set_ylabel("CPU seconds (user + system)")
+    right.set_title("CPU seconds a repeated query, by process", fontsize=10)
+    right.grid(axis="y", alpha=0.3)
+    _legend_outside(right)
+    fig.suptitle(f"one hour of {res['keys']:,} keys on moto S3, repeated in a session",
+                 fontsize=10)
+    return _save(fig, path)
+
+
 def report_charts(results: dict[str, Any], out_dir: Path) -> list[Path]:
     """Charts of a ``python -m bench`` result, for the sections it holds."""
     sections = results.get("sections", {})

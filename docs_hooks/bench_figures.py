@@ -127,6 +127,12 @@ def _repeated(d: dict[str, Any], reader: str) -> dict[str, Any]:
     return r
 
 
+def _loaded(d: dict[str, Any], reader: str) -> dict[str, Any]:
+    """A reader's figures in the saved run's loaded pass (8 busy loops)."""
+    r: dict[str, Any] = d["passes"]["8"]["readers"][reader]
+    return r
+
+
 M1 = "local 1,051,200"
 K210 = "local 210,240"
 N2M = "synthetic S3 2,102,400"
@@ -170,7 +176,7 @@ ROWS: tuple[Row, ...] = (
         lambda d: f"Polars: {s(_at_scale(d, M1, 'whole table')['polars']['seconds'])}",
         readme=True),
     Row("one hour through Spark, the query repeated in a session (`engine=python`)",
-        "planning/repeated.json",
+        "repeated/latest.json",
         lambda d: (f"{_repeated(d, 'listing python')['repeated']['LIST']} LIST, "
                    f"{s(_repeated(d, 'listing python')['total_s'])}; with `list_cache_ttl` "
                    f"{sum(_repeated(d, 'listing python ttl')['repeated'].values())} requests, "
@@ -179,6 +185,14 @@ ROWS: tuple[Row, ...] = (
                    f"LIST, {_repeated(d, 'spark basePath')['repeated']['HEAD']} HEAD, "
                    f"{_repeated(d, 'spark basePath')['repeated']['GET']} GET, "
                    f"{s(_repeated(d, 'spark basePath')['total_s'])}"), readme=True),
+    Row("the same repeated hour on a loaded machine (8 busy loops on 2 cores)",
+        "repeated/latest.json",
+        lambda d: (f"`engine=auto` {x(_loaded(d, 'listing native')['vs_s3a_wall'])} S3A's time "
+                   f"and {x(_loaded(d, 'listing native')['vs_s3a_cpu'])} its CPU; "
+                   f"`engine=python` {x(_loaded(d, 'listing python')['vs_s3a_wall'])} and "
+                   f"{x(_loaded(d, 'listing python')['vs_s3a_cpu'])}"),
+        lambda d: (f"S3A, `basePath` form: {s(_loaded(d, 'spark basePath')['total_s'])}, "
+                   f"{_loaded(d, 'spark basePath')['cpu_s']['total']:.2f} s of CPU a query")),
     Row("the whole 2,102,400-key synthetic table planned on `engine=native` "
         "(S3, `spark.driver.memory=4g`)", "planning/s3-2m-whole-native.json",
         lambda d: (f"{s(_at_scale(d, N2M, 'whole table')['spark native']['seconds'])}, "

@@ -334,8 +334,11 @@ def infer_column_type(raws: list[str]) -> pa.DataType:
     """Widened type over every raw value seen for one column; a column whose every value is
     ``__HIVE_DEFAULT_PARTITION__`` is ``pa.null()``, as Spark types it ``void``."""
     result: pa.DataType | None = None
+    types: dict[str, pa.DataType | None] = {}  # each distinct value inferred once
     for raw in raws:
-        result = widen(result, infer_type(raw))
+        if raw not in types:
+            types[raw] = infer_type(raw)
+        result = widen(result, types[raw])
     return result if result is not None else pa.null()
 
 
@@ -581,29 +584,39 @@ def discover_columns(root: str, paths: Sequence[str],
     layout = HiveLayout(root, ())
     # names, raw values, path, whether the file is right below the root
     layouts: list[tuple[list[str], list[str], str, bool]] = []
+    # a sampled page holds many files of each directory: each directory is parsed and
+    # checked once, at its first file (the one an error names, as before)
+    by_dir: dict[str, tuple[list[str], list[str], bool]] = {}
+    firsts: list[tuple[list[str], list[str], str, bool]] = []  # each directory's first file
     for path in paths:
         segments = layout.segments(path)
         if segments is None:
             continue
-        names, raws = [], []
-        dirs = segments[:-1]
-        for seg in dirs:
-            parsed = parse_segment(seg)
-            if parsed is None:
-                break
-            names.append(parsed[0])
-            raws.append(parsed[1])
-        _check_repeated(names, to_url(path))
-        HiveLayout(root, tuple((n, pa.string()) for n in names)).check_below(
-            dirs[len(names):], to_url(path))
-        layouts.append((names, raws, path, not dirs))
+        parent = path[:path.rfind("/") + 1]
+        done = by_dir.get(parent)
+        if done is None:
+            names, raws = [], []
+            dirs = segments[:-1]
+            for seg in dirs:
+                parsed = parse_segment(seg)
+                if parsed is None:
+                    break
+                names.append(parsed[0])
+                raws.append(parsed[1])
+            _check_repeated(names, to_url(path))
+            HiveLayout(root, tuple((n, pa.string()) for n in names)).check_below(
+                dirs[len(names):], to_url(path))
+            done = by_dir[parent] = (names, raws, not dirs)
+            firsts.append((names, raws, path, not dirs))
+        layouts.append((done[0], done[1], path, done[2]))
     partitioned = bool(declared) if declared is not None else any(n for n, *_ in layouts)
     if partitioned:
         layouts = [x for x in layouts if not x[3]]
+        firsts = [x for x in firsts if not x[3]]
     if declared is not None:
         k = len(declared)
         want = [n for n, _ in declared]
-        for found, _, path, _ in layouts:
+        for found, _, path, _ in firsts:
             if [fold(f) for f in found[:k]] != [fold(n) for n in want]:
                 if [f.lower() for f in found[:k]] == [n.lower() for n in want]:
                     raise PartitionLayoutError(
@@ -620,7 +633,7 @@ def discover_columns(root: str, paths: Sequence[str],
     else:
         depth = min((len(n) for n, *_ in layouts), default=0)
         first, _, first_path, _ = layouts[0] if layouts else ([], [], "", False)
-        for found, _, path, _ in layouts:
+        for found, _, path, _ in firsts:
             if ([fold(f) for f in found[:depth]] != [fold(f) for f in first[:depth]]
                     or len(found) != len(first)):
                 raise PartitionLayoutError(
@@ -632,9 +645,12 @@ def discover_columns(root: str, paths: Sequence[str],
         for (name, _), raw in zip(declared, values, strict=False):
             by_column[name].append(raw)
     cols = [(n, t if t is not None else infer_column_type(by_column[n])) for n, t in declared]
+    parsed_ok: set[tuple[str, str]] = set()  # (column, raw) already parsed as its type
     for _, values, path, _ in layouts:
         for (name, type_), raw in zip(cols, values, strict=False):
-            parse_value(raw, type_, column=name, path=to_url(path))
+            if (name, raw) not in parsed_ok:
+                parse_value(raw, type_, column=name, path=to_url(path))
+                parsed_ok.add((name, raw))
     return cols
 
 
@@ -644,9 +660,12 @@ def respelled_names(root: str, paths: Sequence[str],
     (``a=1/`` for column ``A``, read as one column when names ignore case): a prefix built
     from the column's name would miss such a directory."""
     out = [False] * len(columns)
+    dirs: set[str] = set()
     for path in paths:
-        if is_hidden_below(root, path):
+        parent = path[:path.rfind("/") + 1]
+        if parent in dirs or is_hidden_below(root, path):
             continue
+        dirs.add(parent)  # its files all spell the directories alike
         for depth, segment in enumerate(path[len(root):].split("/")[:-1][:len(columns)]):
             parsed = parse_segment(segment)
             if parsed is not None and parsed[0] != columns[depth][0]:

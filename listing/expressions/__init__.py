@@ -27,7 +27,6 @@ from listing.expressions.model import (
     like_escape,
     split_by_columns,
 )
-from listing.expressions.sql import parse_predicate
 from listing.expressions.visitors import (
     ANY,
     bind,
@@ -41,6 +40,17 @@ from listing.expressions.visitors import (
     range_bounds,
     to_arrow,
 )
+
+
+def parse_predicate(text: str) -> Expr:
+    """A SQL predicate as an :class:`Expr` (:func:`listing.expressions.sql.parse_predicate`).
+
+    sqlglot, its parser, is imported at the first call: a fresh Spark worker opening a
+    table whose filters arrive as Spark's (no SQL text) never pays its import."""
+    from listing.expressions.sql import parse_predicate as parse
+
+    return parse(text)
+
 
 __all__ = [
     "ANY", "UNKNOWN", "And", "Bound", "Column", "Compare", "Const", "Domain", "Expr",

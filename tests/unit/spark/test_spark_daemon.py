@@ -83,3 +83,25 @@ def test_an_open_socket_goes_to_pysparks_worker():
     finally:
         ours.close()
         jvm.close()
+
+
+_FREEZE = textwrap.dedent("""
+    import gc, socket
+    from listing.spark import daemon
+    calls = []
+    worker = daemon.quiet(lambda sock, auth: calls.append(gc.get_freeze_count()) or 0)
+    for _ in range(3):
+        ours, jvm = socket.socketpair()
+        jvm.sendall(b"\\x00\\x00\\x00\\x01")
+        assert worker(ours, True) == 0
+        ours.close(); jvm.close()
+    print(calls[0] == 0, calls[1] > 0, calls[2] == calls[1], daemon.freeze_once())
+""")
+
+
+def test_a_reused_worker_freezes_its_objects_after_its_first_call():
+    """pyspark's daemon collects garbage after every call a reused worker serves: after
+    the first, what survives is frozen out of later collections (once per process)."""
+    done = subprocess.run([sys.executable, "-c", _FREEZE], capture_output=True, text=True,
+                          timeout=120, check=True)
+    assert done.stdout.split() == ["True", "True", "True", "False"], done.stderr
