@@ -527,7 +527,7 @@ def main(argv: list[str] | None = None) -> int:
         from bench import write_spark_s3
 
         print("\n" + (write_spark_s3.write_out(spark_s3, args.out) if args.out
-                      else write_spark_s3.markdown(spark_s3)))
+                      else write_spark_s3.header(spark_s3) + write_spark_s3.markdown(spark_s3)))
     print(f"\n(total {time.perf_counter() - t0:.0f} s)")
     return 0
 

@@ -261,13 +261,18 @@ def _committer_check(name: str, entries: list[Any]) -> str:
 
 def run(mb: float, runs: int, log: Callable[[str], None] = print) -> dict[str, Any]:
     import listing
+    from bench import report
     from listing.spark.s3a import connector_jars
     from listing.testing.s3 import S3Server
 
     if not connector_jars():
         raise RuntimeError("Spark's S3A connector is not fetched: make s3a")
-    out: dict[str, Any] = {"mb": mb, "runs": runs, "days": DAYS, "load_start": _load(),
-                           "writers": {}}
+    began = time.perf_counter()
+    out: dict[str, Any] = {
+        "command": shlex.join(["python", "-m", *_module_argv()]),
+        "code": report.code_revision(ROOT),
+        "started": dt.datetime.now().astimezone().isoformat(timespec="seconds"),
+        "mb": mb, "runs": runs, "days": DAYS, "load_start": _load(), "writers": {}}
     jars, why = magic_jars()
     workdir = Path(tempfile.mkdtemp(prefix="bench-write-spark-s3-"))
     try:
@@ -354,7 +359,22 @@ def run(mb: float, runs: int, log: Callable[[str], None] = print) -> dict[str, A
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     out["load_end"] = _load()
+    out["seconds"] = time.perf_counter() - began
     return out
+
+
+def _module_argv() -> list[str]:
+    """This process's command as ``-m module args`` (bench.write or this module)."""
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    return [spec.name if spec is not None else "bench.write_spark_s3", *sys.argv[1:]]
+
+
+def header(sec: dict[str, Any]) -> str:
+    """The command, code, start, duration and load averages of a run."""
+    return (f"Command: `{sec['command']}`, code {sec['code']}, started {sec['started']}, "
+            f"took {sec['seconds'] / 60:.1f} min; load average (1, 5, 15 min) "
+            f"{', '.join(map(str, sec['load_start']))} at the start, "
+            f"{', '.join(map(str, sec['load_end']))} at the end (2 cores, shared).\n\n")
 
 
 # --- report --------------------------------------------------------------------------------
@@ -429,11 +449,11 @@ def chart(sec: dict[str, Any], out: Path) -> Path:
     return charts._save(fig, out.with_suffix(".png"))  # noqa: SLF001
 
 
-def write_out(sec: dict[str, Any], out: Path, head: str = "") -> str:
+def write_out(sec: dict[str, Any], out: Path) -> str:
     """``out``.json, ``out``.md and ``out``.png; returns the Markdown."""
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(json.dumps(sec, indent=1))
-    text = head + markdown(sec) + "\n"
+    text = header(sec) + markdown(sec) + "\n"
     out.with_suffix(".md").write_text(text)
     png = chart(sec, out)
     text += f"\n![{png.stem}]({png.name})\n"
@@ -442,8 +462,6 @@ def write_out(sec: dict[str, Any], out: Path, head: str = "") -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from bench import report
-
     ap = argparse.ArgumentParser(prog="python -m bench.write_spark_s3", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="50 MiB of Arrow data")
@@ -451,19 +469,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--out", type=Path, help="write <out>.json, <out>.md and <out>.png")
     args = ap.parse_args(argv)
-    command = shlex.join(["python", "-m", "bench.write_spark_s3",
-                          *(argv if argv is not None else sys.argv[1:])])
-    started = dt.datetime.now().astimezone().isoformat(timespec="seconds")
-    t0 = time.perf_counter()
     sec = run(args.mb or (50 if args.quick else 1024), args.runs,
               lambda m: print(m, file=sys.stderr, flush=True))
-    sec.update(command=command, code=report.code_revision(ROOT), started=started,
-               seconds=time.perf_counter() - t0)
-    head = (f"Command: `{command}`, code {sec['code']}, started {started}, took "
-            f"{sec['seconds'] / 60:.1f} min; load average (1, 5, 15 min) "
-            f"{', '.join(map(str, sec['load_start']))} at the start, "
-            f"{', '.join(map(str, sec['load_end']))} at the end (2 cores).\n\n")
-    print(write_out(sec, args.out, head) if args.out else head + markdown(sec))
+    print(write_out(sec, args.out) if args.out else header(sec) + markdown(sec))
     return 0
 
 
