@@ -366,7 +366,7 @@ class ParquetWriter(FileWriter):
 
     def _open(self, first: pa.Table | None) -> pq.ParquetWriter:
         codec: Any = self.sink.compression or "none"
-        use_dictionary = True if first is None else dictionary_columns(first)
+        use_dictionary: Any = True if first is None else dictionary_columns(first)  # a list too
         self.writer = pq.ParquetWriter(self.out, self.sink.schema, compression=codec,
                                        use_dictionary=use_dictionary)
         return self.writer
