@@ -143,7 +143,7 @@ def magic_loads(spark: Any) -> str:
 def generate(target_mb: float, seed: int = 13) -> pa.Table:
     """Chunks of ``bench.write``'s schema over :data:`DAYS` dates until ``target_mb`` MiB
     of Arrow data."""
-    from bench.write import CHUNK_ROWS, SCHEMA, chunk
+    from bench.write_data import CHUNK_ROWS, SCHEMA, chunk
 
     rng = np.random.default_rng(seed)
     batches: list[pa.RecordBatch] = []
