@@ -12,10 +12,11 @@
 Sections: (1) listing and planning on a moto S3 server, ours against pyarrow.dataset,
 Polars and DataFusion; (2) scan throughput into Spark against Spark's own readers, with
 a profile of where our time goes; (3) peak memory of one task, from ``bench.memory``;
-(4) partitioned writes against Spark's native writer and one task's peak memory, from
-``bench.write``; (5) streaming discovery per trigger against a full listing and Spark's
-file stream source, from ``bench.streaming``; (6) S3 tables read through Spark, ours (handed
-off and on the Python engine) against Spark's own S3A reader, from ``bench.s3a``; (7)
+(4) partitioned writes against Spark's native writer, one task's peak memory, and Spark's
+writes to S3 against S3A's default and magic committers, from ``bench.write``; (5)
+streaming discovery per trigger against a full listing and Spark's file stream source,
+from ``bench.streaming``; (6) S3 tables read through Spark, ours (handed off and on the
+Python engine) against Spark's own S3A reader, from ``bench.s3a``; (7)
 planning at scale: plans of local trees of 210k and 1 M files against pyarrow.dataset and
 Polars, and of a synthetic 10 M-key table, from ``bench.planning``, and that table served
 over HTTP as S3 and planned through Spark, from ``bench.planning_s3``; (8) the client's CPU
@@ -88,10 +89,12 @@ def memory_section(size_mb: int, timeout: float) -> dict[str, Any]:
     return res
 
 
-def write_section(quick: bool, timeout: float) -> dict[str, Any]:
-    """Run ``python -m bench.write`` (its own process: it starts its own Spark session) and
-    keep the tables it prints."""
-    cmd = [sys.executable, "-m", "bench.write"] + (["--quick"] if quick else [])
+def write_section(quick: bool, timeout: float, results: Path | None = None) -> dict[str, Any]:
+    """Run ``python -m bench.write`` (its own process: it starts its own Spark sessions) and
+    keep the tables it prints; its Spark-to-S3 section's JSON, Markdown and chart go to
+    ``results``.json/.md/.png."""
+    cmd = [sys.executable, "-m", "bench.write"] + (["--quick"] if quick else []) + (
+        ["--out", str(results)] if results is not None else [])
     t0 = time.perf_counter()
     out = _run_module(cmd, timeout)
     if out is None:
@@ -212,7 +215,9 @@ def main(argv: list[str] | None = None) -> int:
                 size = args.memory_mb or (64 if args.quick else 1024)
                 sec = memory_section(size, timeout=max(args.timeout, 1200))
             elif name == "write":
-                sec = write_section(args.quick, timeout=max(args.timeout, 1200))
+                sec = write_section(args.quick, timeout=max(args.timeout, 3000),
+                                    results=args.out / "write-spark-s3"
+                                    / ("quick" if args.quick else "latest"))
             elif name == "s3a":
                 sec = s3a_section(args.quick, args.runs, timeout=max(args.timeout, 5400),
                                   out=args.out / "s3a" / ("quick" if args.quick else "latest"))

@@ -42,6 +42,12 @@ CPU seconds (``process_time``, the writer's process only; the server runs in thi
 the server's request counts, the ratios to the peer in the same run (target:
 ``write_table``'s wall time at most the peer's). Both outputs are read back (rows
 counted).
+
+Spark to S3 (``--only spark-s3``, ``--spark-s3-mb``, 1 024 MiB of Arrow; quick 50): ours
+(``format("listing")``, the multipart commit) against Spark's default committer and
+S3A's magic committer, writing one DataFrame over 4 dates to a moto server through one
+``local[2]`` session: :mod:`bench.write_spark_s3` (``--out`` names its JSON, Markdown and
+PNG chart).
 """
 
 from __future__ import annotations
@@ -63,33 +69,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from bench.write_data import CHUNK_ROWS, DAYS, REGIONS, SCHEMA, chunk
+
 ROOT = Path(__file__).resolve().parents[1]
-DAYS = 30
-REGIONS = ("eu-west", "us-east", "ap-south", "sa-east")
-CHUNK_ROWS = 250_000
 TARGET = 1.5
-SCHEMA = pa.schema([("id", pa.int64()), ("amount", pa.float64()), ("name", pa.string()),
-                    ("date", pa.date32()), ("region", pa.string())])
 
 
 # --- data ----------------------------------------------------------------------------------
-
-def chunk(rng: np.random.Generator, start: int, n: int, days: int = DAYS,
-          regions: tuple[str, ...] = REGIONS) -> pa.RecordBatch:
-    """``n`` rows from id ``start``: random amounts, 16-character hex names, and a random
-    (date, region) per row; built with numpy and pyarrow, no Python loop per row."""
-    offsets = pa.py_buffer(np.arange(0, 16 * (n + 1), 16, dtype=np.int32).tobytes())
-    names = pa.StringArray.from_buffers(n, offsets, pa.py_buffer(rng.bytes(8 * n).hex()
-                                                                  .encode()))
-    first = np.datetime64("2025-06-01", "D").astype(np.int32)
-    dates = pa.array(first + rng.integers(0, days, n, dtype=np.int32), pa.int32())
-    region = pa.DictionaryArray.from_arrays(
-        pa.array(rng.integers(0, len(regions), n, dtype=np.int32)), pa.array(regions))
-    return pa.RecordBatch.from_arrays(
-        [pa.array(np.arange(start, start + n, dtype=np.int64)),
-         pa.array(np.round(rng.random(n) * 1000, 2)), names, dates.cast(pa.date32()),
-         region.cast(pa.string())], schema=SCHEMA)
-
 
 def generate(rows: int, seed: int = 7) -> pa.Table:
     rng = np.random.default_rng(seed)
@@ -465,12 +451,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--memory-mb", type=int, help="Arrow data one task writes (1024; quick 64)")
     ap.add_argument("--runs", type=int, default=3, help="timed runs after a warm-up (3)")
     ap.add_argument("--quick", action="store_true", help="small sizes")
-    ap.add_argument("--only", choices=("throughput", "memory", "commit", "peers"),
+    ap.add_argument("--only", choices=("throughput", "memory", "commit", "peers", "spark-s3"),
                     help="one section")
     ap.add_argument("--peer-rows", type=int, help="rows the S3 peers section writes "
                     "(4 800 000; quick 500 000)")
     ap.add_argument("--commit-mb", type=int, help="Arrow data the commit section writes to "
                     "S3 (moto) and local files per commit protocol (256; quick 32)")
+    ap.add_argument("--spark-s3-mb", type=float, help="MiB of Arrow data the Spark-to-S3 "
+                    "section writes (1024; quick 50)")
+    ap.add_argument("--out", type=Path, help="the Spark-to-S3 section's <out>.json, .md "
+                    "and .png")
     ap.add_argument("--json", help="also write the results here")
     ap.add_argument("--memory-child", nargs=3, help=argparse.SUPPRESS)
     ap.add_argument("--s3-child", nargs=4, help=argparse.SUPPRESS)
@@ -499,12 +489,25 @@ def main(argv: list[str] | None = None) -> int:
         mem = memory(memory_mb, workdir) if args.only in (None, "memory") else None
         s3 = s3_commit(commit_mb, workdir) if args.only in (None, "commit") else None
         peers = s3_peers(peer_rows, args.runs) if args.only in (None, "peers") else None
+        spark_s3 = None
+        if args.only in (None, "spark-s3"):
+            from bench import write_spark_s3
+
+            spark_s3 = write_spark_s3.run(
+                args.spark_s3_mb or (50 if args.quick else 1024), args.runs,
+                lambda m: print(m, file=sys.stderr, flush=True))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     if args.json:
         Path(args.json).write_text(json.dumps({"throughput": tp, "memory": mem, "commit": s3,
-                                               "peers": peers}, indent=1))
+                                               "peers": peers, "spark_s3": spark_s3},
+                                              indent=1))
     print(report(tp, mem, s3, peers))
+    if spark_s3 is not None:
+        from bench import write_spark_s3
+
+        print("\n" + (write_spark_s3.write_out(spark_s3, args.out) if args.out
+                      else write_spark_s3.header(spark_s3) + write_spark_s3.markdown(spark_s3)))
     print(f"\n(total {time.perf_counter() - t0:.0f} s)")
     return 0
 
