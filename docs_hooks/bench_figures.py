@@ -193,6 +193,15 @@ ROWS: tuple[Row, ...] = (
                    f"{x(_loaded(d, 'listing python')['vs_s3a_cpu'])}"),
         lambda d: (f"S3A, `basePath` form: {s(_loaded(d, 'spark basePath')['total_s'])}, "
                    f"{_loaded(d, 'spark basePath')['cpu_s']['total']:.2f} s of CPU a query")),
+    Row("a 1 GB partitioned write through Spark to S3 (moto, `local[2]`)",
+        "write-spark-s3/latest.json",
+        lambda d: (f"{s(d['writers']['ours']['wall'])}, "
+                   f"{_requests(d['writers']['ours'])} requests"),
+        lambda d: (f"S3A magic committer: {s(d['writers']['magic']['wall'])}, "
+                   f"{_requests(d['writers']['magic'])} requests (ours: "
+                   f"{x(d['writers']['ours']['wall'] / d['writers']['magic']['wall'])} its "
+                   f"time); default committer: {s(d['writers']['default']['wall'])}, "
+                   f"{_requests(d['writers']['default'])} requests")),
     Row("the whole 2,102,400-key synthetic table planned on `engine=native` "
         "(S3, `spark.driver.memory=4g`)", "planning/s3-2m-whole-native.json",
         lambda d: (f"{s(_at_scale(d, N2M, 'whole table')['spark native']['seconds'])}, "
@@ -201,6 +210,11 @@ ROWS: tuple[Row, ...] = (
                    " B a file"),
         lambda d: "before the chunked hand-off: failed past 1,875,000 files"),
 )
+
+
+def _requests(writer: dict[str, Any]) -> int:
+    """A writer's requests of its last run, all kinds."""
+    return sum(writer["requests"].values())
 
 
 def _line(row: Row) -> str:

@@ -30,14 +30,16 @@ BENCH_RUNS = {"listing": "listing/latest.md", "latency": "latency-quick/latest.m
               "key-grouped": "key_grouped/latest.md", "streaming": "latest.md#5",
               "write-commit": "write-commit.md", "planning-at-scale": "planning/at-scale.md",
               "planning-spark": "planning/spark-quick.md",
-              "planning-repeated": "repeated/latest.md"}
+              "planning-repeated": "repeated/latest.md",
+              "write-spark-s3": "write-spark-s3/latest.md"}
 #: the charts beside them, served at bench/<name> on the site
 BENCH_CHARTS = ("listing/listing-hourly.png", "listing/listing-daily.png",
                 "throughput/throughput-ratios.png", "s3a/latest-hourly.png",
                 "s3a/latest-daily.png", "s3a/latest-throughput.png",
                 "planning/at-scale-local-210240.png", "planning/at-scale-local-1051200.png",
                 "planning/at-scale-synthetic-10512000.png",
-                "planning/spark-quick-local-52560.png", "repeated/latest.png")
+                "planning/spark-quick-local-52560.png", "repeated/latest.png",
+                "write-spark-s3/latest.png")
 
 MARKER = re.compile(r"<!-- generated: ([\w-]+) -->")
 
