@@ -61,6 +61,8 @@ COUNTERS: dict[str, str] = {
     # writing: the job
     "files_written": "data files a job's tasks wrote",
     "rows_written": "rows a job's tasks wrote",
+    "rows_spilled": "rows a job's tasks kept on local disk until they could be written: rows "
+                    "of partitions beyond a task's 32 open files",
     "bytes_written": "bytes of the data files a job's tasks wrote",
     "files_committed": "files a commit published",
     "files_deleted": "old files an overwrite removed",

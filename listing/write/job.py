@@ -43,6 +43,7 @@ from listing.write.paths import (
     write_layout,
 )
 from listing.write.results import StagedFile, TaskCommit
+from listing.write.spill import PartitionSpill
 
 log = logging.getLogger("listing.write")
 
@@ -51,8 +52,8 @@ log = logging.getLogger("listing.write")
 #: always finished
 RECOVER_AFTER = 3600.0
 #: files a task keeps open at once (each holds up to a part, or on S3's staged-copy commit
-#: its whole file, in memory); opening one more closes the oldest (the partition's next
-#: file is ``-c<n+1>``)
+#: its whole file, in memory); rows of further partitions wait on local disk until those
+#: are closed (:mod:`listing.write.spill`): a partition gets one file per task
 MAX_OPEN_FILES = 32
 
 
@@ -224,8 +225,10 @@ class WriteJob(JobCommit):
     # --- a task -----------------------------------------------------------------------------
     def write_task(self, batches: Iterable[pa.RecordBatch], task: int = 0,
                    attempt: int = 0) -> TaskCommit:
-        """Write ``batches`` under the staging prefix: one open file per partition, a new
-        one after ``max_records_per_file`` rows. Nothing is visible to readers."""
+        """Write ``batches`` under the staging prefix: one file per partition (a new one
+        after ``max_records_per_file`` rows); at most :data:`MAX_OPEN_FILES` open, the rows
+        of further partitions spilled to local disk and written once those are closed.
+        Nothing is visible to readers."""
         metrics = Counters()
         if self.skip:
             return TaskCommit(task, attempt, (), metrics)
@@ -270,31 +273,44 @@ class WriteJob(JobCommit):
         if store.max_key_bytes is not None:  # the longest staged key, less its partition
             longest = f"{stage_dir}{self._file_name(task, 999)}".partition("/")[2]
             key_room = store.max_key_bytes - len(longest.encode())
+        def write_rows(partition: str, part: pa.RecordBatch) -> None:
+            offset = 0
+            while offset < part.num_rows:
+                f = open_files.get(partition)
+                if f is None:
+                    f = open_files[partition] = open_file(partition)
+                room = part.num_rows - offset
+                if self.max_records_per_file is not None:
+                    room = min(room, self.max_records_per_file - f.rows)
+                f.writer.write(part.slice(offset, room))
+                f.rows += room
+                offset += room
+                if self.max_records_per_file is not None and \
+                        f.rows >= self.max_records_per_file:
+                    close(open_files.pop(partition))
+
+        spill = PartitionSpill()
         try:
             for batch in batches:
                 for partition, part in self._split(self._conform(batch), key_room):
-                    offset = 0
-                    while offset < part.num_rows:
-                        f = open_files.get(partition)
-                        if f is None:
-                            if len(open_files) >= MAX_OPEN_FILES:  # bounded memory: the
-                                close(open_files.pop(next(iter(open_files))))  # oldest goes
-                            f = open_files[partition] = open_file(partition)
-                        room = part.num_rows - offset
-                        if self.max_records_per_file is not None:
-                            room = min(room, self.max_records_per_file - f.rows)
-                        f.writer.write(part.slice(offset, room))
-                        f.rows += room
-                        offset += room
-                        if self.max_records_per_file is not None and \
-                                f.rows >= self.max_records_per_file:
-                            close(open_files.pop(partition))
+                    if partition not in open_files and (
+                            partition in spill or len(open_files) >= MAX_OPEN_FILES):
+                        spill.add(partition, part)  # bounded memory: written below
+                    else:
+                        write_rows(partition, part)
             if not done and not closed and not open_files and not self.partition_by \
                     and task == 0:
                 # an empty table keeps its schema
                 open_files[self._root_dir()] = open_file(self._root_dir())
             for partition in list(open_files):
                 close(open_files.pop(partition))
+            if spill:
+                metrics.add("rows_spilled", spill.rows)
+            for partition, parts in spill.partitions():  # one open file at a time
+                for part in parts:
+                    write_rows(partition, part)
+                if partition in open_files:
+                    close(open_files.pop(partition))
             while closed:  # every file's uploads overlapped; a failure raised here
                 finish(closed[0])
                 closed.pop(0)
@@ -312,6 +328,8 @@ class WriteJob(JobCommit):
                 except Exception:  # noqa: BLE001, S110 - the original error matters
                     pass
             raise
+        finally:
+            spill.close()
         return TaskCommit(task, attempt, tuple(done), metrics)
 
     def _root_dir(self) -> str:

@@ -275,6 +275,28 @@ def test_spark_write_round_trip_local(spark, tmp_path):
     assert spark.read.format("listing").load(root).count() == 1
 
 
+def test_spark_write_of_many_interleaved_partitions_makes_a_file_per_task(spark, tmp_path):
+    """Rows of 40 partitions (more than a task keeps files open), interleaved, in 2 tasks:
+    as Spark's own writer does, each partition gets one file per task holding its rows,
+    not a file per batch; every row read back once."""
+    df = spark.range(0, 100_000, numPartitions=2).selectExpr(  # 5 Arrow batches a task
+        "id", "CAST((id * 7919) % 40 AS INT) AS k")
+    ours, theirs = str(tmp_path / "ours"), str(tmp_path / "theirs")
+    (df.write.format("listing").option("partition_by", "k").mode("overwrite").save(ours))
+    df.write.partitionBy("k").mode("overwrite").parquet(theirs)
+
+    def files_per_partition(root):
+        return sorted(len([f for f in os.listdir(os.path.join(root, d))
+                           if not f.startswith((".", "_"))])
+                      for d in os.listdir(root) if d.startswith("k="))
+
+    assert len(files_per_partition(ours)) == 40  # the control: more than 32 partitions
+    assert files_per_partition(ours) == files_per_partition(theirs)
+    assert max(files_per_partition(ours)) <= 2
+    back = spark.read.format("listing").load(ours)
+    assert back.count() == 100_000 and back.select("id").distinct().count() == 100_000
+
+
 def test_spark_write_to_s3_csv(spark, s3_server, s3_bucket):
     url = f"s3://{s3_bucket}/t"
     (spark_rows(spark).write.format("listing").option("format", "csv")

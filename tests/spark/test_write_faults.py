@@ -550,19 +550,71 @@ def test_listing_cleanup_aborts_orphaned_uploads(s3_server, s3_bucket, capsys):
 
 
 def test_a_task_keeps_at_most_max_open_files_open(tmp_path, monkeypatch):
-    """Rows of 5 partitions interleaved, 2 files open at most: the oldest is closed when a
-    third opens, so partitions get several files; every row is written once."""
+    """Rows of 5 partitions interleaved, 2 files open at most: the rows of the other 3 wait
+    on local disk (counted) until those 2 are closed, so each partition still gets one file
+    (two where ``max_records_per_file`` splits it), every row written once; the
+    spill folder is gone afterwards."""
+    import tempfile
+
     import listing.write.job as job
 
+    open_now, most = [0], [0]
+
+    class Counted(job._OpenFile):
+        def __init__(self, writer, *args):
+            super().__init__(writer, *args)
+            open_now[0] += 1
+            most[0] = max(most[0], open_now[0])
+            close = writer.close
+
+            def closed():
+                open_now[0] -= 1
+                close()
+            writer.close = closed
+
+    monkeypatch.setattr(job, "_OpenFile", Counted)
+    spills = tmp_path / "spills"
+    spills.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(spills))
     monkeypatch.setattr(job, "MAX_OPEN_FILES", 2)
     table = pa.table({"id": pa.array(range(20), pa.int64()), "k": [str(i % 5) for i in range(20)]})
     batches = [table.slice(i, 1).to_batches()[0] for i in range(20)]
-    result = write_table(str(tmp_path), batches, partition_by=["k"])
-    assert result.rows == 20 and len(result.files) > 5  # more files than partitions
-    assert ids(str(tmp_path), None) == list(range(20))
-    monkeypatch.setattr(job, "MAX_OPEN_FILES", 32)  # positive control: one per partition
-    again = write_table(str(tmp_path / "b"), batches, partition_by=["k"])
-    assert len(again.files) == 5
+    result = write_table(str(tmp_path / "a"), batches, partition_by=["k"])
+    assert result.rows == 20 and len(result.files) == 5 and most[0] == 2
+    assert result.metrics["rows_spilled"] == 12  # k = 2, 3, 4: 4 rows each
+    assert ids(str(tmp_path / "a"), None) == list(range(20))
+    assert list(spills.iterdir()) == []
+    split = write_table(str(tmp_path / "b"), batches, partition_by=["k"],
+                        max_records_per_file=2)
+    assert len(split.files) == 10 and ids(str(tmp_path / "b"), None) == list(range(20))
+    monkeypatch.setattr(job, "MAX_OPEN_FILES", 32)  # positive control: nothing spilled
+    most[0] = 0
+    again = write_table(str(tmp_path / "c"), batches, partition_by=["k"])
+    assert len(again.files) == 5 and most[0] == 5 and "rows_spilled" not in again.metrics
+
+
+def test_a_task_failing_while_spilled_leaves_nothing_behind(tmp_path, monkeypatch):
+    """A task whose input fails after rows were spilled: the error is raised, no spill
+    folder is left, and the table is unchanged."""
+    import tempfile
+
+    import listing.write.job as job
+
+    monkeypatch.setattr(job, "MAX_OPEN_FILES", 1)
+    spills = tmp_path / "spills"
+    spills.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(spills))
+    write_table(str(tmp_path / "t"), OLD, partition_by=["k"])
+    table = pa.table({"id": pa.array(range(6), pa.int64()), "k": [str(i % 3) for i in range(6)]})
+
+    def failing():
+        yield from table.to_batches(max_chunksize=2)
+        raise RuntimeError("input failed")
+
+    with pytest.raises(RuntimeError, match="input failed"):
+        write_table(str(tmp_path / "t"), failing(), partition_by=["k"], mode="overwrite")
+    assert list(spills.iterdir()) == []
+    assert ids(str(tmp_path / "t"), None) == sorted(OLD.column("id").to_pylist())
 
 
 # --- isolation: two overwrites committing at once -------------------------------------------
