@@ -193,6 +193,21 @@ ROWS: tuple[Row, ...] = (
                    f"{x(_loaded(d, 'listing python')['vs_s3a_cpu'])}"),
         lambda d: (f"S3A, `basePath` form: {s(_loaded(d, 'spark basePath')['total_s'])}, "
                    f"{_loaded(d, 'spark basePath')['cpu_s']['total']:.2f} s of CPU a query")),
+    Row("a partitioned local write through Spark, 6 M rows into 120 partitions",
+        "write-local/latest.json",
+        lambda d: (f"{s(d['throughput']['seconds']['source'])}, "
+                   f"{d['throughput']['files']['source']} files (ours: "
+                   f"{x(d['throughput']['seconds']['source'] / d['throughput']['seconds']['native'])}"  # noqa: E501
+                   " its time)"),
+        lambda d: (f"Spark's `partitionBy(...).parquet`: "
+                   f"{s(d['throughput']['seconds']['native'])}, "
+                   f"{d['throughput']['files']['native']} files")),
+    Row("`write_table` to S3, 4.8 M rows over 2 dates (moto)", "write-peers/latest.json",
+        lambda d: (f"{s(d['peers']['writers']['write_table']['wall'])} (ours: "
+                   f"{x(d['peers']['writers']['write_table']['wall'] / d['peers']['writers']['write_dataset']['wall'])}"  # noqa: E501
+                   " its time)"),
+        lambda d: (f"`pyarrow.dataset.write_dataset` to s3fs: "
+                   f"{s(d['peers']['writers']['write_dataset']['wall'])}")),
     Row("a 1 GB partitioned write through Spark to S3 (moto, `local[2]`)",
         "write-spark-s3/latest.json",
         lambda d: (f"{s(d['writers']['ours']['wall'])}, "

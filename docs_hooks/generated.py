@@ -31,7 +31,8 @@ BENCH_RUNS = {"listing": "listing/latest.md", "latency": "latency-quick/latest.m
               "write-commit": "write-commit.md", "planning-at-scale": "planning/at-scale.md",
               "planning-spark": "planning/spark-quick.md",
               "planning-repeated": "repeated/latest.md",
-              "write-spark-s3": "write-spark-s3/latest.md"}
+              "write-spark-s3": "write-spark-s3/latest.md",
+              "write-local": "write-local/latest.md", "write-peers": "write-peers/latest.md"}
 #: the charts beside them, served at bench/<name> on the site
 BENCH_CHARTS = ("listing/listing-hourly.png", "listing/listing-daily.png",
                 "throughput/throughput-ratios.png", "s3a/latest-hourly.png",
