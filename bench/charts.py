@@ -188,6 +188,31 @@ def repeated_charts(res: dict[str, Any], path: Path) -> Path:
     return _save(fig, path)
 
 
+def write_charts(results: dict[str, Any], stem: Path) -> list[Path]:
+    """``<stem>-throughput.png`` and ``<stem>-peers.png``: each writer's seconds in
+    ``bench.write``'s throughput and peers sections (those present in ``results``)."""
+    plt = _plt()
+    made = []
+    sections = {
+        "throughput": ("local partitioned write through Spark", "seconds",
+                       {"Spark native": "native", "ours format(listing)": "source",
+                        "ours write_table": "write_table"}),
+        "peers": ("write to S3 (moto)", "wall", {"ours write_table": "write_table",
+                                                  "pyarrow write_dataset": "write_dataset"}),
+    }
+    for name, (title, key, labels) in sections.items():
+        sec = results.get(name)
+        if not sec:
+            continue
+        seconds = (sec["seconds"] if key == "seconds"
+                   else {how: w["wall"] for how, w in sec["writers"].items()})
+        fig, ax = plt.subplots(figsize=(6, 4))
+        _bars(ax, list(labels), {"seconds": [seconds[v] for v in labels.values()]},
+              "seconds", False, title)
+        made.append(_save(fig, stem.with_name(f"{stem.name}-{name}.png")))
+    return made
+
+
 def report_charts(results: dict[str, Any], out_dir: Path) -> list[Path]:
     """Charts of a ``python -m bench`` result, for the sections it holds."""
     sections = results.get("sections", {})

@@ -499,9 +499,12 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     if args.json:
-        Path(args.json).write_text(json.dumps({"throughput": tp, "memory": mem, "commit": s3,
-                                               "peers": peers, "spark_s3": spark_s3},
-                                              indent=1))
+        from bench import charts
+
+        results = {"throughput": tp, "memory": mem, "commit": s3, "peers": peers,
+                   "spark_s3": spark_s3}
+        Path(args.json).write_text(json.dumps(results, indent=1))
+        charts.write_charts(results, Path(args.json).with_suffix(""))  # PNGs beside it
     print(report(tp, mem, s3, peers))
     if spark_s3 is not None:
         from bench import write_spark_s3

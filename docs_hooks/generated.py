@@ -40,7 +40,8 @@ BENCH_CHARTS = ("listing/listing-hourly.png", "listing/listing-daily.png",
                 "planning/at-scale-local-210240.png", "planning/at-scale-local-1051200.png",
                 "planning/at-scale-synthetic-10512000.png",
                 "planning/spark-quick-local-52560.png", "repeated/latest.png",
-                "write-spark-s3/latest.png")
+                "write-spark-s3/latest.png", "write-local/latest-throughput.png",
+                "write-peers/latest-peers.png")
 
 MARKER = re.compile(r"<!-- generated: ([\w-]+) -->")
 
