@@ -32,8 +32,13 @@ s3a: $(STAMP)
 demo: $(STAMP) check-java s3a
 	$(PY) -m listing.cli demo
 
+# The tests that start no Spark run in two processes (pytest-xdist: each its own S3
+# server; moto and the client share one interpreter's GIL otherwise), then those that do,
+# in one (one Spark session for them all); both parts run, and either failing fails.
 test: lint check-java s3a
-	$(PY) -m pytest
+	@$(PY) -m pytest -n 2 -m "not spark and not install"; a=$$?; \
+	  $(PY) -m pytest -m "spark or install"; b=$$?; \
+	  test $$a -eq 0 -a $$b -eq 0
 
 # The suite by what a test needs (markers assigned in tests/groups.py; docs/testing.md).
 # Together these four run what `make test` runs. test-unit: no Spark, no S3 server, no

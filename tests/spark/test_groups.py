@@ -48,6 +48,25 @@ def test_each_kind_of_test_runs_in_exactly_one_target(groups: frozenset[str]) ->
     assert len(selected_by(groups)) == 1, (sorted(groups), selected_by(groups))
 
 
+def make_test_parts() -> list[str]:
+    """The ``-m`` expressions of `make test`'s pytest runs, in order."""
+    makefile = (ROOT / "Makefile").read_text()
+    recipe = re.search(r"^test:.*\n((?:\t.*\n)+)", makefile, re.M)
+    assert recipe, "the Makefile has no `test` target"
+    return re.findall(r'-m pytest (?:-n \d+ )?-m "([^"]+)"', recipe.group(1))
+
+
+@pytest.mark.parametrize("groups", possible_groups(), ids=lambda g: "+".join(sorted(g)))
+def test_make_test_runs_each_kind_of_test_once(groups: frozenset[str]) -> None:
+    """`make test`'s two parts (the tests starting no Spark in two processes, then the
+    rest) select every kind of test, each in one part."""
+    parts = make_test_parts()
+    assert len(parts) == 2, parts  # the control: both parts are found
+    chosen = [e for e in parts
+              if Expression.compile(e).evaluate(lambda name, **_: name in groups)]
+    assert len(chosen) == 1, (sorted(groups), chosen)
+
+
 def test_a_target_missing_a_kind_would_be_seen() -> None:
     """Positive control: an expression forgetting install-with-s3 tests selects neither."""
     forgetful = Expression.compile("s3 and not spark and not install")
