@@ -50,6 +50,7 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -167,19 +168,6 @@ def stage(table: pa.Table, folder: Path) -> int:
 
 
 # --- the session and the writers -----------------------------------------------------------
-
-def _s3a_conf(spark: Any, storage: dict[str, Any]) -> None:
-    """S3A against the server, for :data:`BUCKET` (per-bucket settings, as bench.s3a)."""
-    conf = spark._jsc.hadoopConfiguration()  # noqa: SLF001
-    p = f"fs.s3a.bucket.{BUCKET}."
-    for key, value in {"endpoint": storage["endpoint_url"], "path.style.access": "true",
-                       "connection.ssl.enabled": "false",
-                       "endpoint.region": storage["client_kwargs"]["region_name"],
-                       "access.key": storage["key"], "secret.key": storage["secret"],
-                       "aws.credentials.provider":
-                           "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider"}.items():
-        conf.set(p + key, value)
-
 
 def _writers(spark: Any, df: Any, storage: dict[str, Any]) -> dict[str, Callable[[], None]]:
     def ours() -> None:
@@ -300,11 +288,13 @@ def run(mb: float, runs: int, log: Callable[[str], None] = print) -> dict[str, A
         names = [w for w in WRITERS if w != "magic" or not why]
         if why:
             log(f"[spark-s3] without the magic committer: {why}")
+        from bench.s3a import _s3a_conf  # the per-bucket S3A settings bench.s3a uses
+
         try:
             with S3Server() as server:
                 storage = server.storage_options
                 server.create_bucket(BUCKET)
-                _s3a_conf(spark, storage)
+                _s3a_conf(spark, storage, SimpleNamespace(bucket=BUCKET))
                 df = spark.read.parquet(str(workdir / "input"))
                 out["spark_tasks"] = df.rdd.getNumPartitions()
                 writers = _writers(spark, df, storage)
