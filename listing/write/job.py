@@ -6,10 +6,12 @@ recovery is :mod:`listing.write.recovery`.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 import pyarrow as pa
@@ -42,7 +44,7 @@ from listing.write.paths import (
     partition_dir,
     write_layout,
 )
-from listing.write.results import StagedFile, TaskCommit
+from listing.write.results import StagedFile, StagedUpload, TaskCommit
 from listing.write.spill import PartitionSpill
 
 log = logging.getLogger("listing.write")
@@ -63,6 +65,108 @@ class _OpenFile:
         self.writer, self.finish = writer, finish
         self.staged, self.final, self.partition = staged, final, partition
         self.rows = 0
+
+
+#: bytes a local file is copied to its store in at a time (:class:`_CopiedFile`)
+COPY_CHUNK = 8 << 20
+
+
+class _CopiedFile(FileWriter):
+    """A finished local file, copied into the output stream on ``close()``."""
+
+    def __init__(self, local: IO[bytes], out: pa.NativeFile) -> None:
+        self.local, self.out, self.closed = local, out, False
+
+    @classmethod
+    def opener(cls, local: IO[bytes]) -> Callable[[pa.NativeFile], FileWriter]:
+        return lambda out: cls(local, out)
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        raise TypeError("a copied file takes no rows")
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        while chunk := self.local.read(COPY_CHUNK):
+            self.out.write(chunk)
+        self.out.close()
+
+
+class _TaskFiles:
+    """One task's files of a job: opened at their staged (or, multipart, final) keys, named
+    per partition, finished into :class:`StagedFile` records counted in ``metrics``."""
+
+    def __init__(self, job: WriteJob, task: int, attempt: int) -> None:
+        self.job, self.task, self.attempt = job, task, attempt
+        self.metrics = Counters()
+        self.store = open_store(job.storage, self.metrics, job.part_size)
+        self.stage_dir = f"{job.staging}task-{task:05d}-{attempt}/"
+        self.counters: dict[str, int] = {}
+        self.done: list[StagedFile] = []
+        #: multipart files written, their last parts maybe still being sent: finished
+        #: at the task's end, so that every file's uploads overlap
+        self.closed: list[_OpenFile] = []
+        #: the bytes a partition's folder may take in a key (None: no limit)
+        self.key_room: int | None = None
+        if self.store.max_key_bytes is not None:  # the longest staged key, less its folder
+            longest = f"{self.stage_dir}{job._file_name(task, 999)}".partition("/")[2]
+            self.key_room = self.store.max_key_bytes - len(longest.encode())
+
+    @property
+    def empty(self) -> bool:
+        """No file closed yet."""
+        return not self.done and not self.closed
+
+    def open(self, partition: str,
+             writer: Callable[[pa.NativeFile], FileWriter]) -> _OpenFile:
+        n = self.counters.get(partition, 0)
+        self.counters[partition] = n + 1
+        name = self.job._file_name(self.task, n)
+        staged = f"{self.stage_dir}{partition}{name}"
+        final = f"{self.job.prefix}{partition}{name}"
+        out, finish = self.store.create(final if self.job.part_size is not None else staged)
+        return _OpenFile(writer(out), finish, staged, final, partition)
+
+    def close(self, f: _OpenFile) -> None:
+        f.writer.close()
+        if self.job.part_size is not None:
+            self.closed.append(f)
+        else:  # a staged file is sent (or is on disk) now: its buffer goes
+            self._finish(f)
+
+    def _finish(self, f: _OpenFile) -> None:
+        size, upload = f.finish()
+        if upload is None:
+            self.done.append(StagedFile(f.staged, f.final, f.partition, f.rows, size))
+        else:
+            self.done.append(StagedFile("", f.final, f.partition, f.rows, size, upload[1],
+                                        tuple(upload[2])))
+        self.metrics.add("files_written")
+        self.metrics.add("rows_written", f.rows)
+        self.metrics.add("bytes_written", size)
+
+    def finished(self) -> TaskCommit:
+        """The task's commit message, once every file's uploads are done (a failure raises
+        here)."""
+        while self.closed:
+            self._finish(self.closed[0])
+            self.closed.pop(0)
+        return TaskCommit(self.task, self.attempt, tuple(self.done), self.metrics)
+
+    def discard(self, still_open: Sequence[_OpenFile]) -> None:
+        """After a failure: no file is still being sent once this returns; the staged files
+        and uploads go with the job's abort."""
+        for f in [*still_open, *self.closed]:
+            try:
+                f.finish(keep=False)
+            except Exception:  # noqa: BLE001, S110 - the original error matters
+                pass
+        for f in still_open:
+            try:
+                f.writer.close()
+            except Exception:  # noqa: BLE001, S110 - the original error matters
+                pass
 
 
 def group_rows(codes: Sequence[np.ndarray],
@@ -229,56 +333,17 @@ class WriteJob(JobCommit):
         after ``max_records_per_file`` rows); at most :data:`MAX_OPEN_FILES` open, the rows
         of further partitions spilled to local disk and written once those are closed.
         Nothing is visible to readers."""
-        metrics = Counters()
         if self.skip:
-            return TaskCommit(task, attempt, (), metrics)
-        store = open_store(self.storage, metrics, self.part_size)
-        stage_dir = f"{self.staging}task-{task:05d}-{attempt}/"
+            return TaskCommit(task, attempt, (), Counters())
+        files = _TaskFiles(self, task, attempt)
         open_files: dict[str, _OpenFile] = {}
-        counters: dict[str, int] = {}
-        done: list[StagedFile] = []
 
-        #: multipart files written, their last parts maybe still being sent: finished
-        #: at the task's end, so that every file's uploads overlap
-        closed: list[_OpenFile] = []
-
-        def close(f: _OpenFile) -> None:
-            f.writer.close()
-            if self.part_size is not None:
-                closed.append(f)
-            else:  # a staged file is sent (or is on disk) now: its buffer goes
-                finish(f)
-
-        def finish(f: _OpenFile) -> None:
-            size, upload = f.finish()
-            if upload is None:
-                done.append(StagedFile(f.staged, f.final, f.partition, f.rows, size))
-            else:
-                done.append(StagedFile("", f.final, f.partition, f.rows, size, upload[1],
-                                       tuple(upload[2])))
-            metrics.add("files_written")
-            metrics.add("rows_written", f.rows)
-            metrics.add("bytes_written", size)
-
-        def open_file(partition: str) -> _OpenFile:
-            n = counters.get(partition, 0)
-            counters[partition] = n + 1
-            name = self._file_name(task, n)
-            staged = f"{stage_dir}{partition}{name}"
-            final = f"{self.prefix}{partition}{name}"
-            out, finish = store.create(final if self.part_size is not None else staged)
-            return _OpenFile(self.sink.open(out), finish, staged, final, partition)
-
-        key_room = None
-        if store.max_key_bytes is not None:  # the longest staged key, less its partition
-            longest = f"{stage_dir}{self._file_name(task, 999)}".partition("/")[2]
-            key_room = store.max_key_bytes - len(longest.encode())
         def write_rows(partition: str, part: pa.RecordBatch) -> None:
             offset = 0
             while offset < part.num_rows:
                 f = open_files.get(partition)
                 if f is None:
-                    f = open_files[partition] = open_file(partition)
+                    f = open_files[partition] = files.open(partition, self.sink.open)
                 room = part.num_rows - offset
                 if self.max_records_per_file is not None:
                     room = min(room, self.max_records_per_file - f.rows)
@@ -287,50 +352,64 @@ class WriteJob(JobCommit):
                 offset += room
                 if self.max_records_per_file is not None and \
                         f.rows >= self.max_records_per_file:
-                    close(open_files.pop(partition))
+                    files.close(open_files.pop(partition))
 
         spill = PartitionSpill()
         try:
             for batch in batches:
-                for partition, part in self._split(self._conform(batch), key_room):
+                for partition, part in self._split(self._conform(batch), files.key_room):
                     if partition not in open_files and (
                             partition in spill or len(open_files) >= MAX_OPEN_FILES):
                         spill.add(partition, part)  # bounded memory: written below
                     else:
                         write_rows(partition, part)
-            if not done and not closed and not open_files and not self.partition_by \
-                    and task == 0:
+            if files.empty and not open_files and not self.partition_by and task == 0:
                 # an empty table keeps its schema
-                open_files[self._root_dir()] = open_file(self._root_dir())
+                open_files[self._root_dir()] = files.open(self._root_dir(), self.sink.open)
             for partition in list(open_files):
-                close(open_files.pop(partition))
+                files.close(open_files.pop(partition))
             if spill:
-                metrics.add("rows_spilled", spill.rows)
+                files.metrics.add("rows_spilled", spill.rows)
             for partition, parts in spill.partitions():  # one open file at a time
                 for part in parts:
                     write_rows(partition, part)
                 if partition in open_files:
-                    close(open_files.pop(partition))
-            while closed:  # every file's uploads overlapped; a failure raised here
-                finish(closed[0])
-                closed.pop(0)
+                    files.close(open_files.pop(partition))
+            return files.finished()
         except BaseException:
-            # the staged files and uploads go with the job's abort; none is still being
-            # sent once this raises
-            for f in [*open_files.values(), *closed]:
-                try:
-                    f.finish(keep=False)
-                except Exception:  # noqa: BLE001, S110 - the original error matters
-                    pass
-            for f in open_files.values():
-                try:
-                    f.writer.close()
-                except Exception:  # noqa: BLE001, S110 - the original error matters
-                    pass
+            files.discard(list(open_files.values()))
             raise
         finally:
             spill.close()
-        return TaskCommit(task, attempt, tuple(done), metrics)
+
+    def upload_task(self, uploads: Sequence[StagedUpload], task: int = 0,
+                    attempt: int = 0) -> TaskCommit:
+        """Send the finished local files another engine wrote in this task (Spark's Parquet
+        writer) as the job's files, where :meth:`write_task` would have written them: a
+        partition's ``n``-th file named as its, each checked as its rows would be (a NUL
+        byte, an S3 key too long) before any is sent. The local files are removed."""
+        try:
+            if self.skip:
+                return TaskCommit(task, attempt, (), Counters())
+            files = _TaskFiles(self, task, attempt)
+            dirs = [self._checked_dir(list(u.values), files.key_room) for u in uploads]
+            f: _OpenFile | None = None
+            try:
+                for upload, partition in zip(uploads, dirs, strict=True):
+                    with open(upload.local, "rb") as local:
+                        f = files.open(partition, _CopiedFile.opener(local))
+                        f.rows = upload.rows
+                        files.close(f)  # the copy
+                    f = None
+                    os.remove(upload.local)
+                return files.finished()
+            except BaseException:
+                files.discard([f] if f is not None else [])
+                raise
+        finally:
+            for upload in uploads:
+                with contextlib.suppress(OSError):
+                    os.remove(upload.local)
 
     def _root_dir(self) -> str:
         """The folder of an unpartitioned write: the root, or a literal-only layout's."""
@@ -374,25 +453,30 @@ class WriteJob(JobCommit):
             values.append(encoded.dictionary.to_pylist())
         order, bounds = group_rows(codes, [len(v) for v in values])
         keys = [[c[row] for c in codes] for row in order[np.r_[0, bounds]]]
-        paths = []
-        for key in keys:  # every partition of the batch checked before any of it is written
-            pairs = [(name, values[i][key[i]]) for i, name in enumerate(self.partition_by)]
-            for name, value in pairs:
-                if isinstance(value, str) and "\0" in value:
-                    raise PartitionValueError(
-                        f"partition column {name!r} holds a value with a NUL byte "
-                        f"({value!r}): no store keeps it in a path; nothing was written")
-            path = partition_dir(pairs, self.time_zone, self.layout)
-            if key_room is not None and len(path.encode()) > key_room:
-                raise PartitionValueError(
-                    f"partition {path.rstrip('/')!r} makes S3 keys under {self.url} longer "
-                    f"than {MAX_S3_KEY_BYTES} bytes (the limit); nothing was written")
-            paths.append(path)
+        paths = [  # every partition of the batch checked before any of it is written
+            self._checked_dir([(name, values[i][key[i]])
+                               for i, name in enumerate(self.partition_by)], key_room)
+            for key in keys]
         if len(paths) == 1:  # the whole batch in one partition: no copy
             yield paths[0], data
             return
         for path, rows in zip(paths, np.split(order, bounds), strict=True):
             yield path, data.take(rows)
+
+    def _checked_dir(self, pairs: list[tuple[str, Any]], key_room: int | None) -> str:
+        """The folder of partition values ``pairs``; a value with a NUL byte, or a folder
+        longer than ``key_room`` bytes, is refused (:class:`PartitionValueError`)."""
+        for name, value in pairs:
+            if isinstance(value, str) and "\0" in value:
+                raise PartitionValueError(
+                    f"partition column {name!r} holds a value with a NUL byte "
+                    f"({value!r}): no store keeps it in a path; nothing was written")
+        path = partition_dir(pairs, self.time_zone, self.layout)
+        if key_room is not None and len(path.encode()) > key_room:
+            raise PartitionValueError(
+                f"partition {path.rstrip('/')!r} makes S3 keys under {self.url} longer "
+                f"than {MAX_S3_KEY_BYTES} bytes (the limit); nothing was written")
+        return path
 
     # --- the table's half-done jobs -------------------------------------------------------
     @classmethod

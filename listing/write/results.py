@@ -5,6 +5,7 @@ a task to the driver) and a committed job's :class:`WriteResult`."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from listing.metrics import Counters, CountersView
 
@@ -27,6 +28,17 @@ class StagedFile:
     size: int
     upload_id: str = ""  # a multipart upload to ``final`` the commit completes (zero-copy)
     parts: tuple[tuple[int, str], ...] = ()  # its (part number, ETag)
+
+
+@dataclass(frozen=True)
+class StagedUpload:
+    """One finished file a task's engine wrote on local disk (Spark's Parquet writer), to be
+    uploaded as the job's file of its partition: the local path, its rows, and its partition
+    values (column name, typed value), in the job's ``partition_by`` order."""
+
+    local: str
+    rows: int
+    values: tuple[tuple[str, Any], ...]
 
 
 @dataclass(frozen=True)
