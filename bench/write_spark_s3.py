@@ -12,8 +12,9 @@ as :data:`STAGED_FILES` local Parquet files; one DataFrame read from them with
 ways, taking turns, median of ``--runs`` (3) after a warm-up round:
 
 - **ours**: ``df.write.format("listing").option("format", "parquet")
-  .option("partition_by", "date").mode("overwrite").save("s3://bucket/ours")`` (the
-  zero-copy multipart commit, manifest, publish-then-remove, the conditional lock);
+  .option("partition_by", "date").mode("overwrite").save("s3://bucket/ours")`` (Spark's
+  Parquet writer in the tasks, our upload: the zero-copy multipart commit, manifest,
+  publish-then-remove, the conditional lock);
 - **default**: ``df.write.partitionBy("date").mode("overwrite").parquet("s3a://bucket/
   default")``: Spark's default commit protocol over Hadoop's FileOutputCommitter (each
   file written under ``_temporary/`` and renamed: copied and deleted, twice);

@@ -119,6 +119,19 @@ class ListingPlanner:
             return {"path": None if file is None else file.path, "header": header}
         return self._answer(first)
 
+    def stagedOrder(self, options_json: str, schema_json: str,  # noqa: N802 - the JVM's name
+                    overwrite: bool) -> str:
+        """:func:`listing.spark.writer.staged_order`: the columns a write is sorted by."""
+        from listing.spark.writer import staged_order
+
+        return self._answer(lambda: staged_order(options_json, schema_json, bool(overwrite)))
+
+    def stagedWriter(self, pickled_writer: str) -> str:  # noqa: N802 - the JVM's name
+        """:func:`listing.spark.writer.staged_writer`: the job a write's writer resolved."""
+        from listing.spark.writer import staged_writer
+
+        return self._answer(lambda: staged_writer(pickled_writer))
+
     def plan(self, options_json: str, schema_json: str, filters_json: str) -> str:
         """Our scan's files for Spark's partition filters: a JSON list of conjuncts, each a
         Spark data source filter as :func:`~listing.spark.filters.from_json` reads it.

@@ -27,9 +27,12 @@ shape only reads are dropped here, not refused.
 
 from __future__ import annotations
 
+import base64
 import dataclasses
+import itertools
 import json
 import logging
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -38,6 +41,7 @@ from pyspark import TaskContext
 from pyspark.sql.types import StructType
 
 from listing.errors import OptionError
+from listing.formats.parquet import ParquetFormat, ParquetSink
 from listing.metrics import Counters
 from listing.options import registry
 from listing.options.registry import STORAGE_PREFIX
@@ -46,6 +50,7 @@ from listing.spark.config import CATALOG_OPTIONS
 from listing.spark.option_values import json_object, storage_value
 from listing.spark.types import arrow_schema
 from listing.write import TaskCommit, WriteJob, WriteResult, target_partition_by
+from listing.write.results import StagedUpload
 
 log = logging.getLogger("listing.spark")
 
@@ -147,31 +152,7 @@ class ListingWriter(DataSourceArrowWriter):
 
     def __init__(self, options: dict[str, str], schema: StructType, overwrite: bool,
                  session_conf: dict[str, str] | None = None) -> None:
-        kwargs = write_options(options)
-        session_mode = (session_conf or {}).get(PARTITION_OVERWRITE_CONF, "static")
-        mode = "overwrite" if overwrite else "append"
-        overwrite_mode = kwargs.get("partition_overwrite_mode", session_mode)
-        data = arrow_schema(schema)
-        looked = Counters()
-        # an existing table's own partition columns when none are given (insertInto's)
-        partition_by = target_partition_by(
-            kwargs["url"], data, kwargs.get("partition_by") or (), mode=mode,
-            partition_overwrite_mode=overwrite_mode,
-            storage_options=kwargs["storage_options"], counters=looked,
-            layout=kwargs.get("layout"))
-        self.job = WriteJob(kwargs["url"], data, format=kwargs["format"],
-                            partition_by=partition_by, mode=mode,
-                            partition_overwrite_mode=overwrite_mode,
-                            storage_options=kwargs["storage_options"],
-                            max_records_per_file=kwargs.get("max_records_per_file"),
-                            compression=kwargs.get("compression"),
-                            commit_protocol=kwargs.get("commit_protocol", "auto"),
-                            part_size=kwargs.get("part_size"),
-                            overwrite_without_lock=kwargs.get("overwrite_without_lock", False),
-                            time_zone=kwargs.get("time_zone", "UTC"),
-                            layout=kwargs.get("layout"),
-                            **kwargs["format_options"])
-        self.job.setup_metrics.add_all(looked)
+        self.job = write_job(options, schema, overwrite, session_conf)
         self.job.setup()
         self.result: WriteResult | None = None
 
@@ -179,7 +160,12 @@ class ListingWriter(DataSourceArrowWriter):
         ctx = TaskContext.get()
         task = ctx.partitionId() if ctx is not None else 0
         attempt = ctx.attemptNumber() if ctx is not None else 0
-        return ListingCommitMessage(self.job.write_task(iterator, task, attempt))
+        first = next(iterator, None)
+        batches = iterator if first is None else itertools.chain([first], iterator)
+        if first is not None and is_staged(first.schema, self.job):
+            return ListingCommitMessage(self.job.upload_task(
+                staged_files(batches, self.job), task, attempt))
+        return ListingCommitMessage(self.job.write_task(batches, task, attempt))
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         tasks = [m.task for m in messages if isinstance(m, ListingCommitMessage)]
@@ -189,3 +175,113 @@ class ListingWriter(DataSourceArrowWriter):
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         self.job.abort([m.task for m in messages if isinstance(m, ListingCommitMessage)])
+
+
+def write_job(options: dict[str, str], schema: StructType, overwrite: bool,
+              session_conf: dict[str, str] | None = None, *, resolve: bool = True) -> WriteJob:
+    """The :class:`WriteJob` of one ``df.write.format("listing")`` call, before its
+    ``setup()``. ``resolve``: an existing table's own partition columns when the options
+    give none (one LIST, :func:`target_partition_by`); without it, no request is sent and
+    the options' columns are taken as they are."""
+    kwargs = write_options(options)
+    session_mode = (session_conf or {}).get(PARTITION_OVERWRITE_CONF, "static")
+    mode = "overwrite" if overwrite else "append"
+    overwrite_mode = kwargs.get("partition_overwrite_mode", session_mode)
+    data = arrow_schema(schema)
+    looked = Counters()
+    partition_by = kwargs.get("partition_by") or ()
+    if resolve:  # insertInto's: the table's own columns when none are given
+        partition_by = target_partition_by(
+            kwargs["url"], data, partition_by, mode=mode,
+            partition_overwrite_mode=overwrite_mode,
+            storage_options=kwargs["storage_options"], counters=looked,
+            layout=kwargs.get("layout"))
+    job = WriteJob(kwargs["url"], data, format=kwargs["format"],
+                   partition_by=partition_by, mode=mode,
+                   partition_overwrite_mode=overwrite_mode,
+                   storage_options=kwargs["storage_options"],
+                   max_records_per_file=kwargs.get("max_records_per_file"),
+                   compression=kwargs.get("compression"),
+                   commit_protocol=kwargs.get("commit_protocol", "auto"),
+                   part_size=kwargs.get("part_size"),
+                   overwrite_without_lock=kwargs.get("overwrite_without_lock", False),
+                   time_zone=kwargs.get("time_zone", "UTC"),
+                   layout=kwargs.get("layout"),
+                   **kwargs["format_options"])
+    job.setup_metrics.add_all(looked)
+    return job
+
+
+# --- staged Parquet writes: Spark's own Parquet writer in the task, our upload and commit ---
+#: the columns of a staged task's rows, after its partition columns: one row per local
+#: Parquet file Spark's writer wrote in the task (StagedParquetWriter.java)
+STAGED_FILE = "_listing_staged_file"
+STAGED_ROWS = "_listing_staged_rows"
+#: our Parquet codecs Spark's Parquet writer writes alike (None: uncompressed)
+STAGED_CODECS = {None: "uncompressed", "snappy": "snappy", "gzip": "gzip", "zstd": "zstd"}
+
+
+def staged_shape(job: WriteJob) -> dict[str, Any]:
+    """What Spark's Parquet writer needs to write ``job``'s files in its tasks: ``{"partition_by",
+    "compression", "max_records_per_file"}`` (0: no limit), or ``{"not_staged": why}`` for
+    a job only our Python writer writes (another format, format options, a codec Spark's
+    writer spells otherwise). The JVM checks the column types itself."""
+    if type(job.format) is not ParquetFormat or type(job.sink) is not ParquetSink:
+        return {"not_staged": f"format {job.format.name!r} is not our parquet"}
+    if job.format.options != ParquetFormat().options:
+        return {"not_staged": "parquet format options"}
+    if job.sink.compression not in STAGED_CODECS:
+        return {"not_staged": f"compression {job.sink.compression!r}"}
+    if {STAGED_FILE, STAGED_ROWS} & set(job.schema.names):
+        return {"not_staged": f"a column named {STAGED_FILE!r} or {STAGED_ROWS!r}"}
+    return {"partition_by": list(job.partition_by),
+            "compression": STAGED_CODECS[job.sink.compression],
+            "max_records_per_file": job.max_records_per_file or 0}
+
+
+def staged_order(options_json: str, schema_json: str, overwrite: bool) -> dict[str, Any]:
+    """:func:`staged_shape` of a write from its options alone (no request): the columns the
+    planner sorts its rows by. The job the write's writer resolves is checked again by
+    :func:`staged_writer` before a task runs."""
+    options = json.loads(options_json)
+    schema = StructType.fromJson(json.loads(schema_json))
+    return staged_shape(write_job(options, schema, overwrite, resolve=False))
+
+
+def staged_writer(pickled_writer_b64: str) -> dict[str, Any]:
+    """:func:`staged_shape` of the job a :class:`ListingWriter` resolved (its pickled bytes,
+    as Spark's planning worker returned them, base64)."""
+    from pyspark.serializers import CPickleSerializer
+
+    writer = CPickleSerializer().loads(base64.b64decode(pickled_writer_b64))
+    if not isinstance(writer, ListingWriter):
+        return {"not_staged": f"writer {type(writer).__name__}"}
+    if writer.job.skip:
+        return {"not_staged": "the write is skipped (mode ignore)"}
+    return staged_shape(writer.job)
+
+
+def is_staged(schema: pa.Schema, job: WriteJob) -> bool:
+    """Whether a task's batches are staged files (:data:`STAGED_FILE`), not rows."""
+    return (schema.names == [*job.partition_by, STAGED_FILE, STAGED_ROWS]
+            and schema.names != job.schema.names)
+
+
+def staged_files(batches: Iterator[pa.RecordBatch], job: WriteJob) -> list[StagedUpload]:
+    """The local files a staged task wrote: path, rows and typed partition values. Each
+    must be a file Spark's writer made in this worker's Spark local folders
+    (``SPARK_LOCAL_DIRS``), since the upload sends it and then removes it."""
+    roots = [os.path.realpath(d) for d in os.environ.get("SPARK_LOCAL_DIRS", "").split(",")
+             if d]
+    out = []
+    for batch in batches:
+        for row in batch.to_pylist():
+            local = os.path.realpath(str(row[STAGED_FILE]))
+            if (not os.path.basename(local).startswith("temp_local_")
+                    or not any(local.startswith(root + os.sep) for root in roots)
+                    or not os.path.isfile(local)):
+                raise OptionError(f"a staged file {row[STAGED_FILE]!r} is not a file Spark's "
+                                  f"Parquet writer made in {roots}; nothing was uploaded")
+            out.append(StagedUpload(local, int(row[STAGED_ROWS]),
+                                    tuple((n, row[n]) for n in job.partition_by)))
+    return out

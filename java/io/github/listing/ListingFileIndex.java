@@ -129,6 +129,21 @@ public final class ListingFileIndex extends ScalaFileIndex {
      * header, one read of the file's first line, by our CSV format).
      */
     String sample(String optionsJson, String schemaJson);
+
+    /**
+     * {@code {"partition_by": [names]}}: the columns a listing write with these options
+     * (those its Python writer gets) and schema partitions by, from the options alone (no
+     * request), or {@code {"not_staged": why}} for a write only the Python writer writes
+     * ({@link StagedParquetWrites}).
+     */
+    String stagedOrder(String optionsJson, String schemaJson, boolean overwrite);
+
+    /**
+     * {@code {"partition_by", "compression", "max_records_per_file"}} of the job the write's
+     * Python writer resolved (its pickled bytes as Spark's planning worker returned them,
+     * base64), or {@code {"not_staged": why}}.
+     */
+    String stagedWriter(String pickledWriter);
   }
 
   private static volatile Planner registered;

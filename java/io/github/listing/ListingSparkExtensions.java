@@ -4,6 +4,7 @@ import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.SparkSessionExtensions;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.rules.Rule;
+import org.apache.spark.sql.execution.SparkStrategy;
 
 import scala.runtime.AbstractFunction1;
 import scala.runtime.BoxedUnit;
@@ -14,7 +15,7 @@ import scala.runtime.BoxedUnit;
  * resolution), then {@link ListingCatalogOptions}, {@link
  * ListingTableSpecRedaction}, {@link ListingWriteOverwriteMode}, {@link ListingColumnPruning},
  * {@link ListingCountPushdown}, {@link ListingFilterOption} and {@link StalePushdownGuard}
- * (pre-CBO).
+ * (pre-CBO), then the planner strategy {@link StagedParquetWrites}.
  *
  * <p>WHY injectPreCBORule: in Spark 4.3.0 SparkOptimizer's batches run, in order, ... "Operator
  * Optimization before/after Inferring Filters" (FixedPoint; where injectOptimizerRule rules go),
@@ -102,6 +103,14 @@ public final class ListingSparkExtensions
           @Override
           public Rule<LogicalPlan> apply(SparkSession session) {
             return new StalePushdownGuard();
+          }
+        });
+    // a listing write's Parquet files written by Spark's own writer in its tasks
+    extensions.injectPlannerStrategy(
+        new AbstractFunction1<SparkSession, SparkStrategy>() {
+          @Override
+          public SparkStrategy apply(SparkSession session) {
+            return new StagedParquetWrites(session);
           }
         });
     return BoxedUnit.UNIT;
