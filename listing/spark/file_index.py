@@ -126,11 +126,21 @@ class ListingPlanner:
 
         return self._answer(lambda: staged_order(options_json, schema_json, bool(overwrite)))
 
-    def stagedWriter(self, pickled_writer: str) -> str:  # noqa: N802 - the JVM's name
-        """:func:`listing.spark.writer.staged_writer`: the job a write's writer resolved."""
-        from listing.spark.writer import staged_writer
+    def stagedSetup(self, source: str, provider: str, options_json: str,  # noqa: N802
+                    schema_json: str, overwrite: bool, return_type_json: str) -> str:
+        """:func:`listing.spark.writer.staged_setup`: a write's set-up in this process."""
+        from listing.spark.writer import staged_setup
 
-        return self._answer(lambda: staged_writer(pickled_writer))
+        return self._answer(lambda: staged_setup(source, provider, options_json, schema_json,
+                                                 bool(overwrite), return_type_json))
+
+    def stagedCommit(self, pickled_writer: str, pickled_messages: Any,  # noqa: N802
+                     abort: bool) -> str:
+        """:func:`listing.spark.writer.staged_commit`: a staged write's job commit."""
+        from listing.spark.writer import staged_commit
+
+        return self._answer(lambda: staged_commit(pickled_writer, list(pickled_messages),
+                                                  bool(abort)))
 
     def plan(self, options_json: str, schema_json: str, filters_json: str) -> str:
         """Our scan's files for Spark's partition filters: a JSON list of conjuncts, each a

@@ -242,23 +242,84 @@ def staged_shape(job: WriteJob) -> dict[str, Any]:
 def staged_order(options_json: str, schema_json: str, overwrite: bool) -> dict[str, Any]:
     """:func:`staged_shape` of a write from its options alone (no request): the columns the
     planner sorts its rows by. The job the write's writer resolves is checked again by
-    :func:`staged_writer` before a task runs."""
+    :func:`staged_setup` before a task runs."""
     options = json.loads(options_json)
     schema = StructType.fromJson(json.loads(schema_json))
     return staged_shape(write_job(options, schema, overwrite, resolve=False))
 
 
-def staged_writer(pickled_writer_b64: str) -> dict[str, Any]:
-    """:func:`staged_shape` of the job a :class:`ListingWriter` resolved (its pickled bytes,
-    as Spark's planning worker returned them, base64)."""
+def staged_setup(source_b64: str, provider: str, options_json: str, schema_json: str,
+                 overwrite: bool, return_type_json: str) -> dict[str, Any]:
+    """A write's set-up here, in the driver's Python process, as Spark's planning worker
+    would do it (pyspark.sql.worker.write_into_data_source): the registered source class
+    (pickled, base64), its writer for the options and schema, and the write function its
+    tasks run, pickled as that worker pickles them (``{"writer", "command"}``, base64), with
+    the job's :func:`staged_shape`. Errors are raised: the JVM then lets Spark's own path
+    raise them."""
+    from pyspark.serializers import CPickleSerializer
+    from pyspark.sql.datasource import CaseInsensitiveDict, DataSource
+
+    pickle = CPickleSerializer()
+    source = pickle.loads(base64.b64decode(source_b64))
+    if not (isinstance(source, type) and issubclass(source, DataSource)
+            and source.name().lower() == provider.lower()):
+        raise TypeError(f"the source {provider!r} is {source!r}")
+    schema = StructType.fromJson(json.loads(schema_json))
+    return_type = StructType.fromJson(json.loads(return_type_json))
+    writer = source(options=CaseInsensitiveDict(json.loads(options_json))).writer(
+        schema, overwrite)
+    if not isinstance(writer, ListingWriter):
+        raise TypeError(f"the source {provider!r} wrote with a {type(writer).__name__}")
+    shape = ({"not_staged": "the write is skipped (mode ignore)"} if writer.job.skip
+             else staged_shape(writer.job))
+    return {"writer": base64.b64encode(pickle.dumps(writer)).decode(),
+            "command": base64.b64encode(write_command(writer, return_type)).decode(),
+            **shape}
+
+
+def write_command(writer: ListingWriter, return_type: StructType) -> bytes:
+    """The pickled ``(function, return type)`` a write's tasks run, as Spark's planning
+    worker builds it: the writer's ``write`` over the task's Arrow batches, its commit
+    message pickled into the one binary column of ``return_type``."""
+    from pyspark.errors import PySparkRuntimeError
     from pyspark.serializers import CPickleSerializer
 
-    writer = CPickleSerializer().loads(base64.b64decode(pickled_writer_b64))
+    pickle = CPickleSerializer()
+    column = return_type[0].name
+
+    def data_source_write_func(iterator: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        message = writer.write(iterator)
+        if not isinstance(message, WriterCommitMessage):
+            raise PySparkRuntimeError(
+                errorClass="DATA_SOURCE_TYPE_MISMATCH",
+                messageParameters={"expected": "'WriterCommitMessage' as the return type of "
+                                               "the `write` method",
+                                   "actual": type(message).__name__})
+        yield pa.record_batch([pa.array([pickle.dumps(message)])], names=[column])
+
+    # as Spark's worker names it, so that a profiler's worker sees a data source function
+    data_source_write_func.__module__ = "pyspark.sql.worker.write_into_data_source"
+    return pickle.dumps((data_source_write_func, return_type))
+
+
+def staged_commit(pickled_writer_b64: str, pickled_messages_b64: list[str | None],
+                  abort: bool) -> dict[str, Any]:
+    """Commit (or abort) a staged write's job here, in the driver's Python process, as
+    Spark's commit worker would: the writer and its tasks' messages, pickled and base64
+    (None: a task that sent none)."""
+    from pyspark.serializers import CPickleSerializer
+
+    pickle = CPickleSerializer()
+    writer = pickle.loads(base64.b64decode(pickled_writer_b64))
     if not isinstance(writer, ListingWriter):
-        return {"not_staged": f"writer {type(writer).__name__}"}
-    if writer.job.skip:
-        return {"not_staged": "the write is skipped (mode ignore)"}
-    return staged_shape(writer.job)
+        raise TypeError(f"a staged write's writer is a {type(writer).__name__}")
+    messages = [None if m is None else pickle.loads(base64.b64decode(m))
+                for m in pickled_messages_b64]
+    if abort:
+        writer.abort(messages)
+    else:
+        writer.commit(messages)
+    return {}
 
 
 def is_staged(schema: pa.Schema, job: WriteJob) -> bool:

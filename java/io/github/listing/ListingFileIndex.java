@@ -139,11 +139,23 @@ public final class ListingFileIndex extends ScalaFileIndex {
     String stagedOrder(String optionsJson, String schemaJson, boolean overwrite);
 
     /**
-     * {@code {"partition_by", "compression", "max_records_per_file"}} of the job the write's
-     * Python writer resolved (its pickled bytes as Spark's planning worker returned them,
-     * base64), or {@code {"not_staged": why}}.
+     * A write's set-up in the driver's Python process, as Spark's planning worker would do
+     * it: the source class {@code source} (its pickled command, base64) named {@code
+     * provider} builds its writer for the options and schema; {@code {"writer", "command"}}
+     * (pickled, base64: the writer, and the function its tasks run returning {@code
+     * returnTypeJson}'s one binary column) with {@code {"partition_by", "compression",
+     * "max_records_per_file"}} of the job it resolved, or {@code "not_staged": why};
+     * {@code {"error": text}} when the set-up fails.
      */
-    String stagedWriter(String pickledWriter);
+    String stagedSetup(String source, String provider, String optionsJson, String schemaJson,
+        boolean overwrite, String returnTypeJson);
+
+    /**
+     * Commit (or, with {@code abort}, abort) a staged write's job with its tasks' commit
+     * messages (each pickled, base64; null for a task that sent none): {@code {}}, or
+     * {@code {"error": text}}, which fails the write.
+     */
+    String stagedCommit(String pickledWriter, String[] pickledMessages, boolean abort);
   }
 
   private static volatile Planner registered;

@@ -139,10 +139,38 @@ final class StagedParquetWriter implements DataWriterFactory {
       throw new UnsupportedOperationException("a listing write takes a task's rows at once");
     }
 
+    /**
+     * The Python writer's rows, written when it first asks for one: Spark starts the Python
+     * worker (and it imports our writer) before it reads its input, so that start overlaps
+     * Spark's encoding of the files instead of following it.
+     */
     @Override
     public void writeAll(Iterator<InternalRow> rows) throws IOException {
+      Iterator<InternalRow> staged = new Iterator<InternalRow>() {
+        private Iterator<InternalRow> written;
+
+        @Override
+        public boolean hasNext() {
+          if (written == null) {
+            try {
+              written = writeFiles(rows).iterator();
+            } catch (IOException e) {
+              throw new java.io.UncheckedIOException(e);
+            }
+          }
+          return written.hasNext();
+        }
+
+        @Override
+        public InternalRow next() {
+          if (!hasNext()) {
+            throw new java.util.NoSuchElementException();
+          }
+          return written.next();
+        }
+      };
       try {
-        python.writeAll(writeFiles(rows).iterator());
+        python.writeAll(staged);
       } finally {
         for (File f : files) {
           f.delete();

@@ -1,5 +1,6 @@
 package io.github.listing;
 
+import java.lang.reflect.Constructor;
 import java.lang.reflect.Field;
 import java.util.ArrayList;
 import java.util.Base64;
@@ -37,7 +38,11 @@ import org.apache.spark.sql.execution.SparkStrategy;
 import org.apache.spark.sql.execution.datasources.OutputWriterFactory;
 import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat;
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Strategy;
+import org.apache.spark.sql.execution.datasources.v2.python.PythonBatchWriterFactory;
+import org.apache.spark.sql.execution.datasources.v2.python.PythonDataSourceV2;
 import org.apache.spark.sql.execution.datasources.v2.python.PythonWrite;
+import org.apache.spark.sql.execution.datasources.v2.python.PythonWriterCommitMessage;
+import org.apache.spark.sql.execution.datasources.v2.python.UserDefinedPythonDataSource;
 import org.apache.spark.sql.internal.SQLConf;
 import org.apache.spark.sql.types.ArrayType;
 import org.apache.spark.sql.types.DataType;
@@ -52,20 +57,24 @@ import scala.Option;
 import scala.collection.immutable.Seq;
 
 /**
- * The planner strategy that has Spark's own Parquet writer write a {@code listing} write's
- * files in its tasks ({@link StagedParquetWriter}), where our Python writer would turn every
- * row into Arrow and encode Parquet again: the Python task then only uploads the finished
- * files and the job commits them as any of its files (manifest, publish, recovery unchanged).
+ * The planner strategy that runs a {@code listing} batch write's job in the driver's Python
+ * process and, for Parquet, has Spark's own Parquet writer write its files in the tasks
+ * ({@link StagedParquetWriter}), where Spark would start a Python worker to set the job up
+ * and another to commit it, and our Python writer would be handed every row converted to
+ * Arrow and encode Parquet again. The Python task then only uploads the finished files, and
+ * the job commits them as any of its files (manifest, publish, recovery unchanged).
  *
  * <p>It matches an {@code AppendData} or {@code OverwriteByExpression} whose write is a
  * listing {@code PythonWrite} (V2Writes built it from the options Python gets), asks the
  * planner which columns the write partitions by ({@code stagedOrder}: the options' one
  * parser, no request), sorts the query's rows by them within each task (as Spark's own file
- * writers do) and wraps the write. Once the write's Python writer exists (its job resolved,
- * an existing table's partition columns included), {@code stagedWriter} confirms the job;
- * a job that differs from the plan, another format, a column type Spark's Parquet writer
- * cannot write, no planner (Spark Connect), or {@link #CONF} false: the Python writer writes
- * the rows, as before.
+ * writers do) and wraps the write. When the write runs, the planner sets the job up as
+ * Spark's planning worker would ({@code stagedSetup}: the source's writer, an existing
+ * table's partition columns included, and the function its tasks run) and commits it
+ * ({@code stagedCommit}). Our Python writer writes the rows where the job differs from the
+ * plan, for another format or its options, or a column type Spark's Parquet writer does not
+ * write as ours. Spark's own path runs the job where the planner's set-up fails (and raises
+ * its error), with no planner (Spark Connect), or with {@link #CONF} false.
  *
  * <p>WHY a strategy: V2Writes runs in the optimizer after every rule an extension can inject
  * there, and the physical write takes the logical node's {@code Write}; a strategy sees
@@ -73,7 +82,7 @@ import scala.collection.immutable.Seq;
  */
 public final class StagedParquetWrites extends SparkStrategy {
 
-  /** The session conf that, false, leaves every write's rows to the Python writer. */
+  /** The session conf that, false, leaves every write to Spark's Python data source path. */
   static final String CONF = "spark.listing.sparkParquetWrites";
 
   private static final ObjectMapper JSON = new ObjectMapper();
@@ -96,7 +105,8 @@ public final class StagedParquetWrites extends SparkStrategy {
         .apply(staged);
   }
 
-  /** {@code plan} with a staged write and its rows sorted by partition, or null. */
+  /** {@code plan} with its listing write wrapped (its rows sorted by partition when Spark's
+   * Parquet writer writes them), or null. */
   LogicalPlan staged(LogicalPlan plan) {
     Option<Write> write;
     LogicalPlan query;
@@ -122,19 +132,16 @@ public final class StagedParquetWrites extends SparkStrategy {
       LogicalWriteInfo info = (LogicalWriteInfo) field(python, "info");
       boolean truncate = (Boolean) field(python, "isTruncate");
       StructType schema = info.schema();
+      String optionsJson = JSON.writeValueAsString(info.options().asCaseSensitiveMap());
       String unsupported = unsupported(schema);
-      if (unsupported != null) {
-        LOG.debug("listing: Python writes the rows: " + unsupported);
-        return null;
+      JsonNode order = unsupported != null ? null : ListingFileIndex.answer(
+          planner.stagedOrder(optionsJson, schema.json(), truncate));
+      boolean stage = order != null && !order.hasNonNull("not_staged");
+      if (!stage) {
+        LOG.debug("listing: Python writes the rows: "
+            + (order == null ? unsupported : order.get("not_staged").asText()));
       }
-      JsonNode order = ListingFileIndex.answer(planner.stagedOrder(
-          JSON.writeValueAsString(info.options().asCaseSensitiveMap()), schema.json(),
-          truncate));
-      if (order.hasNonNull("not_staged")) {
-        LOG.debug("listing: Python writes the rows: " + order.get("not_staged").asText());
-        return null;
-      }
-      List<String> partitionBy = names(order.get("partition_by"));
+      List<String> partitionBy = stage ? names(order.get("partition_by")) : List.of();
       List<Integer> ordinals = new ArrayList<>();
       for (String name : partitionBy) {
         ordinals.add(schema.fieldIndex(name));
@@ -148,7 +155,8 @@ public final class StagedParquetWrites extends SparkStrategy {
       LogicalPlan sorted = sortBy.isEmpty() ? query
           : new Sort(Scala.list(sortBy), false, query, Option.empty());
       Option<Write> wrapped = Option.apply(
-          new Staged(python, schema, ordinals, partitionBy, session));
+          new Staged(python, schema, stage, ordinals, partitionBy, session, optionsJson,
+              truncate));
       Object[] args = new Object[plan.productArity()];
       for (int i = 0; i < args.length; i++) {
         Object arg = plan.productElement(i);
@@ -157,7 +165,7 @@ public final class StagedParquetWrites extends SparkStrategy {
       return (LogicalPlan) plan.makeCopy(args);
     } catch (ReflectiveOperationException | RuntimeException
         | com.fasterxml.jackson.core.JsonProcessingException e) {
-      LOG.warn("listing: Python writes the rows (" + e + ")");
+      LOG.debug("listing: Spark plans the write (" + e + ")");  // its own path raises
       return null;
     }
   }
@@ -219,17 +227,26 @@ public final class StagedParquetWrites extends SparkStrategy {
     throw new NoSuchFieldException(target.getClass().getName() + "." + name);
   }
 
-  /** A listing {@code PythonWrite} whose tasks' rows Spark's Parquet writer writes. */
+  /** A listing {@code PythonWrite} run by the planner, its rows written by Spark's Parquet
+   * writer when {@code stage}. */
   static final class Staged implements Write {
     private final PythonWrite python;
     private final StructType schema;
     private final List<Integer> ordinals;
     private final List<String> partitionBy;
     private final SparkSession session;
+    private final String optionsJson;
+    private final boolean truncate;
 
-    Staged(PythonWrite python, StructType schema, List<Integer> ordinals,
-        List<String> partitionBy, SparkSession session) {
+    /** Whether Spark's Parquet writer may write the rows (else our Python writer does). */
+    private final boolean stage;
+
+    Staged(PythonWrite python, StructType schema, boolean stage, List<Integer> ordinals,
+        List<String> partitionBy, SparkSession session, String optionsJson, boolean truncate) {
       this.python = python;
+      this.stage = stage;
+      this.optionsJson = optionsJson;
+      this.truncate = truncate;
       this.schema = schema;
       this.ordinals = ordinals;
       this.partitionBy = partitionBy;
@@ -267,10 +284,17 @@ public final class StagedParquetWrites extends SparkStrategy {
     }
   }
 
-  /** The Python batch write, its writer factory staged when the resolved job allows it. */
+  /**
+   * The Python batch write, set up and committed in the driver's Python process (the
+   * planner's), its tasks' writer factory staged when the job it resolved allows it. Where
+   * the planner's set-up fails (a bad option, no planner), Spark's own path runs, with its
+   * planning and commit workers, and raises the error as it would.
+   */
   static final class StagedBatch implements BatchWrite {
     private final BatchWrite python;
     private final Staged write;
+    /** The pickled writer the planner set up (null: Spark's own path runs the job). */
+    private byte[] writer;
 
     StagedBatch(BatchWrite python, Staged write) {
       this.python = python;
@@ -279,31 +303,67 @@ public final class StagedParquetWrites extends SparkStrategy {
 
     @Override
     public DataWriterFactory createBatchWriterFactory(PhysicalWriteInfo info) {
-      DataWriterFactory factory = python.createBatchWriterFactory(info);
       ListingFileIndex.Planner planner = ListingFileIndex.planner();
       if (planner == null) {
-        return factory;
+        return python.createBatchWriterFactory(info);
       }
       try {
-        byte[] writer = (byte[]) field(python, "pythonDataSourceWriter");
-        JsonNode job = ListingFileIndex.answer(planner.stagedWriter(
-            Base64.getEncoder().encodeToString(writer)));
-        if (job.hasNonNull("not_staged")) {
-          LOG.debug("listing: Python writes the rows: " + job.get("not_staged").asText());
-          return factory;
+        UserDefinedPythonDataSource source =
+            ((PythonDataSourceV2) field(python, "ds")).source();
+        List<Object> command = Scala.java(source.dataSourceCls().command());
+        byte[] cls = new byte[command.size()];
+        for (int i = 0; i < cls.length; i++) {
+          cls[i] = (Byte) command.get(i);
         }
-        if (!names(job.get("partition_by")).equals(write.partitionBy)) {
-          LOG.info("listing: Python writes the rows: the job partitions by "
-              + job.get("partition_by") + ", not by " + write.partitionBy);
+        Base64.Encoder b64 = Base64.getEncoder();
+        JsonNode setup = ListingFileIndex.answer(planner.stagedSetup(b64.encodeToString(cls),
+            write.python.toString(), write.optionsJson, write.schema.json(), write.truncate,
+            UserDefinedPythonDataSource.writeOutputSchema().json()));
+        Base64.Decoder d64 = Base64.getDecoder();
+        byte[] func = d64.decode(setup.get("command").asText());
+        boolean staged = write.stage && !setup.hasNonNull("not_staged")
+            && names(setup.get("partition_by")).equals(write.partitionBy);
+        if (write.stage && !staged) {
+          LOG.debug("listing: Python writes the rows: " + (setup.hasNonNull("not_staged")
+              ? setup.get("not_staged").asText() : "the job partitions by "
+              + setup.get("partition_by") + ", not by " + write.partitionBy));
+        }
+        DataWriterFactory factory = pythonFactory(source, func, write.schema);
+        writer = d64.decode(setup.get("writer").asText());
+        if (!staged) {
           return factory;
         }
         return new StagedParquetWriter(factory, write.schema, write.ordinals,
-            parquetConf(job.get("compression").asText()),
-            job.get("max_records_per_file").asLong());
+            parquetConf(setup.get("compression").asText()),
+            setup.get("max_records_per_file").asLong());
       } catch (ReflectiveOperationException | RuntimeException e) {
-        LOG.warn("listing: Python writes the rows (" + e + ")");
-        return factory;
+        LOG.debug("listing: Spark's planning worker sets the write up (" + e + ")");
+        writer = null;
+        return python.createBatchWriterFactory(info);
       }
+    }
+
+    /** Spark's factory of Python writer tasks running {@code func} over rows of {@code
+     * input}, with this write's job artifact (and, where Spark has one, session) id. */
+    private DataWriterFactory pythonFactory(UserDefinedPythonDataSource source, byte[] func,
+        StructType input) throws ReflectiveOperationException {
+      Constructor<?>[] constructors = PythonBatchWriterFactory.class.getConstructors();
+      if (constructors.length != 1) {
+        throw new NoSuchMethodException("PythonBatchWriterFactory: no single constructor");
+      }
+      Class<?>[] params = constructors[0].getParameterTypes();
+      Object[] args = new Object[params.length];
+      args[0] = source;
+      args[1] = func;
+      args[2] = input;
+      args[3] = field(python, "jobArtifactUUID");
+      if (args.length == 5) {
+        args[4] = field(python, "sessionUUID");
+      } else if (args.length != 4) {
+        throw new NoSuchMethodException("PythonBatchWriterFactory: " + args.length
+            + " arguments");
+      }
+      return (DataWriterFactory) constructors[0].newInstance(args);
     }
 
     /** Spark's Parquet writer's settings for the data columns, as our writer writes. */
@@ -340,14 +400,38 @@ public final class StagedParquetWrites extends SparkStrategy {
       python.onDataWriterCommit(message);
     }
 
+    /** The job's commit in the driver's Python process, where the planner set it up. */
     @Override
     public void commit(WriterCommitMessage[] messages) {
-      python.commit(messages);
+      if (writer == null) {
+        python.commit(messages);
+      } else {
+        inDriver(messages, false);
+      }
     }
 
     @Override
     public void abort(WriterCommitMessage[] messages) {
-      python.abort(messages);
+      if (writer == null) {
+        python.abort(messages);
+      } else {
+        inDriver(messages, true);
+      }
+    }
+
+    private void inDriver(WriterCommitMessage[] messages, boolean abort) {
+      ListingFileIndex.Planner planner = ListingFileIndex.planner();
+      if (planner == null) {
+        throw new IllegalStateException("listing: the planner that set the write up is gone");
+      }
+      Base64.Encoder b64 = Base64.getEncoder();
+      List<String> pickled = new ArrayList<>();
+      for (WriterCommitMessage m : messages) {
+        pickled.add(m instanceof PythonWriterCommitMessage python
+            ? b64.encodeToString(python.pickledMessage()) : null);
+      }
+      ListingFileIndex.answer(planner.stagedCommit(b64.encodeToString(writer),
+          pickled.toArray(new String[0]), abort));
     }
   }
 
