@@ -6,8 +6,9 @@ Builds the wheel from a copy of the repository, installs it with a plain ``pip i
 cluster (master and worker from the wheel's ``listing.testing.spark_cluster``), with a PATH
 that has ``java`` and no ``javac`` (nor any other JDK tool) and no JAVA_HOME. The job
 registers its own format, reads an S3 table (moto, served by this process) with a filter,
-writes a partitioned table and runs one streaming trigger. Nothing comes from the
-repository or the development virtualenv: the job file is copied to a folder of its own.
+writes a partitioned table (Spark's Parquet writer in the tasks) and runs one streaming
+trigger. Nothing comes from the repository or the development virtualenv: the job file is
+copied to a folder of its own.
 The user never fetched Spark's S3A connector (an empty connector cache): the S3 table
 stays on the Python engine and ``listing.explain`` says why.
 
@@ -180,6 +181,7 @@ def test_wheel_in_a_fresh_venv_runs_a_spark_submit_job_with_java_only(s3_server,
 
     assert got["picked_rows"] == rows(lambda v: str(v["date"]) == DAY and v["region"] == "eu")
     assert got["written_rows"] == rows(lambda v: str(v["date"]) <= DAY)
+    assert got["written_by"] == "parquet-mr"  # Spark's Parquet writer, in the cluster's tasks
     assert got["written_regions"] == ["eu", "us"]
     assert got["streamed_rows"] == rows(lambda v: v["region"] == "us")
     # no S3A connector in this session: the S3 table stayed on our reader, and says why

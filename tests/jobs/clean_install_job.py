@@ -14,6 +14,8 @@ import shutil
 import sys
 import tempfile
 
+import pyarrow.parquet as pq
+
 import listing
 from listing import formats
 from listing.formats.csv import CsvFormat
@@ -48,6 +50,11 @@ def main(root: str, storage_json: str, day: str) -> dict[str, object]:
      .option("storage_options", storage_json).option("partition_by", "region")
      .mode("overwrite").save(f"{root}/out"))
     written = read("parquet", f"{root}/out")
+    table = listing.ListingTable.open(f"{root}/out", storage_options=storage)
+    first = table.first_file()
+    assert first is not None
+    with table.storage.filesystem().open(first.path, "rb") as file:
+        written_by = pq.ParquetFile(file).metadata.created_by.split(" ")[0]
     with tempfile.TemporaryDirectory() as checkpoint:
         stream = (spark.readStream.format("listing").option("format", "parquet")
                   .option("storage_options", storage_json).option("where", "region = 'us'")
@@ -70,6 +77,7 @@ def main(root: str, storage_json: str, day: str) -> dict[str, object]:
         "s3a_jars": [str(j) for j in connector_jars()],
         "spark_jars": spark.conf.get("spark.jars", ""),
         "written_rows": written.count(),
+        "written_by": written_by,
         "written_regions": sorted(r.region for r in written.select("region").distinct()
                                   .collect()),
         "streamed_rows": streamed,
