@@ -2,7 +2,6 @@ package io.github.listing;
 
 import java.io.File;
 import java.io.IOException;
-import java.lang.reflect.Constructor;
 import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
@@ -30,8 +29,6 @@ import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.unsafe.types.UTF8String;
 
-import scala.Product;
-
 /**
  * A listing write's tasks: Spark's Parquet writer writes a task's rows (sorted by partition,
  * {@link StagedParquetWrites}) as local files, one open at a time (a new one per partition
@@ -53,26 +50,31 @@ final class StagedParquetWriter implements DataWriterFactory {
   private final DataWriterFactory python;
   private final StructType schema;
   private final int[] partitions;
+  /** The positions in {@code schema} of the columns a file holds: all but the partitions. */
+  private final int[] data;
+  /** The schema of a file: {@link #data}'s columns. */
+  private final StructType fileSchema;
   private final StagedParquetWrites.Factory parquet;
   private final long maxRecordsPerFile;
 
   /**
-   * @param python the Python writer's factory (Spark's {@code PythonBatchWriterFactory}), its
-   *     input schema replaced here by the staged files' rows
+   * @param python the Python writer's factory (Spark's {@code PythonBatchWriterFactory}) over
+   *     rows of {@link #stagedSchema}
    * @param ordinals the partition columns' positions in {@code schema}
    */
   StagedParquetWriter(DataWriterFactory python, StructType schema, List<Integer> ordinals,
-      StagedParquetWrites.Factory parquet, long maxRecordsPerFile)
-      throws ReflectiveOperationException {
+      StagedParquetWrites.Factory parquet, long maxRecordsPerFile) {
+    this.python = python;
     this.schema = schema;
     this.partitions = ordinals.stream().mapToInt(Integer::intValue).toArray();
-    this.python = withInput(python, stagedSchema(schema, partitions));
+    this.data = dataOrdinals(schema, ordinals);
+    this.fileSchema = dataSchema(schema, ordinals);
     this.parquet = parquet;
     this.maxRecordsPerFile = maxRecordsPerFile;
   }
 
   /** The partition columns, then the staged file's path and rows. */
-  static StructType stagedSchema(StructType schema, int[] partitions) {
+  static StructType stagedSchema(StructType schema, List<Integer> partitions) {
     List<StructField> out = new ArrayList<>();
     for (int i : partitions) {
       out.add(schema.fields()[i]);
@@ -85,37 +87,15 @@ final class StagedParquetWriter implements DataWriterFactory {
   /** The columns a file holds: all but the partition columns. */
   static StructType dataSchema(StructType schema, List<Integer> partitions) {
     List<StructField> out = new ArrayList<>();
-    StructField[] fields = schema.fields();
-    for (int i = 0; i < fields.length; i++) {
-      if (!partitions.contains(i)) {
-        out.add(fields[i]);
-      }
+    for (int i : dataOrdinals(schema, partitions)) {
+      out.add(schema.fields()[i]);
     }
     return DataTypes.createStructType(out);
   }
 
-  /** {@code factory} (a case class) rebuilt with {@code input} for its StructType field. */
-  private static DataWriterFactory withInput(DataWriterFactory factory, StructType input)
-      throws ReflectiveOperationException {
-    Product product = (Product) factory;
-    Constructor<?>[] constructors = factory.getClass().getConstructors();
-    if (constructors.length != 1 || constructors[0].getParameterCount()
-        != product.productArity()) {
-      throw new NoSuchMethodException(factory.getClass().getName() + ": no single constructor");
-    }
-    Object[] args = new Object[product.productArity()];
-    int swapped = 0;
-    for (int i = 0; i < args.length; i++) {
-      args[i] = product.productElement(i);
-      if (args[i] instanceof StructType) {
-        args[i] = input;
-        swapped++;
-      }
-    }
-    if (swapped != 1) {
-      throw new NoSuchFieldException(factory.getClass().getName() + ": no single schema");
-    }
-    return (DataWriterFactory) constructors[0].newInstance(args);
+  private static int[] dataOrdinals(StructType schema, List<Integer> partitions) {
+    return java.util.stream.IntStream.range(0, schema.fields().length)
+        .filter(i -> !partitions.contains(i)).toArray();
   }
 
   @Override
@@ -185,10 +165,9 @@ final class StagedParquetWriter implements DataWriterFactory {
       TaskAttemptContextImpl context = new TaskAttemptContextImpl(conf, new TaskAttemptID(
           "listing", ctx == null ? 0 : ctx.stageId(), TaskType.MAP, partitionId,
           ctx == null ? 0 : ctx.attemptNumber()));
-      StructType data = dataSchema(schema, java.util.Arrays.stream(partitions).boxed().toList());
       UnsafeProjection key = UnsafeProjection.create(references(partitions));
       UnsafeProjection values = partitions.length == 0 ? null
-          : UnsafeProjection.create(references(dataOrdinals()));
+          : UnsafeProjection.create(references(data));
       List<InternalRow> staged = new ArrayList<>();
       OutputWriter out = null;
       UnsafeRow current = null;
@@ -204,7 +183,7 @@ final class StagedParquetWriter implements DataWriterFactory {
               staged.add(stagedRow(current, written));
             }
             current = rowKey.copy();
-            out = open(data, context);
+            out = open(context);
             written = 0;
           }
           out.write(values == null ? row : values.apply(row));
@@ -212,7 +191,7 @@ final class StagedParquetWriter implements DataWriterFactory {
         }
         if (out == null && partitions.length == 0 && partitionId == 0) {
           current = key.apply(new GenericInternalRow(0));
-          out = open(data, context);  // an empty table keeps its schema
+          out = open(context);  // an empty table keeps its schema
         }
         if (out != null) {
           OutputWriter last = out;
@@ -232,11 +211,11 @@ final class StagedParquetWriter implements DataWriterFactory {
       return staged;
     }
 
-    private OutputWriter open(StructType data, TaskAttemptContextImpl context) {
+    private OutputWriter open(TaskAttemptContextImpl context) {
       File file = new File(SparkEnv.get().blockManager().diskBlockManager()
           .createTempLocalBlock()._2().getPath() + ".parquet");
       files.add(file);
-      return parquet.files().newInstance(file.toURI().toString(), data, context);
+      return parquet.files().newInstance(file.toURI().toString(), fileSchema, context);
     }
 
     /** The Python writer's row for the file just closed (the last of {@link #files}). */
@@ -249,17 +228,6 @@ final class StagedParquetWriter implements DataWriterFactory {
       row[partitions.length] = UTF8String.fromString(files.get(files.size() - 1).getPath());
       row[partitions.length + 1] = rows;
       return new GenericInternalRow(row);
-    }
-
-    private int[] dataOrdinals() {
-      List<Integer> parts = java.util.Arrays.stream(partitions).boxed().toList();
-      List<Integer> out = new ArrayList<>();
-      for (int i = 0; i < schema.fields().length; i++) {
-        if (!parts.contains(i)) {
-          out.add(i);
-        }
-      }
-      return out.stream().mapToInt(Integer::intValue).toArray();
     }
 
     private scala.collection.immutable.Seq<Expression> references(int[] ordinals) {

@@ -328,7 +328,8 @@ public final class StagedParquetWrites extends SparkStrategy {
               ? setup.get("not_staged").asText() : "the job partitions by "
               + setup.get("partition_by") + ", not by " + write.partitionBy));
         }
-        DataWriterFactory factory = pythonFactory(source, func, write.schema);
+        DataWriterFactory factory = pythonFactory(source, func, staged
+            ? StagedParquetWriter.stagedSchema(write.schema, write.ordinals) : write.schema);
         writer = d64.decode(setup.get("writer").asText());
         if (!staged) {
           return factory;
